@@ -1,0 +1,15 @@
+// Package alipay speaks Alipay's OpenAPI gateway protocol (v1, RSA2) for what payrecon
+// needs: alipay.trade.query (by out_trade_no or trade_no), alipay.trade.close, and the
+// asynchronous trade notification.
+//
+// Requests are signed over every parameter except sign (sign_type included), empty values
+// dropped, sorted, joined raw as k=v&...; SHA256withRSA, PKCS#1 v1.5, standard base64.
+// Answers are verified over the raw bytes of the response node, exactly as sent, with the
+// official SDKs' one retry after replacing `\/` by `/`. A success answer that does not
+// verify is never turned into a Result.
+//
+// Errors: every method returns *reconcile.PlatformError. KindConfig messages name the
+// setting to fix (RECONCILER_ALIPAY_APP_ID, RECONCILER_ALIPAY_PRIVATE_KEY_FILE, ...).
+// ParseNotify's errors also carry ErrBadSignature or ErrMalformed (the platformclient
+// sentinels) so the callback handler can answer "fail" and count security events.
+package alipay
