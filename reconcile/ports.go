@@ -66,6 +66,8 @@ const (
 	ClaimDone
 	// ClaimUnavailable: the claim store could not answer; go on without it.
 	ClaimUnavailable
+	// ClaimFree: (Peek only) nobody holds the key.
+	ClaimFree
 )
 
 func (c ClaimState) String() string {
@@ -78,6 +80,8 @@ func (c ClaimState) String() string {
 		return "done"
 	case ClaimUnavailable:
 		return "unavailable"
+	case ClaimFree:
+		return "free"
 	}
 	return "unknown"
 }
@@ -86,8 +90,8 @@ func (c ClaimState) String() string {
 // optimisation, never the source of truth: implementations report ClaimUnavailable instead
 // of failing when their store is down, and the conditional update decides.
 type Claimer interface {
-	// Peek reports ClaimDone, ClaimHeld, or ClaimAcquired when the key is free (without
-	// taking it), so a repeated callback is answered without touching the database.
+	// Peek reports ClaimDone, ClaimHeld or ClaimFree without taking the key, so a repeated
+	// callback is answered without touching the database.
 	Peek(ctx context.Context, key string) ClaimState
 	// Claim tries SET key PROCESSING NX EX lease.
 	Claim(ctx context.Context, key string, lease time.Duration) ClaimState

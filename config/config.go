@@ -1,0 +1,176 @@
+// Package config reads payrecon's typed configuration from command-line flags and
+// RECONCILER_* environment variables (flags win), fills defaults from one table, validates
+// with messages that name the offending setting, and renders a redacted form safe to log.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+	_ "time/tzdata" // RECONCILER_TIMEZONE must resolve in a scratch container too
+)
+
+// Config is every setting of the reconciler.
+type Config struct {
+	DatabaseURL     string
+	Listen          string
+	Timezone        *time.Location
+	RedisURL        string
+	RedisTimeout    time.Duration
+	ClaimPrefix     string
+	ClaimLease      time.Duration
+	ClaimTTL        time.Duration
+	Grace           time.Duration
+	Lookback        time.Duration
+	OrderTTL        time.Duration
+	Concurrency     int
+	DryRun          bool
+	LogLevel        string
+	LogFormat       string // json, console, or "" for console on a terminal and json elsewhere
+	PushgatewayURL  string
+	PlatformTimeout time.Duration
+	RecheckMin      time.Duration
+	RecheckMax      time.Duration
+	CloseAtPlatform bool
+	NotifyWait      time.Duration
+	DrainTimeout    time.Duration
+	Shard           Shard
+	Alipay          Alipay
+	WechatPay       WechatPay
+}
+
+// Shard is this process's slice of the orders: Index in [0, Count).
+type Shard struct {
+	Index, Count int
+}
+
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Alipay holds the Alipay account. The platform is enabled when AppID is set.
+type Alipay struct {
+	Gateway        string
+	AppID          string
+	PrivateKeyFile string
+	PublicKeyFile  string
+	SellerID       string
+	QPS            float64
+}
+
+// Enabled reports whether an Alipay account is configured.
+func (a Alipay) Enabled() bool { return a.AppID != "" }
+
+// WechatPay holds the WeChat Pay account. The platform is enabled when MchID is set.
+type WechatPay struct {
+	BaseURL        string
+	MchID          string
+	AppID          string
+	SerialNo       string // merchant certificate serial, upper-case hex
+	PrivateKeyFile string
+	PublicKeyFile  string
+	PublicKeyID    string
+	APIv3KeyFile   string
+	QPS            float64
+}
+
+// Enabled reports whether a WeChat Pay account is configured.
+func (w WechatPay) Enabled() bool { return w.MchID != "" }
+
+// Error is a bad setting. Its message names the setting; the binary exits 2 on it.
+type Error struct {
+	Setting string // RECONCILER_CLAIM_TTL
+	Flag    string // --claim-ttl, when the value came from the flag
+	Msg     string
+}
+
+func (e *Error) Error() string {
+	if e.Flag != "" {
+		return fmt.Sprintf("%s (%s): %s", e.Flag, e.Setting, e.Msg)
+	}
+	return e.Setting + ": " + e.Msg
+}
+
+// IsConfigError reports whether err is (or wraps) a configuration error.
+func IsConfigError(err error) bool {
+	var ce *Error
+	return errors.As(err, &ce)
+}
+
+// EnvName is the environment variable that backs a flag.
+func EnvName(flagName string) string {
+	return "RECONCILER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// Redacted renders every setting as name=value with passwords in URLs masked; it is safe to
+// log. Key files are listed by path only: their contents are never loaded into Config.
+func (c Config) Redacted() string {
+	kv := map[string]string{
+		"database-url":       RedactURL(c.DatabaseURL),
+		"redis-url":          RedactURL(c.RedisURL),
+		"listen":             c.Listen,
+		"claim-prefix":       c.ClaimPrefix,
+		"claim-lease":        c.ClaimLease.String(),
+		"claim-ttl":          c.ClaimTTL.String(),
+		"grace":              c.Grace.String(),
+		"lookback":           c.Lookback.String(),
+		"order-ttl":          c.OrderTTL.String(),
+		"concurrency":        fmt.Sprint(c.Concurrency),
+		"dry-run":            fmt.Sprint(c.DryRun),
+		"pushgateway-url":    RedactURL(c.PushgatewayURL),
+		"platform-timeout":   c.PlatformTimeout.String(),
+		"recheck-min":        c.RecheckMin.String(),
+		"recheck-max":        c.RecheckMax.String(),
+		"shard":              c.Shard.String(),
+		"alipay-app-id":      c.Alipay.AppID,
+		"alipay-gateway":     RedactURL(c.Alipay.Gateway),
+		"wechatpay-mchid":    c.WechatPay.MchID,
+		"wechatpay-base-url": RedactURL(c.WechatPay.BaseURL),
+	}
+	if c.Timezone != nil {
+		kv["timezone"] = c.Timezone.String()
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k + "=" + kv[k])
+	}
+	return b.String()
+}
+
+// RedactURL masks the password (and any secret-looking query parameter) of a URL.
+func RedactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "[unparseable url redacted]"
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	changed := false
+	for k := range q {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "password") || strings.Contains(lk, "secret") || strings.Contains(lk, "token") || lk == "key" {
+			q.Set(k, "xxxxx")
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}

@@ -1,0 +1,396 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Group selects which settings a command takes, so `--help` lists only what applies.
+type Group uint
+
+const (
+	// GroupDatabase: the database connection (every command but sandbox).
+	GroupDatabase Group = 1 << iota
+	// GroupLog: logging.
+	GroupLog
+	// GroupApply: the shared apply path (claims, TTLs).
+	GroupApply
+	// GroupWorker: pass scheduling (grace, lookback, re-check, shard, concurrency).
+	GroupWorker
+	// GroupPlatforms: the platform accounts and call policy.
+	GroupPlatforms
+	// GroupServe: the HTTP server.
+	GroupServe
+	// GroupTime: the time zone dates are read in.
+	GroupTime
+
+	// GroupAll is every setting.
+	GroupAll = GroupDatabase | GroupLog | GroupApply | GroupWorker | GroupPlatforms | GroupServe | GroupTime
+)
+
+type kind int
+
+const (
+	kString kind = iota
+	kBool
+)
+
+// setting is one row of the table: the single place defaults live.
+type setting struct {
+	name  string // flag name; the env var is EnvName(name)
+	def   string
+	group Group
+	kind  kind
+	usage string
+	set   func(c *Config, v string) error // parses v into c; the error text is the reason only
+}
+
+var settings = []setting{
+	{"database-url", "", GroupDatabase, kString, "PostgreSQL URL (required)", func(c *Config, v string) error {
+		if v == "" {
+			return fmt.Errorf("is required (e.g. postgres://user@host:5432/db?sslmode=disable)")
+		}
+		c.DatabaseURL = v
+		return checkURL(v, "postgres", "postgresql")
+	}},
+	{"log-level", "info", GroupLog, kString, "debug, info, warn or error", func(c *Config, v string) error {
+		c.LogLevel = v
+		return oneOf(v, "debug", "info", "warn", "error")
+	}},
+	{"log-format", "", GroupLog, kString, "json or console (default: console on a terminal, json elsewhere)", func(c *Config, v string) error {
+		c.LogFormat = v
+		if v == "" {
+			return nil
+		}
+		return oneOf(v, "json", "console")
+	}},
+	{"timezone", "Asia/Shanghai", GroupTime, kString, "IANA zone in which dates (--from 2026-11-28, bill days) are read", func(c *Config, v string) error {
+		loc, err := time.LoadLocation(v)
+		if err != nil || v == "" {
+			return fmt.Errorf("must be an IANA time zone such as Asia/Shanghai, got %q", v)
+		}
+		c.Timezone = loc
+		return nil
+	}},
+	{"redis-url", "", GroupApply, kString, "Redis URL for claims; empty means database-only claims", func(c *Config, v string) error {
+		c.RedisURL = v
+		if v == "" {
+			return nil
+		}
+		return checkURL(v, "redis", "rediss", "unix")
+	}},
+	{"redis-timeout", "100ms", GroupApply, kString, "deadline of each Redis call", durationInto(func(c *Config) *time.Duration { return &c.RedisTimeout }, false)},
+	{"claim-prefix", "pay:notify:", GroupApply, kString, "prefix of the Redis claim keys (shared with the callback service)", func(c *Config, v string) error {
+		if v == "" {
+			return fmt.Errorf("must not be empty")
+		}
+		c.ClaimPrefix = v
+		return nil
+	}},
+	{"claim-lease", "60s", GroupApply, kString, "PROCESSING lease of a claim", durationInto(func(c *Config) *time.Duration { return &c.ClaimLease }, false)},
+	{"claim-ttl", "25h", GroupApply, kString, "how long the DONE mark sheds repeated callbacks", durationInto(func(c *Config) *time.Duration { return &c.ClaimTTL }, false)},
+	{"order-ttl", "2h", GroupApply, kString, "expiry of orders whose expires_at is null, from created_at", durationInto(func(c *Config) *time.Duration { return &c.OrderTTL }, false)},
+	{"grace", "2m", GroupWorker, kString, "orders younger than this are left to their callback", durationInto(func(c *Config) *time.Duration { return &c.Grace }, true)},
+	{"lookback", "72h", GroupWorker, kString, "orders older than this are left to backfill", durationInto(func(c *Config) *time.Duration { return &c.Lookback }, false)},
+	{"recheck-min", "1m", GroupWorker, kString, "first re-check delay of a still-pending order (0s: every run)", durationInto(func(c *Config) *time.Duration { return &c.RecheckMin }, true)},
+	{"recheck-max", "1h", GroupWorker, kString, "cap of the re-check delay", durationInto(func(c *Config) *time.Duration { return &c.RecheckMax }, true)},
+	{"concurrency", "16", GroupWorker, kString, "orders checked at once", func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1024 {
+			return fmt.Errorf("must be a whole number from 1 to 1024, got %q", v)
+		}
+		c.Concurrency = n
+		return nil
+	}},
+	{"dry-run", "false", GroupWorker, kBool, "query and classify, write nothing but the run record", boolInto(func(c *Config) *bool { return &c.DryRun })},
+	{"close-at-platform", "true", GroupWorker, kBool, "close an expired, still-open trade at the platform before closing it locally", boolInto(func(c *Config) *bool { return &c.CloseAtPlatform })},
+	{"drain-timeout", "30s", GroupWorker, kString, "on SIGTERM, how long in-flight orders may finish", durationInto(func(c *Config) *time.Duration { return &c.DrainTimeout }, false)},
+	{"shard", "", GroupWorker, kString, "this process's shard as i/n (default 0/1, or JOB_COMPLETION_INDEX with --shards)", func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		var i, n int
+		if _, err := fmt.Sscanf(v, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n || fmt.Sprintf("%d/%d", i, n) != v {
+			return fmt.Errorf("must be i/n with 0 <= i < n, got %q", v)
+		}
+		c.Shard = Shard{Index: i, Count: n}
+		return nil
+	}},
+	{"shards", "", GroupWorker, kString, "shard count; the index comes from JOB_COMPLETION_INDEX (Kubernetes Indexed Job)", func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("must be a positive whole number, got %q", v)
+		}
+		if c.Shard.Count != 0 {
+			return fmt.Errorf("give either --shard i/n or --shards n, not both")
+		}
+		idx := os.Getenv("JOB_COMPLETION_INDEX")
+		i, err := strconv.Atoi(idx)
+		if err != nil || i < 0 || i >= n {
+			return fmt.Errorf("needs JOB_COMPLETION_INDEX between 0 and %d, got %q", n-1, idx)
+		}
+		c.Shard = Shard{Index: i, Count: n}
+		return nil
+	}},
+	{"pushgateway-url", "", GroupWorker, kString, "Prometheus Pushgateway to push run metrics to (run mode)", func(c *Config, v string) error {
+		c.PushgatewayURL = v
+		if v == "" {
+			return nil
+		}
+		return checkURL(v, "http", "https")
+	}},
+	{"listen", ":8080", GroupServe, kString, "serve's HTTP address", func(c *Config, v string) error {
+		if !strings.Contains(v, ":") {
+			return fmt.Errorf("must be host:port or :port, got %q", v)
+		}
+		c.Listen = v
+		return nil
+	}},
+	{"notify-wait", "2s", GroupServe, kString, "how long a callback waits for a claim held by another handler", durationInto(func(c *Config) *time.Duration { return &c.NotifyWait }, true)},
+	{"platform-timeout", "10s", GroupPlatforms, kString, "deadline of each platform call", durationInto(func(c *Config) *time.Duration { return &c.PlatformTimeout }, false)},
+	{"alipay-gateway", "https://openapi.alipay.com/gateway.do", GroupPlatforms, kString, "Alipay OpenAPI gateway URL", urlInto(func(c *Config) *string { return &c.Alipay.Gateway })},
+	{"alipay-app-id", "", GroupPlatforms, kString, "Alipay app_id (enables Alipay)", stringInto(func(c *Config) *string { return &c.Alipay.AppID })},
+	{"alipay-private-key-file", "", GroupPlatforms, kString, "our RSA2 private key (PKCS#1/PKCS#8 PEM or bare base64)", fileInto(func(c *Config) *string { return &c.Alipay.PrivateKeyFile })},
+	{"alipay-public-key-file", "", GroupPlatforms, kString, "Alipay's public key (PEM or bare base64)", fileInto(func(c *Config) *string { return &c.Alipay.PublicKeyFile })},
+	{"alipay-seller-id", "", GroupPlatforms, kString, "expected seller_id in Alipay answers (optional)", stringInto(func(c *Config) *string { return &c.Alipay.SellerID })},
+	{"alipay-qps", "10", GroupPlatforms, kString, "Alipay calls per second, shared by every worker of this process", qpsInto(func(c *Config) *float64 { return &c.Alipay.QPS })},
+	{"wechatpay-base-url", "https://api.mch.weixin.qq.com", GroupPlatforms, kString, "WeChat Pay API v3 base URL", urlInto(func(c *Config) *string { return &c.WechatPay.BaseURL })},
+	{"wechatpay-mchid", "", GroupPlatforms, kString, "WeChat Pay mchid (enables WeChat Pay)", stringInto(func(c *Config) *string { return &c.WechatPay.MchID })},
+	{"wechatpay-appid", "", GroupPlatforms, kString, "expected appid in WeChat Pay answers (optional)", stringInto(func(c *Config) *string { return &c.WechatPay.AppID })},
+	{"wechatpay-serial-no", "", GroupPlatforms, kString, "merchant certificate serial number (hex)", func(c *Config, v string) error {
+		if v != "" && !hexSerial.MatchString(v) {
+			return fmt.Errorf("must be a hexadecimal certificate serial, got %q", v)
+		}
+		c.WechatPay.SerialNo = strings.ToUpper(v)
+		return nil
+	}},
+	{"wechatpay-private-key-file", "", GroupPlatforms, kString, "merchant API private key (PEM or bare base64)", fileInto(func(c *Config) *string { return &c.WechatPay.PrivateKeyFile })},
+	{"wechatpay-public-key-file", "", GroupPlatforms, kString, "WeChat Pay public key (PEM or bare base64)", fileInto(func(c *Config) *string { return &c.WechatPay.PublicKeyFile })},
+	{"wechatpay-public-key-id", "", GroupPlatforms, kString, "WeChat Pay public key id (PUB_KEY_ID_...)", stringInto(func(c *Config) *string { return &c.WechatPay.PublicKeyID })},
+	{"wechatpay-apiv3-key-file", "", GroupPlatforms, kString, "file holding the 32-byte API v3 key", func(c *Config, v string) error {
+		c.WechatPay.APIv3KeyFile = v
+		if v == "" {
+			return nil
+		}
+		if _, err := ReadAPIv3Key(v); err != nil {
+			return err
+		}
+		return nil
+	}},
+	{"wechatpay-qps", "10", GroupPlatforms, kString, "WeChat Pay calls per second, shared by every worker of this process", qpsInto(func(c *Config) *float64 { return &c.WechatPay.QPS })},
+}
+
+var hexSerial = regexp.MustCompile(`^[0-9A-Fa-f]+$`)
+
+// value is a flag.Value that remembers the raw text; bool settings accept a bare --flag.
+type value struct {
+	s      string
+	isBool bool
+}
+
+func (v *value) String() string     { return v.s }
+func (v *value) Set(s string) error { v.s = s; return nil }
+func (v *value) IsBoolFlag() bool   { return v.isBool }
+
+// Loader binds a command's settings to its flag set.
+type Loader struct {
+	fs     *flag.FlagSet
+	group  Group
+	values map[string]*value
+	env    func(string) (string, bool)
+}
+
+// Register adds the flags of the chosen groups to fs. Env lookups go through lookupEnv
+// (os.LookupEnv when nil), so tests never touch the process environment.
+func Register(fs *flag.FlagSet, groups Group, lookupEnv func(string) (string, bool)) *Loader {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	l := &Loader{fs: fs, group: groups, values: map[string]*value{}, env: lookupEnv}
+	for _, s := range settings {
+		if s.group&groups == 0 {
+			continue
+		}
+		v := &value{s: s.def, isBool: s.kind == kBool}
+		l.values[s.name] = v
+		usage := s.usage + " [" + EnvName(s.name) + "]"
+		fs.Var(v, s.name, usage)
+	}
+	return l
+}
+
+// Load resolves every registered setting (flag, else env, else default) after fs.Parse and
+// validates the whole. Errors are *Error.
+func (l *Loader) Load() (Config, error) {
+	fromFlag := map[string]bool{}
+	l.fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
+	var c Config
+	for _, s := range settings {
+		v, ok := l.values[s.name]
+		if !ok {
+			continue
+		}
+		raw, origin := v.s, ""
+		if fromFlag[s.name] {
+			origin = "--" + s.name
+		} else if e, ok := l.env(EnvName(s.name)); ok {
+			raw = e
+		}
+		raw = strings.TrimSpace(raw)
+		if err := s.set(&c, raw); err != nil {
+			return Config{}, &Error{Setting: EnvName(s.name), Flag: origin, Msg: err.Error()}
+		}
+	}
+	if c.Shard.Count == 0 {
+		c.Shard = Shard{Index: 0, Count: 1}
+	}
+	return c, l.validate(c)
+}
+
+// validate checks what spans several settings.
+func (l *Loader) validate(c Config) error {
+	if l.group&GroupWorker != 0 && c.RecheckMax < c.RecheckMin {
+		return &Error{Setting: "RECONCILER_RECHECK_MAX", Msg: fmt.Sprintf("must not be below RECONCILER_RECHECK_MIN (%s), got %s", c.RecheckMin, c.RecheckMax)}
+	}
+	if l.group&GroupApply != 0 && c.ClaimTTL < c.ClaimLease {
+		return &Error{Setting: "RECONCILER_CLAIM_TTL", Msg: fmt.Sprintf("must not be below RECONCILER_CLAIM_LEASE (%s), got %s", c.ClaimLease, c.ClaimTTL)}
+	}
+	if l.group&GroupPlatforms == 0 {
+		return nil
+	}
+	if c.Alipay.Enabled() {
+		for name, v := range map[string]string{"ALIPAY_PRIVATE_KEY_FILE": c.Alipay.PrivateKeyFile, "ALIPAY_PUBLIC_KEY_FILE": c.Alipay.PublicKeyFile} {
+			if v == "" {
+				return &Error{Setting: "RECONCILER_" + name, Msg: "is required when RECONCILER_ALIPAY_APP_ID is set"}
+			}
+		}
+	}
+	if c.WechatPay.Enabled() {
+		req := []struct{ name, v string }{
+			{"WECHATPAY_SERIAL_NO", c.WechatPay.SerialNo},
+			{"WECHATPAY_PRIVATE_KEY_FILE", c.WechatPay.PrivateKeyFile},
+			{"WECHATPAY_PUBLIC_KEY_FILE", c.WechatPay.PublicKeyFile},
+			{"WECHATPAY_PUBLIC_KEY_ID", c.WechatPay.PublicKeyID},
+			{"WECHATPAY_APIV3_KEY_FILE", c.WechatPay.APIv3KeyFile},
+		}
+		for _, r := range req {
+			if r.v == "" {
+				return &Error{Setting: "RECONCILER_" + r.name, Msg: "is required when RECONCILER_WECHATPAY_MCHID is set"}
+			}
+		}
+	}
+	return nil
+}
+
+// ReadAPIv3Key reads the WeChat Pay API v3 key file: exactly 32 bytes, one trailing newline
+// ignored. The error never quotes the file's content.
+func ReadAPIv3Key(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read key file: %w", err)
+	}
+	b = []byte(strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"))
+	if len(b) != 32 {
+		return nil, fmt.Errorf("%s must hold a 32-byte API v3 key, found %d bytes", path, len(b))
+	}
+	return b, nil
+}
+
+// durationInto parses a Go duration into a field; zero is legal only where allowZero says so
+// (RECHECK_MIN 0s means "every run").
+func durationInto(field func(*Config) *time.Duration, allowZero bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		switch {
+		case allowZero && (err != nil || d < 0):
+			return fmt.Errorf("must be a non-negative duration such as 0s, 90s or 2m, got %q", v)
+		case !allowZero && (err != nil || d <= 0):
+			return fmt.Errorf("must be a positive duration such as 90s or 2m, got %q", v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func boolInto(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch v {
+		case "true":
+			*field(c) = true
+		case "false":
+			*field(c) = false
+		default:
+			return fmt.Errorf("must be true or false, got %q", v)
+		}
+		return nil
+	}
+}
+
+func stringInto(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func urlInto(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if err := checkURL(v, "http", "https"); err != nil {
+			return err
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func fileInto(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		*field(c) = v
+		if v == "" {
+			return nil
+		}
+		f, err := os.Open(v)
+		if err != nil {
+			return fmt.Errorf("cannot read key file: %w", err)
+		}
+		return f.Close()
+	}
+}
+
+func qpsInto(field func(*Config) *float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		q, err := strconv.ParseFloat(v, 64)
+		if err != nil || q <= 0 || math.IsInf(q, 0) || math.IsNaN(q) {
+			return fmt.Errorf("must be a positive number of calls per second, got %q", v)
+		}
+		*field(c) = q
+		return nil
+	}
+}
+
+func oneOf(v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("must be one of %s, got %q", strings.Join(allowed, ", "), v)
+}
+
+func checkURL(v string, schemes ...string) error {
+	u, err := url.Parse(v)
+	if err != nil {
+		return fmt.Errorf("is not a valid URL: %s", RedactURL(v))
+	}
+	if err := oneOf(u.Scheme, schemes...); err != nil {
+		return fmt.Errorf("URL scheme must be one of %s, got %q", strings.Join(schemes, ", "), u.Scheme)
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+// Package repotest gives each test its own real PostgreSQL database (cloned from a migrated
+// template) and its own Redis key prefix, so tests run in parallel, in several packages at
+// once, and twice in a row without sharing state. A missing server fails the test with the
+// fix to apply: integration tests never skip.
+package repotest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/payrecon/payrecon/repo"
+)
+
+// DefaultDatabaseURL and DefaultRedisURL are used when the RECONCILER_TEST_* variables are
+// unset: the standard local ports.
+const (
+	DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	DefaultRedisURL    = "redis://127.0.0.1:6379/0"
+)
+
+const templateLockKey = 0x74706c74 // "tplt"
+
+// AdminURL is the server-level PostgreSQL URL tests create their databases from.
+func AdminURL() string {
+	if u := os.Getenv("RECONCILER_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultDatabaseURL
+}
+
+// RedisURL is the Redis server tests use.
+func RedisURL() string {
+	if u := os.Getenv("RECONCILER_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return DefaultRedisURL
+}
+
+const howToFix = "run the tests with `make test` (it starts private PostgreSQL and Redis servers when none answer), " +
+	"or point RECONCILER_TEST_DATABASE_URL / RECONCILER_TEST_REDIS_URL at running servers"
+
+var (
+	templateOnce sync.Once
+	templateName string
+	templateErr  error
+)
+
+// template makes sure the migrated template database exists, once per process; its name
+// carries a hash of the migrations, so a schema change gets a fresh template.
+func template(ctx context.Context) (string, error) {
+	templateOnce.Do(func() {
+		migs, err := repo.Migrations()
+		if err != nil {
+			templateErr = err
+			return
+		}
+		h := sha256.New()
+		for _, m := range migs {
+			h.Write([]byte(m.Version + "\x00" + m.SQL + "\x00"))
+		}
+		templateName = "payrecon_tmpl_" + hex.EncodeToString(h.Sum(nil))[:16]
+		templateErr = buildTemplate(ctx, templateName)
+	})
+	return templateName, templateErr
+}
+
+func buildTemplate(ctx context.Context, name string) error {
+	admin, err := sqlx.Open("postgres", AdminURL())
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	conn, err := admin.Connx(ctx)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL not reachable at %s: %w\n%s", redact(AdminURL()), err, howToFix)
+	}
+	defer conn.Close()
+	// Test binaries of several packages run at once: one builds, the others wait.
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, templateLockKey); err != nil {
+		return fmt.Errorf("lock template: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, templateLockKey) //nolint:errcheck
+	var exists bool
+	if err := conn.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name); err != nil {
+		return fmt.Errorf("look up template: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	building := name + "_build"
+	if _, err := conn.ExecContext(ctx, `DROP DATABASE IF EXISTS `+pq.QuoteIdentifier(building)+` WITH (FORCE)`); err != nil {
+		return fmt.Errorf("drop stale template build: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE DATABASE `+pq.QuoteIdentifier(building)); err != nil {
+		return fmt.Errorf("create template: %w", err)
+	}
+	db, err := repo.Open(ctx, urlForDatabase(AdminURL(), building))
+	if err != nil {
+		return err
+	}
+	_, err = repo.Migrate(ctx, db)
+	db.Close()
+	if err != nil {
+		return fmt.Errorf("migrate template: %w", err)
+	}
+	// Renamed only once complete, so a crashed build never leaves a half-migrated template.
+	if _, err := conn.ExecContext(ctx, `ALTER DATABASE `+pq.QuoteIdentifier(building)+` RENAME TO `+pq.QuoteIdentifier(name)); err != nil {
+		return fmt.Errorf("publish template: %w", err)
+	}
+	return nil
+}
+
+// DB is one test's private database.
+type DB struct {
+	*sqlx.DB
+	Name string
+	URL  string
+}
+
+// NewDB creates a migrated database for this test alone and drops it when the test ends.
+func NewDB(t testing.TB) *DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	tmpl, err := template(ctx)
+	if err != nil {
+		t.Fatalf("test database: %v", err)
+	}
+	name := "payrecon_test_" + randomHex(8)
+	admin, err := sqlx.Open("postgres", AdminURL())
+	if err != nil {
+		t.Fatalf("test database: %v", err)
+	}
+	defer admin.Close()
+	for attempt := 0; ; attempt++ {
+		_, err = admin.ExecContext(ctx, `CREATE DATABASE `+pq.QuoteIdentifier(name)+` TEMPLATE `+pq.QuoteIdentifier(tmpl))
+		var pqErr *pq.Error
+		// 55006: the template is being accessed (another clone is in progress): wait a bit.
+		if err != nil && errors.As(err, &pqErr) && pqErr.Code == "55006" && attempt < 100 {
+			time.Sleep(time.Duration(20+attempt*5) * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		t.Fatalf("create test database (%s): %v\n%s", redact(AdminURL()), err, howToFix)
+	}
+	u := urlForDatabase(AdminURL(), name)
+	db, err := repo.Open(ctx, u)
+	if err != nil {
+		t.Fatalf("open test database: %v", err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		admin, err := sqlx.Open("postgres", AdminURL())
+		if err != nil {
+			return
+		}
+		defer admin.Close()
+		if _, err := admin.Exec(`DROP DATABASE IF EXISTS ` + pq.QuoteIdentifier(name) + ` WITH (FORCE)`); err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+		}
+	})
+	return &DB{DB: db, Name: name, URL: u}
+}
+
+// Redis is one test's Redis client and key prefix.
+type Redis struct {
+	Client *redis.Client
+	URL    string
+	// Prefix is unique to the test; use it as the claim prefix.
+	Prefix string
+}
+
+// NewRedis connects to the test Redis and deletes the test's keys when it ends.
+func NewRedis(t testing.TB) *Redis {
+	t.Helper()
+	opt, err := redis.ParseURL(RedisURL())
+	if err != nil {
+		t.Fatalf("RECONCILER_TEST_REDIS_URL: %v", err)
+	}
+	c := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		t.Fatalf("Redis not reachable at %s: %v\n%s", redact(RedisURL()), err, howToFix)
+	}
+	prefix := "test:" + randomHex(6) + ":pay:notify:"
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
+		for iter.Next(ctx) {
+			c.Del(ctx, iter.Val())
+		}
+		c.Close()
+	})
+	return &Redis{Client: c, URL: RedisURL(), Prefix: prefix}
+}
+
+func urlForDatabase(admin, name string) string {
+	u, err := url.Parse(admin)
+	if err != nil {
+		return admin
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable url)"
+	}
+	return u.Redacted()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return strings.ToLower(hex.EncodeToString(b))
+}
