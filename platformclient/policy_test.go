@@ -188,7 +188,10 @@ func TestPolicyTokenBucketIsShared(t *testing.T) {
 }
 
 func TestPolicyBackoffIsBoundedFullJitter(t *testing.T) {
-	p := fastPolicy(func(c *PolicyConfig) { c.Tuning.BackoffBase = 10 * time.Millisecond; c.Tuning.BackoffMax = 50 * time.Millisecond })
+	p := fastPolicy(func(c *PolicyConfig) {
+		c.Tuning.BackoffBase = 10 * time.Millisecond
+		c.Tuning.BackoffMax = 50 * time.Millisecond
+	})
 	for retry, ceiling := range []time.Duration{10, 20, 40, 50, 50, 50} {
 		ceiling *= time.Millisecond
 		var maxSeen time.Duration

@@ -378,7 +378,7 @@ func TestDoneMarkWithPendingOrder(t *testing.T) {
 func TestDatabaseFailureMidTransactionLeavesNothingHalfApplied(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(t *testing.T, b *bundle) (mend func())
 	}{
 		{"trigger raises on the outbox insert", func(t *testing.T, b *bundle) func() {
