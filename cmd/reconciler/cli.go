@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/config"
+)
+
+// Exit codes: the contract in DESIGN.md.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 3
+)
+
+// usageError is bad usage or configuration: exit 2 with the message.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// exitError carries a specific exit code with its cause.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"migrate": {"apply the embedded schema migrations; safe to repeat", cmdMigrate},
+	}
+}
+
+// Main runs one command and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stdout, cmds)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	c, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "reconciler: unknown command %q\n\n", args[0])
+		printUsage(stderr, cmds)
+		return exitUsage
+	}
+	err := c.run(ctx, args[1:], stdout, stderr)
+	return exitCode(err, stderr)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	var ue *usageError
+	var ee *exitError
+	switch {
+	case errors.As(err, &ue), config.IsConfigError(err):
+		fmt.Fprintf(stderr, "reconciler: %v\n", err)
+		return exitUsage
+	case errors.As(err, &ee):
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "reconciler: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "reconciler: %v\n", err)
+	return exitFailed
+}
+
+func printUsage(w io.Writer, cmds map[string]command) {
+	fmt.Fprintln(w, "Usage: reconciler <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nEvery flag also reads RECONCILER_<FLAG> (upper case, dashes to underscores); flags win.\nRun 'reconciler <command> --help' for its flags.")
+}
+
+// parse builds a command's flag set over the chosen setting groups, parses args and loads
+// the configuration. extra registers command-specific flags.
+func parse(name string, args []string, groups config.Group, stderr io.Writer, extra func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
+	fs := flag.NewFlagSet("reconciler "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	loader := config.Register(fs, groups, nil)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return config.Config{}, fs, err
+		}
+		return config.Config{}, fs, usagef("%s: %v", name, err)
+	}
+	cfg, err := loader.Load()
+	return cfg, fs, err
+}
+
+// newLogger builds the process logger: JSON by default, console on a terminal.
+func newLogger(cfg config.Config, w io.Writer) zerolog.Logger {
+	format := cfg.LogFormat
+	if format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			format = "console"
+		}
+	}
+	var out io.Writer = w
+	if format == "console" {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05"}
+	}
+	level, err := zerolog.ParseLevel(strings.ToLower(cfg.LogLevel))
+	if err != nil || cfg.LogLevel == "" {
+		level = zerolog.InfoLevel
+	}
+	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}
