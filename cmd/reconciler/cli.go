@@ -47,7 +47,9 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"migrate": {"apply the embedded schema migrations; safe to repeat", cmdMigrate},
+		"migrate":    {"apply the embedded schema migrations; safe to repeat", cmdMigrate},
+		"mismatches": {"finance review: list, show, ack and resolve findings (audit trail kept)", cmdMismatches},
+		"report":     {"mismatch and run report for a period as csv, json, xlsx or html", cmdReport},
 	}
 }
 
