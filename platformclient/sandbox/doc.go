@@ -1,0 +1,25 @@
+// Package sandbox is a faithful local simulator of both payment platforms, for tests, the
+// demo and staging: one http.Handler that answers Alipay's gateway (/gateway.do) and WeChat
+// Pay API v3 (/v3/pay/transactions/...) with the real paths, parameters, signatures and
+// error shapes, and verifies the caller's signatures as the platforms do.
+//
+// What it simulates is set per order in a scenario store keyed by (platform, out_trade_no):
+// paid (amount, trade number, paid time), open, closed, refunded, failed, or not found (the
+// default). Faults, per order or per platform: latency (fixed or a random range), HTTP 5xx,
+// throttle answers, a real QPS cap (a token bucket per platform), bad or missing signatures,
+// tampered and truncated bodies, hangs, and any platform error code. Close on an open order
+// closes it; close on a paid order answers the platforms' "already paid" errors. Queries are
+// counted per order and per platform.
+//
+// It can also send payment callbacks to a URL (Alipay's signed form, WeChat Pay's signed and
+// encrypted JSON), with duplicates and shuffled order, on each platform's retry schedule
+// (compressible by a factor) until acknowledged.
+//
+// Go API: New, SetScenario, SetFault, SetQPSCap, QueryCount, Deliver, AlipayConfig and
+// WechatPayConfig (ready client configurations pointing at a base URL), WriteKeyFiles.
+// JSON control API under /sandbox/ (see control.go). Standalone: Main or Run, which the
+// `reconciler sandbox --listen ADDR --keys-dir DIR` subcommand calls.
+//
+// The sandbox imports the alipay and wechatpay packages for their wire helpers (signing
+// content, AES-GCM); they never import it.
+package sandbox
