@@ -144,6 +144,9 @@ type Order struct {
 	CreatedAt       time.Time
 	ExpiresAt       time.Time // zero: created_at + configured order TTL
 	Version         int64
+	// CheckCount is how many consecutive checks left the order pending: the re-check
+	// backoff exponent.
+	CheckCount int
 }
 
 // ExpiryAt returns when the order stops being payable.

@@ -1,0 +1,535 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// ErrLockHeld: another pass holds this shard's lock. Not a failure: the caller exits 0.
+var ErrLockHeld = errors.New("another pass holds the lock for this shard")
+
+// ErrInterrupted: the pass stopped on a signal after draining; the next one carries on.
+var ErrInterrupted = errors.New("pass interrupted")
+
+// ErrPassFailed: the pass as a whole failed (not one due order could be checked).
+var ErrPassFailed = errors.New("pass failed")
+
+// Observer hears about every checked order: metrics, the dry-run printout, a progress bar.
+type Observer interface {
+	Checked(c Check)
+}
+
+// Check is one order's check, as an Observer sees it.
+type Check struct {
+	RunID   int64
+	Order   Order
+	Result  Result // zero when the platform call failed
+	Applied Applied
+	// ClosedAtPlatform is set when the pass closed the trade at the platform first.
+	ClosedAtPlatform bool
+	Err              error
+	Took             time.Duration
+	DryRun           bool
+}
+
+// RunnerSettings tune a pass; zero values take the documented defaults.
+type RunnerSettings struct {
+	Concurrency     int
+	Grace           time.Duration
+	Lookback        time.Duration
+	OrderTTL        time.Duration
+	RecheckMin      time.Duration
+	RecheckMax      time.Duration
+	CloseAtPlatform bool
+	// DrainTimeout bounds how long in-flight orders may finish after a signal.
+	DrainTimeout time.Duration
+	// Lease is how long a taken order stays reserved for this pass; it must outlast the
+	// slowest check (query, close and confirming query with their retries).
+	Lease time.Duration
+	Now   func() time.Time
+}
+
+func (s *RunnerSettings) fillDefaults() {
+	if s.Concurrency <= 0 {
+		s.Concurrency = 16
+	}
+	if s.Lookback <= 0 {
+		s.Lookback = 72 * time.Hour
+	}
+	if s.OrderTTL <= 0 {
+		s.OrderTTL = 2 * time.Hour
+	}
+	if s.RecheckMax < s.RecheckMin {
+		s.RecheckMax = s.RecheckMin
+	}
+	if s.DrainTimeout <= 0 {
+		s.DrainTimeout = 30 * time.Second
+	}
+	if s.Lease <= 0 {
+		s.Lease = 5 * time.Minute
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+}
+
+// Runner runs reconciliation passes: it takes due orders, asks their platform, and feeds
+// every definite answer to the shared apply path.
+type Runner struct {
+	applier  *Applier
+	queue    WorkQueue
+	runs     RunLog
+	locks    Locker
+	clients  map[Platform]PlatformClient
+	settings RunnerSettings
+	observer Observer
+	log      zerolog.Logger
+}
+
+// NewRunner wires a runner. observer may be nil.
+func NewRunner(applier *Applier, queue WorkQueue, runs RunLog, locks Locker, clients []PlatformClient,
+	settings RunnerSettings, observer Observer, log zerolog.Logger) *Runner {
+	settings.fillDefaults()
+	m := make(map[Platform]PlatformClient, len(clients))
+	for _, c := range clients {
+		m[c.Platform()] = c
+	}
+	return &Runner{applier: applier, queue: queue, runs: runs, locks: locks, clients: m,
+		settings: settings, observer: observer, log: log}
+}
+
+// PassSpec says which pass to run.
+type PassSpec struct {
+	Mode  RunMode
+	Shard Shard
+	// From and To bound a backfill window on created_at: [From, To).
+	From, To time.Time
+	DryRun   bool
+	// Resume continues the backfill run with this id from its saved cursor.
+	Resume int64
+}
+
+// Pass runs one pass to completion, interruption or failure and returns its run record.
+// Errors: ErrLockHeld (nothing ran), ErrInterrupted (drained, resumable), a *PlatformError of
+// KindConfig (our credentials are wrong: stopped at the first sign), ErrPassFailed or a
+// database error (the pass as a whole failed).
+func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
+	if spec.Shard.Count == 0 {
+		spec.Shard = Shard{Index: 0, Count: 1}
+	}
+	lockName := fmt.Sprintf("payrecon:%s:%s", lockKind(spec.Mode), spec.Shard)
+	unlock, ok, err := r.locks.TryLock(ctx, lockName)
+	if err != nil {
+		return Run{}, fmt.Errorf("take shard lock %s: %w", lockName, err)
+	}
+	if !ok {
+		return Run{}, ErrLockHeld
+	}
+	defer unlock()
+
+	run, err := r.startRun(ctx, spec)
+	if err != nil {
+		return Run{}, err
+	}
+	log := r.log.With().Int64("run_id", run.ID).Str("mode", string(run.Mode)).Str("shard", run.Shard.String()).Logger()
+	log.Info().Bool("dry_run", run.DryRun).Time("window_from", run.WindowFrom).Time("window_to", run.WindowTo).
+		Str("cursor", run.Cursor.String()).Msg("pass started")
+
+	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}}
+	p.counters.Scanned.Store(run.Counts.Scanned) // a resumed backfill keeps counting
+	p.counters.Repaired.Store(run.Counts.Repaired)
+	p.counters.Closed.Store(run.Counts.Closed)
+	p.counters.Unchanged.Store(run.Counts.Unchanged)
+	p.counters.StillPending.Store(run.Counts.StillPending)
+	p.counters.Mismatches.Store(run.Counts.Mismatches)
+	p.counters.ClaimedElsewhere.Store(run.Counts.ClaimedElsewhere)
+	p.counters.Errors.Store(run.Counts.Errors)
+	checkedBefore := run.Counts.Scanned
+	errorsBefore := run.Counts.Errors
+
+	passErr := p.loop(ctx)
+
+	run = p.snapshot()
+	run.FinishedAt = r.settings.Now()
+	checked, failed := run.Counts.Scanned-checkedBefore, run.Counts.Errors-errorsBefore
+	switch {
+	case passErr == nil && checked > 0 && failed == checked:
+		passErr = fmt.Errorf("%w: all %d checked orders failed", ErrPassFailed, checked)
+		fallthrough
+	case passErr != nil && !errors.Is(passErr, ErrInterrupted):
+		run.Status, run.Error = RunFailed, passErr.Error()
+	case errors.Is(passErr, ErrInterrupted):
+		run.Status = RunInterrupted
+	default:
+		run.Status = RunSucceeded
+	}
+	// The run row is written even when the pass was cancelled: use a fresh context.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.runs.FinishRun(fctx, run); err != nil {
+		log.Error().Err(err).Msg("could not record the end of the run")
+		if passErr == nil {
+			passErr = fmt.Errorf("record run %d: %w", run.ID, err)
+		}
+	}
+	ev := log.Info()
+	if run.Status != RunSucceeded {
+		ev = log.Warn().Err(passErr)
+	}
+	ev.Str("status", string(run.Status)).Int64("scanned", run.Counts.Scanned).Int64("repaired", run.Counts.Repaired).
+		Int64("closed", run.Counts.Closed).Int64("unchanged", run.Counts.Unchanged).
+		Int64("still_pending", run.Counts.StillPending).Int64("mismatches", run.Counts.Mismatches).
+		Int64("claimed_elsewhere", run.Counts.ClaimedElsewhere).Int64("errors", run.Counts.Errors).
+		Dur("took", run.FinishedAt.Sub(run.StartedAt)).Msg("pass finished")
+	return run, passErr
+}
+
+// lockKind keeps the CronJob and a backfill from excluding each other: they share the
+// leases, not the lock.
+func lockKind(m RunMode) string {
+	if m == ModeBackfill {
+		return "backfill"
+	}
+	return "run"
+}
+
+func (r *Runner) startRun(ctx context.Context, spec PassSpec) (Run, error) {
+	if spec.Resume != 0 {
+		run, err := r.runs.LoadRun(ctx, spec.Resume)
+		if err != nil {
+			return Run{}, fmt.Errorf("resume run %d: %w", spec.Resume, err)
+		}
+		if run.Mode != ModeBackfill {
+			return Run{}, fmt.Errorf("resume run %d: it is a %s run; only a backfill resumes", run.ID, run.Mode)
+		}
+		if run.Status == RunSucceeded {
+			return Run{}, fmt.Errorf("resume run %d: it already finished", run.ID)
+		}
+		if run.Shard != spec.Shard {
+			return Run{}, fmt.Errorf("resume run %d: it covers shard %s, not %s", run.ID, run.Shard, spec.Shard)
+		}
+		run.Status, run.Error, run.DryRun = RunRunning, "", spec.DryRun
+		if err := r.runs.SaveProgress(ctx, run); err != nil {
+			return Run{}, err
+		}
+		return run, nil
+	}
+	run := Run{Mode: spec.Mode, Status: RunRunning, StartedAt: r.settings.Now(), Shard: spec.Shard, DryRun: spec.DryRun}
+	if spec.Mode == ModeBackfill {
+		run.WindowFrom, run.WindowTo = spec.From, spec.To
+	} else {
+		run.WindowFrom = run.StartedAt.Add(-r.settings.Lookback)
+		run.WindowTo = run.StartedAt.Add(-r.settings.Grace)
+	}
+	if err := r.runs.StartRun(ctx, &run); err != nil {
+		return Run{}, fmt.Errorf("record run start: %w", err)
+	}
+	return run, nil
+}
+
+// pass is the state of one running pass.
+type pass struct {
+	*Runner
+	log      zerolog.Logger
+	counters *Counters
+
+	mu        sync.Mutex
+	run       Run
+	watermark watermark
+}
+
+func (p *pass) snapshot() Run {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	run := p.run
+	run.Counts = p.counters.Snapshot()
+	if c, ok := p.watermark.done(); ok {
+		run.Cursor = c
+	}
+	return run
+}
+
+// loop takes orders, never more than there are free workers, until a batch comes back
+// short, the context ends (drain, then ErrInterrupted) or a fatal error stops it.
+func (p *pass) loop(ctx context.Context) error {
+	s := p.settings
+	source := SourceReconcile
+	if p.run.Mode == ModeBackfill {
+		source = SourceBackfill
+	}
+	// Workers run on their own context: a signal stops the taking at once but lets
+	// in-flight checks finish, for DrainTimeout at most.
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	go func() {
+		select {
+		case <-ctx.Done():
+			timer := time.NewTimer(s.DrainTimeout)
+			defer timer.Stop()
+			select {
+			case <-timer.C:
+				cancelWork()
+			case <-workCtx.Done():
+			}
+		case <-workCtx.Done():
+		}
+	}()
+
+	var (
+		wg       sync.WaitGroup
+		fatalMu  sync.Mutex
+		fatalErr error
+	)
+	stop := make(chan struct{})
+	setFatal := func(err error) {
+		fatalMu.Lock()
+		defer fatalMu.Unlock()
+		if fatalErr == nil {
+			fatalErr = err
+			close(stop)
+		}
+	}
+	slots := make(chan struct{}, s.Concurrency)
+	passStart := s.Now()
+	cursor := p.run.Cursor
+	lastSave := time.Now()
+
+take:
+	for {
+		// Wait for one free worker, then take as many as are free.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			break take
+		case <-stop:
+			break take
+		}
+		free := 1
+	more:
+		for free < s.Concurrency {
+			select {
+			case slots <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		now := s.Now()
+		q := TakeQuery{Mode: p.run.Mode, Now: now, PassStart: passStart, Grace: s.Grace, Lookback: s.Lookback,
+			From: p.run.WindowFrom, To: p.run.WindowTo, After: cursor, Shard: p.run.Shard, Limit: free,
+			Lease: s.Lease, Owner: fmt.Sprintf("run-%d", p.run.ID), DryRun: p.run.DryRun}
+		// Taken on the work context: a take cancelled halfway could lease rows it never
+		// returns. Whatever it returns is checked, even if a signal came meanwhile.
+		orders, err := p.queue.Take(workCtx, q)
+		if err != nil {
+			for i := 0; i < free; i++ {
+				<-slots
+			}
+			setFatal(fmt.Errorf("take due orders: %w", err))
+			break take
+		}
+		for i := len(orders); i < free; i++ {
+			<-slots
+		}
+		for _, o := range orders {
+			pos := Cursor{CreatedAt: o.CreatedAt, ID: o.ID}
+			cursor = pos
+			ticket := p.track(pos)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				defer p.finish(ticket)
+				if err := p.check(workCtx, o, source, q.Owner); err != nil {
+					setFatal(err)
+				}
+			}()
+		}
+		if time.Since(lastSave) > 2*time.Second {
+			p.saveProgress(ctx)
+			lastSave = time.Now()
+		}
+		if len(orders) < free {
+			break
+		}
+	}
+	wg.Wait()
+	if fatalErr != nil {
+		return fatalErr
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+func (p *pass) saveProgress(ctx context.Context) {
+	if err := p.runs.SaveProgress(ctx, p.snapshot()); err != nil && ctx.Err() == nil {
+		p.log.Warn().Err(err).Msg("could not save run progress")
+	}
+}
+
+func (p *pass) track(c Cursor) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.watermark.add(c)
+}
+
+func (p *pass) finish(ticket int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.watermark.complete(ticket)
+}
+
+// check asks the platform about one order and applies the answer. It returns an error only
+// for what must stop the whole pass (our own credentials are wrong).
+func (p *pass) check(ctx context.Context, o Order, source Source, owner string) error {
+	start := time.Now()
+	c := Check{RunID: p.run.ID, Order: o, DryRun: p.run.DryRun}
+	log := p.log.With().Str("platform", string(o.Platform)).Str("out_trade_no", o.OutTradeNo).Int64("order_id", o.ID).Logger()
+	p.counters.Scanned.Add(1)
+
+	res, closed, err := p.ask(ctx, o, log)
+	c.Result, c.ClosedAtPlatform = res, closed
+	if err == nil {
+		res.Source = source
+		expired := !p.settings.Now().Before(o.ExpiryAt(p.settings.OrderTTL))
+		opts := ApplyOptions{
+			DryRun: p.run.DryRun,
+			// Close locally only once the buyer cannot pay any more: the platform never saw
+			// the trade, or we closed it there, or closing there is switched off.
+			CloseIfExpired: expired && (res.State == StateNotFound || closed || !p.settings.CloseAtPlatform || p.run.DryRun),
+		}
+		c.Applied, err = p.applier.ApplyResult(ctx, res, opts)
+	}
+	c.Err = err
+	c.Took = time.Since(start)
+	p.count(c)
+	if p.observer != nil {
+		p.observer.Checked(c)
+	}
+	if err != nil && PlatformErrorKindOf(err) == KindConfig {
+		return err
+	}
+	if err != nil {
+		log.Warn().Err(err).Str("error_class", PlatformErrorKindOf(err).String()).Msg("check failed; due again after the minimum re-check delay")
+	}
+	if !p.run.DryRun && c.Applied.Outcome != OutcomeApplied {
+		p.reschedule(o, c, owner, log)
+	}
+	return nil
+}
+
+// ask queries the platform and, for an expired order still open there, closes the trade at
+// the platform and confirms with a second query. A close that loses to a payment is fine:
+// the confirming query sees the payment and the order is repaired instead.
+func (p *pass) ask(ctx context.Context, o Order, log zerolog.Logger) (Result, bool, error) {
+	client, ok := p.clients[o.Platform]
+	if !ok {
+		return Result{}, false, &PlatformError{Platform: o.Platform, Kind: KindPermanent, Message: "platform not configured in this process"}
+	}
+	if client.MerchantID() != o.MerchantID {
+		return Result{}, false, &PlatformError{Platform: o.Platform, Kind: KindPermanent,
+			Message: fmt.Sprintf("order belongs to merchant %s; this process speaks for %s", o.MerchantID, client.MerchantID())}
+	}
+	res, err := client.Query(ctx, o.OutTradeNo)
+	if err != nil {
+		return Result{}, false, err
+	}
+	expired := !p.settings.Now().Before(o.ExpiryAt(p.settings.OrderTTL))
+	if o.Status != StatusPending || res.State != StateOpen || !expired || !p.settings.CloseAtPlatform || p.run.DryRun {
+		return res, false, nil
+	}
+	if err := client.Close(ctx, o.OutTradeNo); err != nil && PlatformErrorKindOf(err) != KindAlreadyPaid {
+		return Result{}, false, fmt.Errorf("close expired trade at the platform: %w", err)
+	}
+	log.Info().Msg("expired trade closed at the platform")
+	confirmed, err := client.Query(ctx, o.OutTradeNo)
+	if err != nil {
+		return Result{}, true, fmt.Errorf("confirm close at the platform: %w", err)
+	}
+	return confirmed, true, nil
+}
+
+func (p *pass) count(c Check) {
+	k := p.counters
+	switch {
+	case c.Err != nil:
+		k.Errors.Add(1)
+	case c.Applied.Outcome == OutcomeApplied && c.Applied.To == StatusPaid:
+		k.Repaired.Add(1)
+	case c.Applied.Outcome == OutcomeApplied:
+		k.Closed.Add(1)
+	case c.Applied.Outcome == OutcomeMismatch:
+		k.Mismatches.Add(1)
+	case c.Applied.Outcome == OutcomeClaimedElsewhere:
+		k.ClaimedElsewhere.Add(1)
+	case c.Applied.Outcome == OutcomeStillPending:
+		k.StillPending.Add(1)
+	default:
+		k.Unchanged.Add(1)
+	}
+}
+
+// reschedule writes when the order is due again and releases its lease. Answers back off
+// (RECHECK_MIN doubled per consecutive check, capped at RECHECK_MAX); errors and held claims
+// come back after RECHECK_MIN.
+func (p *pass) reschedule(o Order, c Check, owner string, log zerolog.Logger) {
+	now := p.settings.Now()
+	backoff := c.Err == nil && c.Applied.Outcome != OutcomeClaimedElsewhere
+	delay := p.settings.RecheckMin
+	if backoff {
+		delay = RecheckDelay(o.CheckCount, p.settings.RecheckMin, p.settings.RecheckMax)
+	}
+	rec := CheckRecord{OrderID: o.ID, Owner: owner, Now: now, NextCheck: now.Add(delay), Backoff: backoff}
+	// Written even during a drain: the lease must not outlive the check.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.queue.Checked(ctx, rec); err != nil {
+		log.Warn().Err(err).Msg("could not schedule the next check; the lease expires by itself")
+	}
+}
+
+// RecheckDelay is the re-check backoff: min doubled per consecutive check, capped at max.
+func RecheckDelay(checks int, min, max time.Duration) time.Duration {
+	d := min
+	for i := 0; i < checks && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return d
+}
+
+// watermark tracks which taken orders are finished, so a saved cursor never skips an order
+// still in flight: the cursor is the last position before which everything is done.
+type watermark struct {
+	positions []Cursor
+	finished  []bool
+	base      int // ticket of positions[0]
+	last      Cursor
+	hasLast   bool
+}
+
+func (w *watermark) add(c Cursor) int {
+	w.positions = append(w.positions, c)
+	w.finished = append(w.finished, false)
+	return w.base + len(w.positions) - 1
+}
+
+func (w *watermark) complete(ticket int) {
+	w.finished[ticket-w.base] = true
+	for len(w.finished) > 0 && w.finished[0] {
+		w.last, w.hasLast = w.positions[0], true
+		w.positions, w.finished = w.positions[1:], w.finished[1:]
+		w.base++
+	}
+}
+
+func (w *watermark) done() (Cursor, bool) { return w.last, w.hasLast }

@@ -1,0 +1,176 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// RunMode is reconcile_runs.mode.
+type RunMode string
+
+const (
+	ModeOnce      RunMode = "once"
+	ModeScheduled RunMode = "scheduled"
+	ModeBackfill  RunMode = "backfill"
+	ModeStatement RunMode = "statement"
+)
+
+// RunStatus is reconcile_runs.status.
+type RunStatus string
+
+const (
+	RunRunning     RunStatus = "running"
+	RunSucceeded   RunStatus = "succeeded"
+	RunFailed      RunStatus = "failed"
+	RunInterrupted RunStatus = "interrupted"
+)
+
+// Shard is one slice of the orders, by a stable hash of their identity.
+type Shard struct {
+	Index, Count int
+}
+
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Owns reports whether the shard owns an order with the given hash.
+func (s Shard) Owns(hash uint32) bool {
+	return s.Count <= 1 || int(hash%uint32(s.Count)) == s.Index
+}
+
+// ShardOf is the stable hash orders are sharded by: the first four bytes of
+// md5("platform:merchant_id:out_trade_no"), big-endian. The database computes the same value
+// (payment_orders.shard_hash), so a shard's query never needs to look at other rows.
+func ShardOf(p Platform, merchantID, outTradeNo string) uint32 {
+	sum := md5.Sum([]byte(string(p) + ":" + merchantID + ":" + outTradeNo))
+	return binary.BigEndian.Uint32(sum[:4])
+}
+
+// Cursor is a keyset position in (created_at, id) order.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        int64
+}
+
+// IsZero reports whether the cursor is the start.
+func (c Cursor) IsZero() bool { return c.ID == 0 }
+
+// String renders the cursor as saved in reconcile_runs.cursor.
+func (c Cursor) String() string {
+	if c.IsZero() {
+		return ""
+	}
+	return c.CreatedAt.UTC().Format(time.RFC3339Nano) + "/" + fmt.Sprint(c.ID)
+}
+
+// ParseCursor reads a saved cursor.
+func ParseCursor(s string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	var c Cursor
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			t, err := time.Parse(time.RFC3339Nano, s[:i])
+			if err != nil {
+				break
+			}
+			if _, err := fmt.Sscan(s[i+1:], &c.ID); err != nil {
+				break
+			}
+			c.CreatedAt = t
+			return c, nil
+		}
+	}
+	return Cursor{}, fmt.Errorf("bad cursor %q", s)
+}
+
+// Counters are the reconcile_runs counters, safe for concurrent increments.
+type Counters struct {
+	Scanned, Repaired, Closed, Unchanged, StillPending, Mismatches, ClaimedElsewhere, Errors atomic.Int64
+}
+
+// Snapshot copies the counters.
+func (c *Counters) Snapshot() CounterValues {
+	return CounterValues{
+		Scanned: c.Scanned.Load(), Repaired: c.Repaired.Load(), Closed: c.Closed.Load(),
+		Unchanged: c.Unchanged.Load(), StillPending: c.StillPending.Load(), Mismatches: c.Mismatches.Load(),
+		ClaimedElsewhere: c.ClaimedElsewhere.Load(), Errors: c.Errors.Load(),
+	}
+}
+
+// CounterValues is a plain copy of Counters.
+type CounterValues struct {
+	Scanned, Repaired, Closed, Unchanged, StillPending, Mismatches, ClaimedElsewhere, Errors int64
+}
+
+// Run is one pass as recorded in reconcile_runs.
+type Run struct {
+	ID         int64
+	Mode       RunMode
+	Status     RunStatus
+	StartedAt  time.Time
+	FinishedAt time.Time
+	WindowFrom time.Time
+	WindowTo   time.Time
+	Shard      Shard
+	Cursor     Cursor
+	DryRun     bool
+	Error      string
+	Counts     CounterValues
+}
+
+// TakeQuery selects the next orders of a pass.
+type TakeQuery struct {
+	Mode      RunMode
+	Now       time.Time
+	PassStart time.Time // an order checked since then is not taken again in this pass
+	Grace     time.Duration
+	Lookback  time.Duration
+	// From and To bound created_at for a backfill: [From, To).
+	From, To time.Time
+	After    Cursor
+	Shard    Shard
+	Limit    int
+	Lease    time.Duration
+	Owner    string
+	// DryRun reads without taking a lease: a dry run writes nothing.
+	DryRun bool
+}
+
+// CheckRecord is what a pass writes back about one checked order.
+type CheckRecord struct {
+	OrderID int64
+	Owner   string
+	Now     time.Time
+	// NextCheck is when a still-pending order is due again.
+	NextCheck time.Time
+	// Backoff says the check counts toward the re-check backoff (an answer, not an error).
+	Backoff bool
+}
+
+// WorkQueue is where a pass takes its orders from and writes back when each is due again.
+type WorkQueue interface {
+	// Take leases up to q.Limit orders in (created_at, id) order after q.After, in ONE
+	// statement (FOR UPDATE SKIP LOCKED), so overlapping passes never check the same order.
+	Take(ctx context.Context, q TakeQuery) ([]Order, error)
+	// Checked releases the lease and schedules the next check of a still-pending order.
+	Checked(ctx context.Context, c CheckRecord) error
+}
+
+// RunLog records passes in reconcile_runs.
+type RunLog interface {
+	StartRun(ctx context.Context, r *Run) error
+	SaveProgress(ctx context.Context, r Run) error
+	FinishRun(ctx context.Context, r Run) error
+	LoadRun(ctx context.Context, id int64) (Run, error)
+}
+
+// Locker takes the per-shard lock that keeps two passes of the same kind off one shard.
+type Locker interface {
+	// TryLock returns ok=false when another process holds name.
+	TryLock(ctx context.Context, name string) (unlock func(), ok bool, err error)
+}

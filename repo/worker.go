@@ -1,0 +1,221 @@
+package repo
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// takeColumns is orderColumns plus the backoff counter a pass needs.
+const takeColumns = orderColumns + `, check_count`
+
+type takenRow struct {
+	orderRow
+	CheckCount int `db:"check_count"`
+}
+
+// beginningOfTime is the keyset cursor's start.
+var beginningOfTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Take implements reconcile.WorkQueue: ONE statement selects the next orders in keyset order
+// with FOR UPDATE SKIP LOCKED and leases them, so overlapping passes, a backfill and several
+// pods never check the same order at once. A dry run only reads.
+func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Order, error) {
+	after := q.After.CreatedAt
+	if q.After.IsZero() {
+		after = beginningOfTime
+	}
+	args := []any{after, q.After.ID, q.Now, q.Limit, q.Shard.Count, q.Shard.Index}
+	var filter string
+	switch q.Mode {
+	case reconcile.ModeBackfill:
+		filter = `created_at >= $7 AND created_at < $8`
+		args = append(args, q.From, q.To)
+	default:
+		// Due: pending, past the grace period, inside the lookback, next check reached, and
+		// not checked yet in this pass (RECHECK_MIN 0s would otherwise loop forever).
+		filter = `status = 'PENDING' AND created_at <= $7 AND created_at >= $8
+			AND (next_check_at IS NULL OR next_check_at <= $3)
+			AND (last_checked_at IS NULL OR last_checked_at < $9)`
+		args = append(args, q.Now.Add(-q.Grace), q.Now.Add(-q.Lookback), q.PassStart)
+	}
+	selectDue := `SELECT id FROM payment_orders
+		WHERE ` + filter + `
+		  AND (created_at, id) > ($1, $2)
+		  AND (lease_until IS NULL OR lease_until < $3)
+		  AND shard_hash % $5 = $6
+		ORDER BY created_at, id
+		LIMIT $4`
+	var query string
+	if q.DryRun {
+		query = `SELECT ` + takeColumns + ` FROM payment_orders WHERE id IN (` + selectDue + `)`
+	} else {
+		n := len(args)
+		args = append(args, q.Now.Add(q.Lease), q.Owner)
+		query = fmt.Sprintf(`WITH picked AS (%s FOR UPDATE SKIP LOCKED)
+			UPDATE payment_orders o SET lease_until = $%d, lease_owner = $%d
+			FROM picked WHERE o.id = picked.id
+			RETURNING %s`, selectDue, n+1, n+2, prefixed("o.", takeColumns))
+	}
+	var rows []takenRow
+	if err := s.db.SelectContext(ctx, &rows, query, args...); err != nil {
+		return nil, fmt.Errorf("take orders after %s: %w", q.After, err)
+	}
+	out := make([]reconcile.Order, len(rows))
+	for i, r := range rows {
+		out[i] = r.order()
+		out[i].CheckCount = r.CheckCount
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// prefixed qualifies a comma-separated column list with a table alias.
+func prefixed(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Checked implements reconcile.WorkQueue. A lease taken over by another pass (ours expired)
+// is left to that pass.
+func (s *Store) Checked(ctx context.Context, c reconcile.CheckRecord) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE payment_orders SET
+			lease_until = NULL, lease_owner = NULL, last_checked_at = $3,
+			next_check_at = CASE WHEN status = 'PENDING' THEN $4 ELSE next_check_at END,
+			check_count = CASE WHEN status = 'PENDING' AND $5 THEN check_count + 1 ELSE check_count END
+		WHERE id = $1 AND (lease_owner = $2 OR lease_owner IS NULL)`,
+		c.OrderID, c.Owner, c.Now, c.NextCheck, c.Backoff)
+	if err != nil {
+		return fmt.Errorf("schedule next check of order %d: %w", c.OrderID, err)
+	}
+	return nil
+}
+
+// Runs implements reconcile.RunLog on reconcile_runs.
+type Runs struct{ store *Store }
+
+// Runs returns the run log over the same pool.
+func (s *Store) Runs() *Runs { return &Runs{store: s} }
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// StartRun implements reconcile.RunLog.
+func (r *Runs) StartRun(ctx context.Context, run *reconcile.Run) error {
+	err := r.store.db.GetContext(ctx, &run.ID, `INSERT INTO reconcile_runs (mode, started_at, status, window_from, window_to, shard, cursor, dry_run)
+		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8) RETURNING id`,
+		string(run.Mode), run.StartedAt, string(run.Status), nullTime(run.WindowFrom), nullTime(run.WindowTo),
+		run.Shard.String(), run.Cursor.String(), run.DryRun)
+	if err != nil {
+		return fmt.Errorf("insert run: %w", err)
+	}
+	return nil
+}
+
+const saveRunSQL = `UPDATE reconcile_runs SET status = $2, cursor = NULLIF($3, ''), error = NULLIF($4, ''),
+	scanned = $5, repaired = $6, closed = $7, unchanged = $8, still_pending = $9, mismatches = $10,
+	claimed_elsewhere = $11, errors = $12, dry_run = $13, finished_at = $14 WHERE id = $1`
+
+func (r *Runs) save(ctx context.Context, run reconcile.Run) error {
+	c := run.Counts
+	_, err := r.store.db.ExecContext(ctx, saveRunSQL, run.ID, string(run.Status), run.Cursor.String(), run.Error,
+		c.Scanned, c.Repaired, c.Closed, c.Unchanged, c.StillPending, c.Mismatches, c.ClaimedElsewhere, c.Errors,
+		run.DryRun, nullTime(run.FinishedAt))
+	if err != nil {
+		return fmt.Errorf("save run %d: %w", run.ID, err)
+	}
+	return nil
+}
+
+// SaveProgress implements reconcile.RunLog.
+func (r *Runs) SaveProgress(ctx context.Context, run reconcile.Run) error { return r.save(ctx, run) }
+
+// FinishRun implements reconcile.RunLog.
+func (r *Runs) FinishRun(ctx context.Context, run reconcile.Run) error { return r.save(ctx, run) }
+
+// LoadRun implements reconcile.RunLog.
+func (r *Runs) LoadRun(ctx context.Context, id int64) (reconcile.Run, error) {
+	var row struct {
+		ID         int64          `db:"id"`
+		Mode       string         `db:"mode"`
+		Status     string         `db:"status"`
+		StartedAt  time.Time      `db:"started_at"`
+		WindowFrom sql.NullTime   `db:"window_from"`
+		WindowTo   sql.NullTime   `db:"window_to"`
+		Shard      string         `db:"shard"`
+		Cursor     sql.NullString `db:"cursor"`
+		DryRun     bool           `db:"dry_run"`
+		reconcile.CounterValues
+	}
+	err := r.store.db.GetContext(ctx, &row, `SELECT id, mode, status, started_at, window_from, window_to, shard, cursor, dry_run,
+		scanned AS "scanned", repaired AS "repaired", closed AS "closed", unchanged AS "unchanged",
+		still_pending AS "stillpending", mismatches AS "mismatches", claimed_elsewhere AS "claimedelsewhere", errors AS "errors"
+		FROM reconcile_runs WHERE id = $1`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return reconcile.Run{}, fmt.Errorf("run %d: %w", id, reconcile.ErrNotFound)
+	}
+	if err != nil {
+		return reconcile.Run{}, fmt.Errorf("load run %d: %w", id, err)
+	}
+	cur, err := reconcile.ParseCursor(row.Cursor.String)
+	if err != nil {
+		return reconcile.Run{}, fmt.Errorf("run %d: %w", id, err)
+	}
+	var shard reconcile.Shard
+	fmt.Sscanf(row.Shard, "%d/%d", &shard.Index, &shard.Count) //nolint:errcheck // written by StartRun
+	return reconcile.Run{ID: row.ID, Mode: reconcile.RunMode(row.Mode), Status: reconcile.RunStatus(row.Status),
+		StartedAt: row.StartedAt, WindowFrom: row.WindowFrom.Time, WindowTo: row.WindowTo.Time, Shard: shard,
+		Cursor: cur, DryRun: row.DryRun, Counts: row.CounterValues}, nil
+}
+
+// Locker implements reconcile.Locker with session-level PostgreSQL advisory locks, held on
+// a dedicated connection: if the process dies, the server drops the lock with the session.
+type Locker struct{ store *Store }
+
+// Locker returns the advisory locker over the same pool.
+func (s *Store) Locker() *Locker { return &Locker{store: s} }
+
+// TryLock implements reconcile.Locker.
+func (l *Locker) TryLock(ctx context.Context, name string) (func(), bool, error) {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	key := int64(h.Sum64())
+	conn, err := l.store.db.Connx(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("lock %s: connect: %w", name, err)
+	}
+	var ok bool
+	if err := conn.GetContext(ctx, &ok, `SELECT pg_try_advisory_lock($1)`, key); err != nil {
+		conn.Close()
+		return nil, false, fmt.Errorf("lock %s: %w", name, err)
+	}
+	if !ok {
+		conn.Close()
+		return nil, false, nil
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, key) //nolint:errcheck // closing the session releases it anyway
+		conn.Close()
+	}, true, nil
+}
