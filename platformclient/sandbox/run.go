@@ -22,7 +22,10 @@ type RunOptions struct {
 	// fresh set is generated and written there, with the files a reconciler is configured
 	// with. Required.
 	KeysDir string
-	Logger  zerolog.Logger
+	// Keys, if set, is the key set written into an empty KeysDir instead of generating one
+	// (tests use it to skip key generation).
+	Keys   *Keys
+	Logger zerolog.Logger
 	// Stdout receives the summary: the base URL and the RECONCILER_* settings to use.
 	Stdout io.Writer
 	// Ready, if set, is called with the base URL once the listener is bound.
@@ -43,8 +46,10 @@ func Run(ctx context.Context, opts RunOptions) error {
 	keys, id, files, err := LoadKeyFiles(opts.KeysDir)
 	generated := false
 	if errors.Is(err, ErrNoKeys) {
-		if keys, err = GenerateKeys(0); err != nil {
-			return err
+		if keys = opts.Keys; keys == nil {
+			if keys, err = GenerateKeys(0); err != nil {
+				return err
+			}
 		}
 		id = Identity{}.withDefaults()
 		if files, err = WriteKeyFiles(opts.KeysDir, keys, id); err != nil {
