@@ -1,0 +1,170 @@
+package repo_test
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/repotest"
+)
+
+func TestYuan(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		fen  int64
+		want string
+	}{
+		{0, "0.00"}, {1, "0.01"}, {9, "0.09"}, {10, "0.10"}, {99, "0.99"}, {100, "1.00"}, {101, "1.01"},
+		{12345, "123.45"}, {100000000, "1000000.00"}, {-1, "-0.01"}, {-5, "-0.05"}, {-100, "-1.00"},
+		{-12345, "-123.45"}, {math.MaxInt64, "92233720368547758.07"}, {math.MinInt64, "-92233720368547758.08"},
+	}
+	for _, tc := range tests {
+		if got := repo.Yuan(tc.fen); got != tc.want {
+			t.Errorf("Yuan(%d) = %q, want %q", tc.fen, got, tc.want)
+		}
+	}
+	if repo.YuanPtr(nil) != "" {
+		t.Error("YuanPtr(nil) must be empty")
+	}
+}
+
+func TestAtStake(t *testing.T) {
+	t.Parallel()
+	p := func(v int64) *int64 { return &v }
+	tests := []struct {
+		kind        reconcile.MismatchKind
+		local, plat *int64
+		want        int64
+	}{
+		{reconcile.MismatchAmount, p(10000), p(9000), 1000},
+		{reconcile.MismatchAmount, p(9000), p(10000), 1000},
+		{reconcile.MismatchAmount, nil, p(700), 700},
+		{reconcile.MismatchLocalPaidPlatformNot, p(2500), nil, 2500},
+		{reconcile.MismatchUnknownOrder, nil, p(800), 800},
+		{reconcile.MismatchDuplicatePayment, p(500), p(500), 500},
+		{reconcile.MismatchPaidAfterClose, p(300), nil, 300},
+		{reconcile.MismatchCurrency, nil, nil, 0},
+	}
+	for _, tc := range tests {
+		f := repo.Finding{Kind: tc.kind, LocalAmountMinor: tc.local, PlatformAmountMinor: tc.plat}
+		if got := f.AtStakeMinor(); got != tc.want {
+			t.Errorf("%s local %v platform %v: at stake %d, want %d", tc.kind, tc.local, tc.plat, got, tc.want)
+		}
+	}
+}
+
+// insertRun seeds one reconcile_runs row.
+func insertRun(t testing.TB, db *repotest.DB, mode, status string, started time.Time, counters [8]int64) int64 {
+	t.Helper()
+	var id int64
+	err := db.Get(&id, `INSERT INTO reconcile_runs (mode, status, started_at, finished_at, window_from, window_to, shard,
+		scanned, repaired, closed, unchanged, still_pending, mismatches, claimed_elsewhere, errors)
+		VALUES ($1, $2, $3, $3::timestamptz + interval '1 minute', $3::timestamptz - interval '72 hours', $3, '1/4',
+		$4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+		mode, status, started, counters[0], counters[1], counters[2], counters[3], counters[4], counters[5], counters[6], counters[7])
+	if err != nil {
+		t.Fatalf("seed run: %v", err)
+	}
+	return id
+}
+
+func TestReportAggregates(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	h := time.Hour
+	from, to := reviewBase, reviewBase.Add(24*h)
+	in := reviewBase.Add(3 * h)
+	seeds := []seedFinding{
+		// In the period.
+		{otn: "amt-1", kind: reconcile.MismatchAmount, local: 10000, plat: 9990, first: in, seen: 2},                  // at stake 10
+		{otn: "amt-2", kind: reconcile.MismatchAmount, local: 1, plat: 100001, first: from, last: to.Add(h), seen: 5}, // first seen at the start: 100000
+		{otn: "amt-3", kind: reconcile.MismatchAmount, local: 5000, plat: 5005, first: from.Add(-48 * h), last: in, // last seen in the period: 5
+			status: repo.ReviewResolved, resolution: "ok", by: "ann", resolvedAt: in},
+		{otn: "unk-1", kind: reconcile.MismatchUnknownOrder, plat: 777, first: in, platform: "wechatpay"},                     // 777
+		{otn: "lpu-1", kind: reconcile.MismatchLocalPaidPlatformNot, local: 4321, first: in, status: repo.ReviewAcknowledged}, // 4321
+		// Outside: wholly before, wholly after, ending exactly at the start, starting at the end.
+		{otn: "old", kind: reconcile.MismatchAmount, local: 1, plat: 2, first: from.Add(-48 * h), last: from.Add(-24 * h)},
+		{otn: "edge-before", kind: reconcile.MismatchAmount, local: 1, plat: 2, first: from.Add(-h), last: from.Add(-time.Nanosecond * 1000)},
+		{otn: "future", kind: reconcile.MismatchUnknownOrder, plat: 9, first: to, last: to.Add(h)},
+		// Spans the period with no sighting recorded inside it.
+		{otn: "span", kind: reconcile.MismatchAmount, local: 1, plat: 2, first: from.Add(-h), last: to.Add(h)},
+	}
+	for _, s := range seeds {
+		insertFinding(t, db, s)
+	}
+	r1 := insertRun(t, db, "scheduled", "succeeded", from, [8]int64{10, 2, 1, 3, 4, 1, 0, 0})
+	r2 := insertRun(t, db, "backfill", "failed", in, [8]int64{5, 0, 0, 0, 0, 2, 1, 2})
+	insertRun(t, db, "once", "succeeded", to, [8]int64{99, 99, 99, 99, 99, 99, 99, 99})
+	insertRun(t, db, "once", "succeeded", from.Add(-time.Second), [8]int64{99, 99, 99, 99, 99, 99, 99, 99})
+
+	rep, err := repo.NewReview(db.DB).Report(context.Background(), from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.From.Equal(from) || !rep.To.Equal(to) {
+		t.Fatalf("period %v - %v", rep.From, rep.To)
+	}
+	wantSummary := []repo.SummaryRow{
+		{Kind: reconcile.MismatchAmount, ReviewStatus: repo.ReviewOpen, Count: 2, SeenCount: 7,
+			LocalAmountMinor: 10001, PlatformAmountMinor: 109991, AtStakeMinor: 100010},
+		{Kind: reconcile.MismatchAmount, ReviewStatus: repo.ReviewResolved, Count: 1, SeenCount: 1,
+			LocalAmountMinor: 5000, PlatformAmountMinor: 5005, AtStakeMinor: 5},
+		{Kind: reconcile.MismatchUnknownOrder, ReviewStatus: repo.ReviewOpen, Count: 1, SeenCount: 1,
+			PlatformAmountMinor: 777, AtStakeMinor: 777},
+		{Kind: reconcile.MismatchLocalPaidPlatformNot, ReviewStatus: repo.ReviewAcknowledged, Count: 1, SeenCount: 1,
+			LocalAmountMinor: 4321, AtStakeMinor: 4321},
+	}
+	if !slices.Equal(rep.Summary, wantSummary) {
+		t.Fatalf("summary\n got %+v\nwant %+v", rep.Summary, wantSummary)
+	}
+	wantTotals := repo.SummaryRow{Count: 5, SeenCount: 10, LocalAmountMinor: 19322, PlatformAmountMinor: 115773, AtStakeMinor: 105113}
+	if rep.Totals != wantTotals {
+		t.Fatalf("totals %+v, want %+v", rep.Totals, wantTotals)
+	}
+	if got, want := otns(rep.Findings), []string{"amt-3", "amt-2", "amt-1", "unk-1", "lpu-1"}; !slices.Equal(got, want) {
+		t.Fatalf("findings %q, want %q (first seen order)", got, want)
+	}
+	var stake int64
+	for _, f := range rep.Findings {
+		stake += f.AtStakeMinor()
+	}
+	if stake != rep.Totals.AtStakeMinor {
+		t.Fatalf("Go and SQL disagree on the amount at stake: %d vs %d", stake, rep.Totals.AtStakeMinor)
+	}
+	if len(rep.Runs) != 2 || rep.Runs[0].ID != r1 || rep.Runs[1].ID != r2 {
+		t.Fatalf("runs %+v, want %d and %d", rep.Runs, r1, r2)
+	}
+	r := rep.Runs[1]
+	if r.Mode != "backfill" || r.Status != "failed" || r.Shard != "1/4" || r.Scanned != 5 || r.Mismatches != 2 ||
+		r.ClaimedElsewhere != 1 || r.Errors != 2 || r.FinishedAt == nil || r.WindowFrom == nil || r.WindowTo == nil ||
+		!r.WindowTo.Equal(in) {
+		t.Fatalf("run read back wrong: %+v", r)
+	}
+	rt := rep.RunTotals
+	if rt.Runs != 2 || rt.ByStatus["succeeded"] != 1 || rt.ByStatus["failed"] != 1 || rt.Scanned != 15 || rt.Repaired != 2 ||
+		rt.Closed != 1 || rt.Unchanged != 3 || rt.StillPending != 4 || rt.Mismatches != 3 || rt.ClaimedElsewhere != 1 || rt.Errors != 2 {
+		t.Fatalf("run totals %+v", rt)
+	}
+}
+
+func TestReportEmptyAndInvalidPeriods(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	rv := repo.NewReview(db.DB)
+	rep, err := rv.Report(context.Background(), reviewBase, reviewBase.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Summary) != 0 || len(rep.Findings) != 0 || len(rep.Runs) != 0 || rep.Totals != (repo.SummaryRow{}) {
+		t.Fatalf("empty period: %+v", rep)
+	}
+	for _, to := range []time.Time{reviewBase, reviewBase.Add(-time.Hour)} {
+		if _, err := rv.Report(context.Background(), reviewBase, to); err == nil {
+			t.Errorf("report of [%v, %v) accepted", reviewBase, to)
+		}
+	}
+}
