@@ -442,3 +442,46 @@ func TestDatabaseFailureMidTransactionLeavesNothingHalfApplied(t *testing.T) {
 		})
 	}
 }
+
+func TestCallbackWaitsForAHeldClaim(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		holder  func(b *bundle, key string) // what the other handler does meanwhile
+		wantAck bool
+		want    reconcile.Outcome
+	}{
+		{"holder finishes", func(b *bundle, key string) {
+			// The other handler commits its transition, then marks DONE.
+			o, _ := b.store.FindOrder(context.Background(), reconcile.Alipay, testMerchant, "W-1")
+			b.store.ApplyTransition(context.Background(), reconcile.Transition{OrderID: o.ID, From: reconcile.StatusPending, //nolint:errcheck
+				To: reconcile.StatusPaid, Platform: reconcile.Alipay, PlatformTradeNo: "T-W1", AmountMinor: 8880,
+				Source: reconcile.SourceNotify, Outbox: &reconcile.OutboxMessage{Kind: "order.paid", Payload: map[string]any{"amount_minor": 8880}}})
+			b.redis.Client.Set(context.Background(), key, "DONE", time.Hour)
+		}, true, reconcile.OutcomeDuplicate},
+		{"holder dies, key vanishes", func(b *bundle, key string) { b.redis.Client.Del(context.Background(), key) }, true, reconcile.OutcomeApplied},
+		{"holder stays", func(*bundle, string) {}, false, reconcile.OutcomeClaimedElsewhere},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, withRedis)
+			id := b.order(orderSpec{otn: "W-1", amount: 8880})
+			key := b.applier.ClaimKey(reconcile.Alipay, "T-W1")
+			b.redis.Client.Set(context.Background(), key, "PROCESSING", time.Minute)
+			go func() {
+				time.Sleep(100 * time.Millisecond)
+				tc.holder(b, key)
+			}()
+			res, ack, err := b.applier.ApplyCallback(context.Background(), paid("W-1", "T-W1", 8880, reconcile.SourceNotify), time.Second)
+			if err != nil || ack != tc.wantAck || res.Outcome != tc.want {
+				t.Fatalf("ack %v outcome %s err %v, want ack %v outcome %s", ack, res.Outcome, err, tc.wantAck, tc.want)
+			}
+			if tc.wantAck {
+				assertPaidOnce(t, b, id, "T-W1", 8880)
+			} else if b.status(id) != reconcile.StatusPending {
+				t.Fatal("refused callback changed the order")
+			}
+		})
+	}
+}
