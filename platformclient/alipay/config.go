@@ -2,6 +2,7 @@ package alipay
 
 import (
 	"crypto/rsa"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -99,3 +100,6 @@ func (c *Config) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MarshalJSON keeps a Config that ends up in a JSON log field from carrying its keys.
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.String()) }

@@ -3,6 +3,7 @@ package wechatpay
 import (
 	"bytes"
 	"crypto/rsa"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -121,3 +122,6 @@ func (c *Config) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// MarshalJSON keeps a Config that ends up in a JSON log field from carrying its keys.
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.String()) }

@@ -1,0 +1,181 @@
+package sandbox_test
+
+import (
+	"context"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/platformclient/alipay"
+	"github.com/payrecon/payrecon/platformclient/sandbox"
+	"github.com/payrecon/payrecon/platformclient/wechatpay"
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// secrets lists byte strings that must never appear in a log line or an error: pieces of
+// every private key in the forms it could leak (PEM bodies, D in base64, hex and decimal,
+// the primes) and the API v3 key.
+func secrets(k *sandbox.Keys) map[string]string {
+	out := map[string]string{}
+	for name, key := range map[string]*rsa.PrivateKey{"alipay app": k.AlipayAppKey, "alipay platform": k.AlipayPlatformKey,
+		"wechat merchant": k.WechatMerchantKey, "wechat platform": k.WechatPlatformKey} {
+		pkcs8, _ := x509.MarshalPKCS8PrivateKey(key)
+		for form, body := range map[string]string{
+			"pkcs8 body": base64.StdEncoding.EncodeToString(pkcs8),
+			"pkcs1 body": base64.StdEncoding.EncodeToString(x509.MarshalPKCS1PrivateKey(key)),
+		} {
+			// Any 40-character window of the body would give it away; sample several.
+			for i := 400; i+40 <= len(body) && i < 1200; i += 200 {
+				out[fmt.Sprintf("%s %s @%d", name, form, i)] = body[i : i+40]
+			}
+		}
+		d := key.D.Bytes()
+		out[name+" D base64"] = base64.StdEncoding.EncodeToString(d)[:40]
+		out[name+" D hex"] = hex.EncodeToString(d)[:40]
+		out[name+" D decimal"] = key.D.String()[:40]
+		out[name+" P decimal"] = key.Primes[0].String()[:40]
+	}
+	out["api v3 key"] = string(k.WechatAPIv3Key)
+	out["api v3 key base64"] = base64.StdEncoding.EncodeToString(k.WechatAPIv3Key)
+	out["api v3 key hex"] = hex.EncodeToString(k.WechatAPIv3Key)
+	return out
+}
+
+// TestNoKeyMaterialInLogsOrErrors drives every failure path with logging at trace level and
+// scans the log and every error string for key material.
+func TestNoKeyMaterialInLogsOrErrors(t *testing.T) {
+	sb, url := newSandbox(t)
+	k := sb.Keys()
+	var logs syncBuffer
+	log := zerolog.New(&logs).Level(zerolog.TraceLevel)
+	ctx := context.Background()
+	var texts []string
+	record := func(err error) {
+		if err != nil {
+			texts = append(texts, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
+		}
+	}
+
+	acfg := sb.AlipayConfig(url)
+	wcfg := sb.WechatPayConfig(url)
+	for _, cfg := range []any{acfg, wcfg} {
+		texts = append(texts, fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg))
+		b, err := json.Marshal(cfg)
+		record(err)
+		texts = append(texts, string(b))
+	}
+	log.Info().Interface("alipay", acfg).Interface("wechatpay", wcfg).Msg("a careless caller logs its config")
+
+	tune := platformclient.Tuning{BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond, BreakerFailures: 3, BreakerCooldown: time.Minute}
+	mkClients := func(mod func(*alipay.Config, *wechatpay.Config)) []client {
+		a, w := sb.AlipayConfig(url), sb.WechatPayConfig(url)
+		a.Logger, w.Logger = log, log
+		a.Timeout, w.Timeout = 100*time.Millisecond, 100*time.Millisecond
+		a.Tuning, w.Tuning = tune, tune
+		if mod != nil {
+			mod(&a, &w)
+		}
+		ac, err := alipay.New(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc, err := wechatpay.New(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []client{ac, wc}
+	}
+	good := mkClients(nil)
+	wrongKey := mkClients(func(a *alipay.Config, w *wechatpay.Config) {
+		a.PrivateKey, w.PrivateKey = k.WechatMerchantKey, k.AlipayAppKey
+	})
+	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
+		faults := []sandbox.Fault{{HTTPStatus: 502}, {BadSignature: true}, {TamperBody: true}, {Unsigned: true}, {Truncate: true},
+			{Hang: true}, {RateLimited: true}, {StaleTimestamp: true}, {SignTest: true}, {WrongSerial: true},
+			{ErrorCode: "ACQ.SYSTEM_ERROR"}, {ErrorCode: "isv.invalid-signature"}, {ErrorCode: "NO_AUTH"}, {ErrorCode: "SIGN_ERROR"}}
+		for i, f := range faults {
+			no := fmt.Sprintf("LEAK-%d", i)
+			f := f
+			sb.SetScenario(p, no, sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 1, Fault: &f})
+		}
+	}
+	for _, c := range append(good, wrongKey...) {
+		for i := 0; i < 14; i++ {
+			_, err := c.Query(ctx, fmt.Sprintf("LEAK-%d", i))
+			record(err)
+		}
+		record(c.Close(ctx, "LEAK-1"))
+	}
+	for _, c := range good { // the breaker is open by now for some: fine, that path logs too
+		_, err := c.Query(ctx, "LEAK-0")
+		record(err)
+	}
+
+	// Callback refusals.
+	ac := good[0].(*alipay.Client)
+	wc := good[1].(*wechatpay.Client)
+	_, err := ac.ParseNotify([]byte("out_trade_no=1&total_amount=1.00&sign=AAAA"))
+	record(err)
+	h := http.Header{}
+	h.Set(wechatpay.HeaderTimestamp, fmt.Sprint(time.Now().Unix()))
+	h.Set(wechatpay.HeaderNonce, "n")
+	h.Set(wechatpay.HeaderSerial, k.WechatPublicKeyID)
+	body := []byte(`{"resource":{"algorithm":"AEAD_AES_256_GCM","ciphertext":"AAAAAAAAAAAAAAAAAAAAAAAAAAAA","nonce":"123456789012","associated_data":"transaction"}}`)
+	sig, _ := platformclient.SignSHA256(k.WechatPlatformKey, wechatpay.ResponseMessage(h.Get(wechatpay.HeaderTimestamp), "n", body))
+	h.Set(wechatpay.HeaderSignature, sig)
+	_, err = wc.ParseNotify(h, body) // verified, undecryptable
+	record(err)
+	h.Set(wechatpay.HeaderSignature, "AAAA")
+	_, err = wc.ParseNotify(h, body)
+	record(err)
+
+	// Configuration and key loading errors.
+	_, err = alipay.New(alipay.Config{PrivateKey: k.AlipayAppKey})
+	record(err)
+	_, err = wechatpay.New(wechatpay.Config{PrivateKey: k.WechatMerchantKey, APIv3Key: k.WechatAPIv3Key[:16]})
+	record(err)
+	_, err = wechatpay.ParseAPIv3Key(append(append([]byte(nil), k.WechatAPIv3Key...), 'x'))
+	record(err)
+	pemKey, _ := platformclient.EncodePrivateKeyPEM(k.AlipayAppKey)
+	corrupt := []byte(strings.Replace(string(pemKey), "A", "*", 3))
+	_, err = platformclient.LoadPrivateKey(corrupt)
+	record(err)
+	_, err = platformclient.LoadPrivateKey(pemKey[30 : len(pemKey)-30])
+	record(err)
+	_, err = platformclient.LoadPublicKey(pemKey)
+	record(err)
+	texts = append(texts, k.String())
+
+	// The patterns themselves are right: they are found where the key really is.
+	flat := strings.ReplaceAll(string(pemKey), "\n", "")
+	found := 0
+	for name, secret := range secrets(k) {
+		if strings.HasPrefix(name, "alipay app pkcs8") && strings.Contains(flat, secret) {
+			found++
+		}
+	}
+	if found == 0 {
+		t.Fatal("the secret patterns do not match the PEM they come from")
+	}
+
+	all := logs.String() + "\n" + strings.Join(texts, "\n")
+	// The scan must have something to scan: failure paths logged, security events among them.
+	if !strings.Contains(logs.String(), `"event":"bad_signature"`) || !strings.Contains(logs.String(), "circuit breaker") || len(texts) < 100 {
+		t.Fatalf("too little captured to prove anything: %d texts, log %d bytes", len(texts), logs.Len())
+	}
+	for name, secret := range secrets(k) {
+		if strings.Contains(all, secret) {
+			t.Errorf("%s found in logs or errors", name)
+		}
+	}
+}
