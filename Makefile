@@ -5,7 +5,7 @@ GO       ?= go
 SERVICES := scripts/with-services.sh
 PKGS     := ./...
 
-.PHONY: all build test vet fmt-check bench clean
+.PHONY: all build test demo vet fmt-check bench clean
 
 all: build
 
@@ -22,6 +22,10 @@ vet:
 # Every test, with the race detector, against real PostgreSQL and Redis.
 test: fmt-check vet
 	$(SERVICES) $(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# The whole story on this machine: sandbox, seeded orders, a pass racing callbacks, findings.
+demo:
+	$(SERVICES) $(GO) run ./cmd/reconciler demo
 
 # Go benchmarks against the real servers; they print their figures.
 bench:

@@ -219,3 +219,32 @@ func (l *Locker) TryLock(ctx context.Context, name string) (func(), bool, error)
 		conn.Close()
 	}, true, nil
 }
+
+// OldestPendingAge is the age of the oldest PENDING order created within lookback (zero when
+// there is none): the alarm for a reconciler that has stopped keeping up.
+func (s *Store) OldestPendingAge(ctx context.Context, now time.Time, lookback time.Duration) (time.Duration, error) {
+	var oldest sql.NullTime
+	err := s.db.GetContext(ctx, &oldest, `SELECT min(created_at) FROM payment_orders WHERE status = 'PENDING' AND created_at >= $1`, now.Add(-lookback))
+	if err != nil {
+		return 0, fmt.Errorf("oldest pending order: %w", err)
+	}
+	if !oldest.Valid {
+		return 0, nil
+	}
+	return now.Sub(oldest.Time), nil
+}
+
+// CountWindow counts the orders a backfill of [from, to) on shard will check after cursor.
+func (s *Store) CountWindow(ctx context.Context, from, to time.Time, shard reconcile.Shard, after reconcile.Cursor) (int64, error) {
+	at := after.CreatedAt
+	if after.IsZero() {
+		at = beginningOfTime
+	}
+	var n int64
+	err := s.db.GetContext(ctx, &n, `SELECT count(*) FROM payment_orders WHERE created_at >= $1 AND created_at < $2
+		AND shard_hash % $3 = $4 AND (created_at, id) > ($5, $6)`, from, to, shard.Count, shard.Index, at, after.ID)
+	if err != nil {
+		return 0, fmt.Errorf("count backfill window: %w", err)
+	}
+	return n, nil
+}

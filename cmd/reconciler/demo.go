@@ -1,0 +1,413 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/platformclient/sandbox"
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
+)
+
+// demoOrder is one seeded order: what the merchant's database says, and what the platform
+// knows.
+type demoOrder struct {
+	story      string
+	platform   reconcile.Platform
+	otn        string
+	amount     int64
+	local      reconcile.Status
+	createdAgo time.Duration
+	platformSc sandbox.Scenario
+	callback   bool // delivered by the callback storm during the pass
+}
+
+func demoOrders() []demoOrder {
+	var out []demoOrder
+	add := func(n int, story string, p reconcile.Platform, amount int64, local reconcile.Status, ago time.Duration, sc sandbox.Scenario, cb bool) {
+		for i := 1; i <= n; i++ {
+			prefix := map[reconcile.Platform]string{reconcile.Alipay: "A", reconcile.WechatPay: "W"}[p]
+			out = append(out, demoOrder{story: story, platform: p, otn: fmt.Sprintf("%s-%s-%d", prefix, strings.ReplaceAll(story, " ", "-"), i),
+				amount: amount + int64(i), local: local, createdAgo: ago, platformSc: sc, callback: cb})
+		}
+	}
+	paid := sandbox.Scenario{State: sandbox.StatePaid}
+	add(3, "missed callback", reconcile.Alipay, 8800, reconcile.StatusPending, 20*time.Minute, paid, false)
+	add(3, "missed callback", reconcile.WechatPay, 4900, reconcile.StatusPending, 25*time.Minute, paid, false)
+	add(2, "never paid", reconcile.Alipay, 1200, reconcile.StatusPending, 3*time.Hour, sandbox.Scenario{State: sandbox.StateNotFound}, false)
+	add(2, "abandoned open", reconcile.WechatPay, 2500, reconcile.StatusPending, 3*time.Hour, sandbox.Scenario{State: sandbox.StateOpen}, false)
+	add(1, "abandoned open", reconcile.Alipay, 3300, reconcile.StatusPending, 4*time.Hour, sandbox.Scenario{State: sandbox.StateOpen}, false)
+	add(3, "still open", reconcile.Alipay, 6600, reconcile.StatusPending, 15*time.Minute, sandbox.Scenario{State: sandbox.StateOpen}, false)
+	add(1, "amount mismatch", reconcile.Alipay, 9900, reconcile.StatusPending, 30*time.Minute, paid, false)
+	add(1, "amount mismatch", reconcile.WechatPay, 19900, reconcile.StatusPending, 30*time.Minute, paid, false)
+	add(1, "paid after close", reconcile.Alipay, 5000, reconcile.StatusClosed, 5*time.Hour, paid, true)
+	add(4, "callback storm", reconcile.Alipay, 1000, reconcile.StatusPending, 10*time.Minute, paid, true)
+	add(4, "callback storm", reconcile.WechatPay, 2000, reconcile.StatusPending, 10*time.Minute, paid, true)
+	add(1, "refunded at platform", reconcile.WechatPay, 7700, reconcile.StatusPaid, 6*time.Hour, sandbox.Scenario{State: sandbox.StateRefunded}, false)
+	return out
+}
+
+// cmdDemo tells the whole story on this machine: a fresh database, the sandbox in-process,
+// a realistic mix of orders, a pass racing a storm of duplicate callbacks, a backfill, and
+// what finance must review.
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("reconciler demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	adminURL := fs.String("admin-database-url", envOr("RECONCILER_TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		"PostgreSQL server to create the demo database on [RECONCILER_TEST_DATABASE_URL]")
+	redisURL := fs.String("redis-url", envOr("RECONCILER_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"), "Redis for claims; empty: database-only [RECONCILER_TEST_REDIS_URL]")
+	keep := fs.Bool("keep", false, "keep the demo database afterwards (its name is printed)")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return usagef("demo: %v", err)
+	}
+	log := zerolog.New(io.Discard)
+	if os.Getenv("RECONCILER_LOG_LEVEL") == "debug" {
+		log = zerolog.New(zerolog.ConsoleWriter{Out: stderr})
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
+
+	// 1. A database of its own.
+	dbName := fmt.Sprintf("payrecon_demo_%d", time.Now().Unix())
+	dbURL, drop, err := createDatabase(ctx, *adminURL, dbName)
+	if err != nil {
+		return err
+	}
+	if *keep {
+		defer say("\nkept database %s (%s)", dbName, config.RedactURL(dbURL))
+	} else {
+		defer drop()
+	}
+	say("== payrecon demo ==\n\n1. database %s created and migrated", dbName)
+
+	// 2. The sandbox, in-process, with fresh keys written where a reconciler reads them.
+	keysDir, err := os.MkdirTemp("", "payrecon-demo-keys-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(keysDir)
+	keys, err := sandbox.GenerateKeys(0)
+	if err != nil {
+		return err
+	}
+	sb, err := sandbox.New(sandbox.Options{Keys: keys, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	files, err := sb.WriteKeyFiles(keysDir)
+	if err != nil {
+		return err
+	}
+	sbURL, stopSandbox, err := serveLoopback(sb)
+	if err != nil {
+		return err
+	}
+	defer stopSandbox()
+	say("2. platform sandbox (Alipay + WeChat Pay v3, real signatures) on %s", sbURL)
+
+	// 3. The reconciler, configured exactly as in production, through RECONCILER_* settings.
+	env := map[string]string{"RECONCILER_DATABASE_URL": dbURL, "RECONCILER_REDIS_URL": *redisURL,
+		"RECONCILER_CLAIM_PREFIX": "demo:" + dbName + ":pay:notify:", "RECONCILER_CONCURRENCY": "8",
+		"RECONCILER_ALIPAY_QPS": "50", "RECONCILER_WECHATPAY_QPS": "50", "RECONCILER_NOTIFY_WAIT": "1s"}
+	for _, kv := range sb.Env(sbURL, files) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	cfgFS := flag.NewFlagSet("demo-config", flag.ContinueOnError)
+	loader := config.Register(cfgFS, config.GroupAll, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfgFS.Parse(nil) //nolint:errcheck // no arguments
+	cfg, err := loader.Load()
+	if err != nil {
+		return fmt.Errorf("demo configuration: %w", err)
+	}
+	a, err := newApp(ctx, cfg, log, true)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	notifyURL, stopServe, err := serveLoopback(a.handler())
+	if err != nil {
+		return err
+	}
+	defer stopServe()
+	say("3. reconciler callback endpoints on %s/notify/{alipay,wechatpay}", notifyURL)
+
+	// 4. Seed the mix.
+	orders := demoOrders()
+	if err := seedDemo(ctx, a.store.DB(), sb, orders, cfg); err != nil {
+		return err
+	}
+	say("4. seeded %d orders (%s)\n", len(orders), storySummary(orders))
+	before, err := orderStatuses(ctx, a.store.DB())
+	if err != nil {
+		return err
+	}
+
+	// 5. A pass, racing a storm of duplicate, shuffled callbacks.
+	var deliveries []*sandbox.Delivery
+	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
+		var cbs []sandbox.Callback
+		for _, o := range orders {
+			if o.callback && o.platform == p {
+				cbs = append(cbs, sandbox.Callback{Platform: p, OutTradeNo: o.otn})
+			}
+		}
+		if p == reconcile.Alipay {
+			// A payment for an order this merchant never created.
+			sb.SetScenario(p, "A-unknown-1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 4200})
+			cbs = append(cbs, sandbox.Callback{Platform: p, OutTradeNo: "A-unknown-1"})
+		}
+		d, err := sb.Deliver(ctx, sandbox.DeliveryOptions{URL: notifyURL + "/notify/" + string(p), Copies: 6, Shuffle: true, TimeScale: 1000}, cbs...)
+		if err != nil {
+			return fmt.Errorf("callback storm: %w", err)
+		}
+		deliveries = append(deliveries, d)
+	}
+	say("5. reconciliation pass (reconciler run), racing %d duplicate callbacks:", 6*(countCallbacks(orders)+1))
+	run, err := a.runner(a.metrics).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: shardOf(cfg)})
+	if err != nil {
+		return fmt.Errorf("demo pass: %w", err)
+	}
+	acked := 0
+	for _, d := range deliveries {
+		res, err := d.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			if r.Acked {
+				acked++
+			}
+		}
+	}
+	printSummary(stdout, run)
+	say("   callbacks acknowledged: %d (every copy; each payment applied once)\n", acked)
+
+	// 6. An operator's backfill over the last day finds what a pass over PENDING orders cannot.
+	now := time.Now()
+	bf, err := a.runner(a.metrics).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: shardOf(cfg), From: now.Add(-24 * time.Hour), To: now})
+	if err != nil {
+		return fmt.Errorf("demo backfill: %w", err)
+	}
+	say("6. backfill of the last 24h (reconciler backfill --from ... --to ...):")
+	printSummary(stdout, bf)
+
+	// 7. Before and after.
+	after, err := orderStatuses(ctx, a.store.DB())
+	if err != nil {
+		return err
+	}
+	say("\n7. before -> after")
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  order\tstory\tplatform says\tbefore\tafter\tchanged\tevents\toutbox")
+	for _, o := range orders {
+		st := after[o.otn]
+		mark := ""
+		if st.status != before[o.otn].status {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", o.otn, o.story, o.platformSc.State, before[o.otn].status, st.status, mark, st.events, st.outbox)
+	}
+	tw.Flush()
+
+	// 8. What finance must review.
+	if err := printFindings(ctx, stdout, a.store.DB()); err != nil {
+		return err
+	}
+	say(`
+9. run it for real
+   reconciler migrate                         # once per database, safe to repeat
+   reconciler run                             # the CronJob: one pass, exit 0/1/2/3
+   reconciler serve --schedule "@every 5m"    # callbacks + scheduled passes
+   reconciler backfill --from 2026-11-28 --to 2026-11-29
+   reconciler mismatches list                 # finance review; ack / resolve with --by
+   reconciler report --format html --out report.html
+   Point RECONCILER_ALIPAY_GATEWAY / RECONCILER_WECHATPAY_BASE_URL at the platforms (the
+   defaults) and the key-file settings at your keys; see README.md and deploy/kubernetes/.`)
+	return nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func countCallbacks(orders []demoOrder) int {
+	n := 0
+	for _, o := range orders {
+		if o.callback {
+			n++
+		}
+	}
+	return n
+}
+
+func storySummary(orders []demoOrder) string {
+	counts := map[string]int{}
+	var names []string
+	for _, o := range orders {
+		if counts[o.story] == 0 {
+			names = append(names, o.story)
+		}
+		counts[o.story]++
+	}
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%d %s", counts[n], n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// createDatabase makes a migrated database on the admin server and returns its URL and a
+// function that drops it.
+func createDatabase(ctx context.Context, adminURL, name string) (string, func(), error) {
+	admin, err := repo.Open(ctx, adminURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("demo needs PostgreSQL (run it with `make demo`, which starts one when none answers): %w", err)
+	}
+	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+pq.QuoteIdentifier(name)); err != nil {
+		admin.Close()
+		return "", nil, fmt.Errorf("create demo database: %w", err)
+	}
+	u, err := url.Parse(adminURL)
+	if err != nil {
+		admin.Close()
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	drop := func() {
+		admin.Exec(`DROP DATABASE IF EXISTS ` + pq.QuoteIdentifier(name) + ` WITH (FORCE)`) //nolint:errcheck // best effort
+		admin.Close()
+	}
+	db, err := repo.Open(ctx, u.String())
+	if err != nil {
+		drop()
+		return "", nil, err
+	}
+	defer db.Close()
+	if _, err := repo.Migrate(ctx, db); err != nil {
+		drop()
+		return "", nil, err
+	}
+	return u.String(), drop, nil
+}
+
+// serveLoopback serves h on a free loopback port.
+func serveLoopback(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // ends with Shutdown
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx) //nolint:errcheck
+	}, nil
+}
+
+func seedDemo(ctx context.Context, db *sqlx.DB, sb *sandbox.Sandbox, orders []demoOrder, cfg config.Config) error {
+	merchant := map[reconcile.Platform]string{reconcile.Alipay: cfg.Alipay.AppID, reconcile.WechatPay: cfg.WechatPay.MchID}
+	for _, o := range orders {
+		sc := o.platformSc
+		sc.AmountMinor = o.amount
+		if o.story == "amount mismatch" {
+			sc.AmountMinor = o.amount - 100 // the buyer paid one yuan less
+		}
+		sb.SetScenario(o.platform, o.otn, sc)
+		var tradeNo any
+		if o.local == reconcile.StatusPaid {
+			tradeNo = sb.Scenario(o.platform, o.otn).TradeNo
+		}
+		_, err := db.ExecContext(ctx, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, platform_trade_no, paid_amount_minor, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $5 = 'PAID' THEN $4::bigint END, now() - $7::interval)`,
+			string(o.platform), merchant[o.platform], o.otn, o.amount, string(o.local), tradeNo, fmt.Sprintf("%d seconds", int(o.createdAgo.Seconds())))
+		if err != nil {
+			return fmt.Errorf("seed %s: %w", o.otn, err)
+		}
+	}
+	return nil
+}
+
+type orderState struct {
+	status         string
+	events, outbox int
+}
+
+func orderStatuses(ctx context.Context, db *sqlx.DB) (map[string]orderState, error) {
+	rows, err := db.QueryContext(ctx, `SELECT out_trade_no, status,
+		(SELECT count(*) FROM payment_events e WHERE e.order_id = o.id),
+		(SELECT count(*) FROM fulfillment_outbox f WHERE f.order_id = o.id) FROM payment_orders o`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]orderState{}
+	for rows.Next() {
+		var otn string
+		var s orderState
+		if err := rows.Scan(&otn, &s.status, &s.events, &s.outbox); err != nil {
+			return nil, err
+		}
+		out[otn] = s
+	}
+	return out, rows.Err()
+}
+
+func printFindings(ctx context.Context, w io.Writer, db *sqlx.DB) error {
+	var rows []struct {
+		ID       int64   `db:"id"`
+		Kind     string  `db:"kind"`
+		Platform string  `db:"platform"`
+		OTN      string  `db:"out_trade_no"`
+		Local    *int64  `db:"local_amount_minor"`
+		Remote   *int64  `db:"platform_amount_minor"`
+		LocalSt  *string `db:"local_status"`
+		RemoteSt *string `db:"platform_status"`
+		Seen     int     `db:"seen_count"`
+	}
+	if err := db.SelectContext(ctx, &rows, `SELECT id, kind, platform, out_trade_no, local_amount_minor, platform_amount_minor,
+		local_status, platform_status, seen_count FROM reconcile_mismatches WHERE review_status <> 'RESOLVED' ORDER BY kind, id`); err != nil {
+		return err
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Kind < rows[j].Kind })
+	fmt.Fprintf(w, "\n8. for finance to review (%d open findings; reconciler mismatches list / show / ack / resolve)\n", len(rows))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  id\tkind\tplatform\torder\tlocal\tplatform\tseen")
+	yuan := func(v *int64, st *string) string {
+		s := "-"
+		if v != nil {
+			s = platformclient.FormatYuan(*v)
+		}
+		if st != nil {
+			s += " " + *st
+		}
+		return s
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Kind, r.Platform, r.OTN, yuan(r.Local, r.LocalSt), yuan(r.Remote, r.RemoteSt), r.Seen)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
+)
+
+// metrics is the process's Prometheus registry and the instruments payrecon exports.
+type metrics struct {
+	reg *prometheus.Registry
+
+	checks       *prometheus.CounterVec   // platform, outcome
+	findings     *prometheus.CounterVec   // platform, kind
+	callbacks    *prometheus.CounterVec   // platform, result
+	platformDur  *prometheus.HistogramVec // platform, op
+	platformErrs *prometheus.CounterVec   // platform, class
+	oldestAge    prometheus.Gauge
+	lastSuccess  prometheus.Gauge
+	runCounts    *prometheus.GaugeVec // counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.checks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_checks_total",
+		Help: "Orders checked by a pass, by outcome (repaired, closed, unchanged, still_pending, mismatch, claimed_elsewhere, error)."},
+		[]string{"platform", "outcome"})
+	m.findings = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_mismatches_total",
+		Help: "Findings recorded (or seen again), by kind."}, []string{"platform", "kind"})
+	m.callbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_callbacks_total",
+		Help: "Callbacks received, by what we answered (acked, refused_signature, refused_malformed, refused_busy, refused_error)."},
+		[]string{"platform", "result"})
+	m.platformDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payrecon_platform_request_duration_seconds",
+		Help: "Platform calls (with their retries), by operation.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)},
+		[]string{"platform", "op"})
+	m.platformErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_platform_errors_total",
+		Help: "Failed platform calls by error class (retryable, rate_limited, bad_signature, config, unavailable, permanent)."},
+		[]string{"platform", "class"})
+	m.oldestAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_oldest_pending_order_age_seconds",
+		Help: "Age of the oldest PENDING order inside the lookback window."})
+	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_last_success_timestamp_seconds",
+		Help: "When the last pass completed successfully (unix seconds)."})
+	m.runCounts = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_last_run_orders",
+		Help: "Counters of the last pass (scanned, repaired, closed, unchanged, still_pending, mismatches, claimed_elsewhere, errors)."},
+		[]string{"counter"})
+	m.reg.MustRegister(m.checks, m.findings, m.callbacks, m.platformDur, m.platformErrs, m.oldestAge, m.runCounts,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// watchBreaker exports a platform's circuit breaker state (1 = open).
+func (m *metrics) watchBreaker(p reconcile.Platform, state func() string) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "payrecon_platform_breaker_open",
+		Help:        "1 while the platform's circuit breaker is open (calls fail fast), 0.5 half-open, 0 closed.",
+		ConstLabels: prometheus.Labels{"platform": string(p)}}, func() float64 {
+		switch state() {
+		case "open":
+			return 1
+		case "half-open":
+			return 0.5
+		}
+		return 0
+	}))
+}
+
+// watchClaims exports how often Redis failed (and the apply path went on without it).
+func (m *metrics) watchClaims(c *repo.RedisClaimer) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "payrecon_claim_store_failures_total",
+		Help: "Redis claim calls that failed or timed out; the database decided alone."}, func() float64 { return float64(c.Failures()) }))
+}
+
+// Checked implements reconcile.Observer.
+func (m *metrics) Checked(c reconcile.Check) {
+	p := string(c.Order.Platform)
+	m.checks.WithLabelValues(p, checkOutcome(c)).Inc()
+	if c.Applied.Outcome == reconcile.OutcomeMismatch {
+		m.findings.WithLabelValues(p, string(c.Applied.Mismatch)).Inc()
+	}
+}
+
+// checkOutcome names a check's outcome the way the run counters do.
+func checkOutcome(c reconcile.Check) string {
+	switch {
+	case c.Err != nil:
+		return "error"
+	case c.Applied.Outcome == reconcile.OutcomeApplied && c.Applied.To == reconcile.StatusPaid:
+		return "repaired"
+	case c.Applied.Outcome == reconcile.OutcomeApplied:
+		return "closed"
+	case c.Applied.Outcome == reconcile.OutcomeMismatch:
+		return "mismatch"
+	case c.Applied.Outcome == reconcile.OutcomeClaimedElsewhere:
+		return "claimed_elsewhere"
+	case c.Applied.Outcome == reconcile.OutcomeStillPending:
+		return "still_pending"
+	}
+	return "unchanged"
+}
+
+func (m *metrics) recordRun(run reconcile.Run) {
+	c := run.Counts
+	for name, v := range map[string]int64{"scanned": c.Scanned, "repaired": c.Repaired, "closed": c.Closed,
+		"unchanged": c.Unchanged, "still_pending": c.StillPending, "mismatches": c.Mismatches,
+		"claimed_elsewhere": c.ClaimedElsewhere, "errors": c.Errors} {
+		m.runCounts.WithLabelValues(name).Set(float64(v))
+	}
+}
+
+// instrument wraps a platform client to time its calls and count its errors by class.
+func (m *metrics) instrument(c reconcile.PlatformClient) reconcile.PlatformClient {
+	return &instrumentedClient{PlatformClient: c, m: m}
+}
+
+type instrumentedClient struct {
+	reconcile.PlatformClient
+	m *metrics
+}
+
+func (c *instrumentedClient) observe(op string, start time.Time, err error) {
+	p := string(c.Platform())
+	c.m.platformDur.WithLabelValues(p, op).Observe(time.Since(start).Seconds())
+	if err != nil {
+		class := reconcile.PlatformErrorKindOf(err).String()
+		if errors.Is(err, context.Canceled) {
+			class = "cancelled"
+		}
+		c.m.platformErrs.WithLabelValues(p, class).Inc()
+	}
+}
+
+func (c *instrumentedClient) Query(ctx context.Context, outTradeNo string) (reconcile.Result, error) {
+	start := time.Now()
+	r, err := c.PlatformClient.Query(ctx, outTradeNo)
+	c.observe("query", start, err)
+	return r, err
+}
+
+func (c *instrumentedClient) Close(ctx context.Context, outTradeNo string) error {
+	start := time.Now()
+	err := c.PlatformClient.Close(ctx, outTradeNo)
+	c.observe("close", start, err)
+	return err
+}
+
+// observers fans one check out to several observers.
+type observers []reconcile.Observer
+
+func (o observers) Checked(c reconcile.Check) {
+	for _, x := range o {
+		if x != nil {
+			x.Checked(c)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/prometheus/client_golang/prometheus/push"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// workerGroups are the settings of the commands that run passes.
+const workerGroups = config.GroupDatabase | config.GroupLog | config.GroupApply | config.GroupWorker |
+	config.GroupPlatforms | config.GroupTime
+
+// cmdRun is the CronJob entry point: one pass over due PENDING orders, then exit.
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, _, err := parse("run", args, workerGroups, stderr, nil)
+	if err != nil {
+		return err
+	}
+	return runPass(ctx, cfg, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: shardOf(cfg), DryRun: cfg.DryRun}, stdout, stderr)
+}
+
+// cmdBackfill re-checks every order created in [from, to) whatever its local status.
+func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var fromS, toS string
+	var resume int64
+	cfg, _, err := parse("backfill", args, workerGroups, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&fromS, "from", "", "window start, inclusive: a date (midnight in RECONCILER_TIMEZONE) or an RFC 3339 time")
+		fs.StringVar(&toS, "to", "", "window end, exclusive: a date or an RFC 3339 time; may lie in the future")
+		fs.Int64Var(&resume, "resume", 0, "continue the interrupted backfill run with this id from its saved cursor")
+	})
+	if err != nil {
+		return err
+	}
+	spec := reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: shardOf(cfg), DryRun: cfg.DryRun, Resume: resume}
+	if resume == 0 {
+		if fromS == "" || toS == "" {
+			return usagef("backfill: --from and --to are required (or --resume RUN_ID)")
+		}
+		if spec.From, err = parseWhen(fromS, cfg.Timezone); err != nil {
+			return usagef("backfill: --from: %v", err)
+		}
+		if spec.To, err = parseWhen(toS, cfg.Timezone); err != nil {
+			return usagef("backfill: --to: %v", err)
+		}
+		if !spec.From.Before(spec.To) {
+			return usagef("backfill: --from (%s) must be before --to (%s)", fromS, toS)
+		}
+	}
+	return runPass(ctx, cfg, spec, stdout, stderr)
+}
+
+// parseWhen reads a date (midnight in loc) or an RFC 3339 time.
+func parseWhen(s string, loc *time.Location) (time.Time, error) {
+	if t, err := time.ParseInLocation("2006-01-02", s, loc); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("want a date such as 2026-11-28 or an RFC 3339 time, got %q", s)
+}
+
+// runPass runs one pass and maps its end to the exit-code contract.
+func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, stdout, stderr io.Writer) error {
+	log := newLogger(cfg, stderr).With().Str("shard", spec.Shard.String()).Logger()
+	a, err := newApp(ctx, cfg, log, true)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	obs := observers{a.metrics}
+	if spec.DryRun {
+		obs = append(obs, &dryRunPrinter{w: stdout})
+	}
+	var bar *progressbar.ProgressBar
+	if spec.Mode == reconcile.ModeBackfill && isTerminal(stderr) {
+		bar = newProgress(ctx, a, spec, stderr)
+		obs = append(obs, progressObserver{bar})
+	}
+	run, err := a.runner(obs).Pass(ctx, spec)
+	if bar != nil {
+		bar.Finish() //nolint:errcheck // cosmetic
+		fmt.Fprintln(stderr)
+	}
+	if errors.Is(err, reconcile.ErrLockHeld) {
+		log.Info().Msg("another pass holds this shard's lock; nothing to do")
+		fmt.Fprintf(stdout, "another pass holds the lock for shard %s; exiting\n", spec.Shard)
+		return nil
+	}
+	if run.ID != 0 {
+		a.metrics.recordRun(run)
+		a.observeBacklog(ctx)
+		printSummary(stdout, run)
+	}
+	if spec.Mode == reconcile.ModeOnce {
+		a.pushMetrics(run, err == nil)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, reconcile.ErrInterrupted):
+		hint := "the next run carries on"
+		if spec.Mode == reconcile.ModeBackfill {
+			hint = fmt.Sprintf("continue with: reconciler backfill --resume %d", run.ID)
+		}
+		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted after draining (run %d); %s", run.ID, hint)}
+	case reconcile.PlatformErrorKindOf(err) == reconcile.KindConfig:
+		// Our credentials or account settings are wrong: no retry can help.
+		return &usageError{msg: fmt.Sprintf("pass stopped: %v", err)}
+	}
+	return err
+}
+
+// observeBacklog refreshes the oldest-pending-order gauge.
+func (a *app) observeBacklog(ctx context.Context) {
+	age, err := a.store.OldestPendingAge(ctx, time.Now(), a.cfg.Lookback)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("could not measure the pending backlog")
+		return
+	}
+	a.metrics.oldestAge.Set(age.Seconds())
+}
+
+// pushMetrics push-adds the run's metrics to the Pushgateway, grouped by job and shard. The
+// last-success time goes along only when the pass succeeded, so an alert on its age fires
+// when passes keep failing.
+func (a *app) pushMetrics(run reconcile.Run, ok bool) {
+	if a.cfg.PushgatewayURL == "" {
+		return
+	}
+	p := push.New(a.cfg.PushgatewayURL, "payrecon_reconciler").Grouping("shard", fmt.Sprintf("%d-of-%d", a.cfg.Shard.Index, a.cfg.Shard.Count)).Gatherer(a.metrics.reg)
+	if ok {
+		a.metrics.lastSuccess.SetToCurrentTime()
+		p = p.Collector(a.metrics.lastSuccess)
+	}
+	if err := p.Add(); err != nil {
+		a.log.Warn().Err(err).Msg("could not push metrics to the Pushgateway")
+	}
+}
+
+func printSummary(w io.Writer, run reconcile.Run) {
+	c := run.Counts
+	dry := ""
+	if run.DryRun {
+		dry = " (dry run: counts are what it would do; nothing was written)"
+	}
+	fmt.Fprintf(w, "run %d %s %s, shard %s%s\n", run.ID, run.Mode, run.Status, run.Shard, dry)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scanned\trepaired\tclosed\tunchanged\tstill_pending\tmismatches\tclaimed_elsewhere\terrors\t")
+	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c.Scanned, c.Repaired, c.Closed, c.Unchanged, c.StillPending, c.Mismatches, c.ClaimedElsewhere, c.Errors)
+	tw.Flush()
+}
+
+// dryRunPrinter prints what a dry run would change, one line per order that would move or
+// that has a finding.
+type dryRunPrinter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (d *dryRunPrinter) Checked(c reconcile.Check) {
+	var line string
+	o := c.Order
+	switch {
+	case c.Err != nil:
+		line = fmt.Sprintf("error     %s %s: %v", o.Platform, o.OutTradeNo, c.Err)
+	case c.Applied.Outcome == reconcile.OutcomeApplied && c.Applied.To == reconcile.StatusPaid:
+		line = fmt.Sprintf("would repair %s %s: PENDING -> PAID (%s, %s yuan)", o.Platform, o.OutTradeNo, c.Result.PlatformTradeNo, platformclient.FormatYuan(c.Result.AmountMinor))
+	case c.Applied.Outcome == reconcile.OutcomeApplied:
+		how := "locally"
+		if c.Result.State == reconcile.StateOpen {
+			how = "at the platform, then locally"
+		}
+		line = fmt.Sprintf("would close %s %s: %s -> %s %s", o.Platform, o.OutTradeNo, c.Applied.From, c.Applied.To, how)
+	case c.Applied.Outcome == reconcile.OutcomeMismatch:
+		line = fmt.Sprintf("finding   %s %s: %s (local %s %s yuan, platform %s %s yuan)", o.Platform, o.OutTradeNo, c.Applied.Mismatch,
+			o.Status, platformclient.FormatYuan(o.AmountMinor), c.Result.RawState, platformclient.FormatYuan(c.Result.AmountMinor))
+	default:
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintln(d.w, line)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+func newProgress(ctx context.Context, a *app, spec reconcile.PassSpec, w io.Writer) *progressbar.ProgressBar {
+	from, to, after := spec.From, spec.To, reconcile.Cursor{}
+	if spec.Resume != 0 {
+		if run, err := a.store.Runs().LoadRun(ctx, spec.Resume); err == nil {
+			from, to, after = run.WindowFrom, run.WindowTo, run.Cursor
+		}
+	}
+	total, err := a.store.CountWindow(ctx, from, to, spec.Shard, after)
+	if err != nil {
+		total = -1
+	}
+	return progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("backfill"),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("orders"),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSetPredictTime(true))
+}
+
+type progressObserver struct{ bar *progressbar.ProgressBar }
+
+func (p progressObserver) Checked(reconcile.Check) { p.bar.Add(1) } //nolint:errcheck // cosmetic

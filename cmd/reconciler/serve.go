@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/robfig/cron/v3"
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// maxCallbackBody bounds what a callback may send; real ones are a few KiB.
+const maxCallbackBody = 64 << 10
+
+// cmdServe runs the callback endpoints, health and metrics, and optionally scheduled passes.
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var schedule string
+	cfg, _, err := parse("serve", args, config.GroupAll, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&schedule, "schedule", "", `run passes on this cron spec (robfig/cron, e.g. "*/5 * * * *" or "@every 5m"); passes never overlap`)
+	})
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	a, err := newApp(ctx, cfg, log, true)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return &config.Error{Setting: "RECONCILER_LISTEN", Msg: err.Error()}
+	}
+	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 15 * time.Second}
+
+	var sched *cron.Cron
+	if schedule != "" {
+		sched, err = a.scheduler(ctx, schedule)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		sched.Start()
+	}
+	log.Info().Str("listen", ln.Addr().String()).Str("schedule", schedule).Str("config", cfg.Redacted()).Msg("serving")
+	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info().Msg("shutting down: finishing in-flight callbacks and passes")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn().Err(err).Msg("http shutdown")
+	}
+	if sched != nil {
+		select {
+		case <-sched.Stop().Done():
+		case <-sctx.Done():
+			log.Warn().Msg("a scheduled pass did not drain in time; its leases expire by themselves")
+		}
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// scheduler runs passes on a cron spec. SkipIfStillRunning keeps passes from overlapping,
+// Recover keeps a panicking pass from taking the server down. Passes run on ctx, so SIGTERM
+// drains a running pass like `run` does.
+func (a *app) scheduler(ctx context.Context, spec string) (*cron.Cron, error) {
+	logger := cronLogger{a.log}
+	c := cron.New(cron.WithLogger(logger), cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)))
+	runner := a.runner(a.metrics)
+	_, err := c.AddFunc(spec, func() {
+		run, err := runner.Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeScheduled, Shard: shardOf(a.cfg), DryRun: a.cfg.DryRun})
+		if run.ID != 0 {
+			a.metrics.recordRun(run)
+		}
+		a.observeBacklog(ctx)
+		switch {
+		case err == nil:
+			a.metrics.lastSuccess.SetToCurrentTime()
+		case errors.Is(err, reconcile.ErrLockHeld):
+			a.log.Info().Msg("scheduled pass skipped: another pass holds this shard's lock")
+		default:
+			a.log.Error().Err(err).Int64("run_id", run.ID).Msg("scheduled pass failed")
+		}
+	})
+	if err != nil {
+		return nil, usagef("serve: --schedule %q: %v", spec, err)
+	}
+	a.metrics.reg.MustRegister(a.metrics.lastSuccess)
+	return c, nil
+}
+
+// cronLogger adapts zerolog to robfig/cron's logger.
+type cronLogger struct{ log zerolog.Logger }
+
+func (l cronLogger) Info(msg string, kv ...any) {
+	l.log.Debug().Fields(kv).Msg("cron: " + msg)
+}
+
+func (l cronLogger) Error(err error, msg string, kv ...any) {
+	l.log.Error().Err(err).Fields(kv).Msg("cron: " + msg)
+}
+
+// handler is serve's HTTP surface.
+func (a *app) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /notify/alipay", a.notifyAlipay)
+	mux.HandleFunc("POST /notify/wechatpay", a.notifyWechatPay)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }) //nolint:errcheck
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := a.store.DB().PingContext(ctx); err != nil {
+			http.Error(w, "database unreachable", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ready\n") //nolint:errcheck
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// callbackDeadline keeps every answer well inside the platforms' 5 s.
+const callbackDeadline = 4 * time.Second
+
+func (a *app) readCallback(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallbackBody))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read body: %v", platformclient.ErrMalformed, err)
+	}
+	return body, nil
+}
+
+// settle applies a verified callback and tells whether to acknowledge it.
+func (a *app) settle(ctx context.Context, res reconcile.Result) (reconcile.Applied, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, callbackDeadline)
+	defer cancel()
+	return a.applier.ApplyCallback(ctx, res, a.cfg.NotifyWait)
+}
+
+func (a *app) notifyAlipay(w http.ResponseWriter, r *http.Request) {
+	reply := func(ok bool, result string) {
+		a.metrics.callbacks.WithLabelValues("alipay", result).Inc()
+		// Alipay stops retrying only on a body of exactly "success".
+		if ok {
+			io.WriteString(w, "success") //nolint:errcheck
+			return
+		}
+		io.WriteString(w, "fail") //nolint:errcheck
+	}
+	if a.alipay == nil {
+		reply(false, "refused_not_configured")
+		return
+	}
+	body, err := a.readCallback(w, r)
+	var res reconcile.Result
+	if err == nil {
+		res, err = a.alipay.ParseNotify(body)
+	}
+	if err != nil {
+		a.refused(reconcile.Alipay, err, "")
+		reply(false, refusalReason(err))
+		return
+	}
+	applied, ack, err := a.settle(r.Context(), res)
+	a.logCallback(res, applied, ack, err)
+	reply(ack, settledReason(ack, err))
+}
+
+func (a *app) notifyWechatPay(w http.ResponseWriter, r *http.Request) {
+	reply := func(status int, result, msg string) {
+		a.metrics.callbacks.WithLabelValues("wechatpay", result).Inc()
+		if status == http.StatusNoContent {
+			w.WriteHeader(status)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]string{"code": "FAIL", "message": msg}) //nolint:errcheck
+	}
+	if a.wechat == nil {
+		reply(http.StatusNotFound, "refused_not_configured", "wechat pay is not configured here")
+		return
+	}
+	body, err := a.readCallback(w, r)
+	var res reconcile.Result
+	if err == nil {
+		res, err = a.wechat.ParseNotify(r.Header, body)
+	}
+	if err != nil {
+		a.refused(reconcile.WechatPay, err, r.Header.Get("Request-Id"))
+		if errors.Is(err, platformclient.ErrBadSignature) {
+			reply(http.StatusUnauthorized, "refused_signature", "signature verification failed")
+		} else {
+			reply(http.StatusBadRequest, "refused_malformed", "malformed notification")
+		}
+		return
+	}
+	applied, ack, err := a.settle(r.Context(), res)
+	a.logCallback(res, applied, ack, err)
+	if ack {
+		reply(http.StatusNoContent, "acked", "")
+		return
+	}
+	reply(http.StatusInternalServerError, settledReason(ack, err), "temporarily unable to process; retry")
+}
+
+func refusalReason(err error) string {
+	if errors.Is(err, platformclient.ErrBadSignature) {
+		return "refused_signature"
+	}
+	return "refused_malformed"
+}
+
+func settledReason(ack bool, err error) string {
+	switch {
+	case ack:
+		return "acked"
+	case err != nil:
+		return "refused_error"
+	}
+	return "refused_busy"
+}
+
+// refused logs a callback we would not read. A bad signature is a security event.
+func (a *app) refused(p reconcile.Platform, err error, requestID string) {
+	ev := a.log.Warn()
+	if errors.Is(err, platformclient.ErrBadSignature) {
+		ev = a.log.Error().Str("event", "bad_signature")
+	}
+	ev.Str("platform", string(p)).Str("request_id", requestID).Err(err).Msg("callback refused")
+}
+
+func (a *app) logCallback(res reconcile.Result, applied reconcile.Applied, ack bool, err error) {
+	ev := a.log.Info()
+	if err != nil || !ack {
+		ev = a.log.Warn().Err(err)
+	}
+	ev.Str("platform", string(res.Platform)).Str("out_trade_no", res.OutTradeNo).Str("platform_trade_no", res.PlatformTradeNo).
+		Str("outcome", string(applied.Outcome)).Str("mismatch", string(applied.Mismatch)).Bool("acked", ack).Msg("callback")
+}
