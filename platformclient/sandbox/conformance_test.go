@@ -62,7 +62,7 @@ func defaults(o clientOpts) clientOpts {
 // harness describes one platform to the suite.
 type harness struct {
 	platform  reconcile.Platform
-	newClient func(t *testing.T, sb *sandbox.Sandbox, url string, o clientOpts) client
+	newClient func(t testing.TB, sb *sandbox.Sandbox, url string, o clientOpts) client
 	// states maps each sandbox state to what the client must report.
 	states map[sandbox.State]reconcile.PlatformState
 	// rawStates are extra platform words (Scenario.RawState) and their meaning.
@@ -85,7 +85,7 @@ type harness struct {
 
 var alipayHarness = harness{
 	platform: reconcile.Alipay,
-	newClient: func(t *testing.T, sb *sandbox.Sandbox, url string, o clientOpts) client {
+	newClient: func(t testing.TB, sb *sandbox.Sandbox, url string, o clientOpts) client {
 		o = defaults(o)
 		cfg := sb.AlipayConfig(url)
 		cfg.Timeout, cfg.MaxRetries, cfg.QPS, cfg.Tuning = o.timeout, o.maxRetries, o.qps, o.tuning()
@@ -129,7 +129,7 @@ var alipayHarness = harness{
 
 var wechatHarness = harness{
 	platform: reconcile.WechatPay,
-	newClient: func(t *testing.T, sb *sandbox.Sandbox, url string, o clientOpts) client {
+	newClient: func(t testing.TB, sb *sandbox.Sandbox, url string, o clientOpts) client {
 		o = defaults(o)
 		cfg := sb.WechatPayConfig(url)
 		cfg.Timeout, cfg.MaxRetries, cfg.QPS, cfg.Tuning = o.timeout, o.maxRetries, o.qps, o.tuning()

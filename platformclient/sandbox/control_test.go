@@ -6,9 +6,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/platformclient/alipay"
+	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
 )
 
@@ -124,4 +129,39 @@ func TestControlAPI(t *testing.T) {
 			t.Errorf("%s %s %s: %d %s", bad.method, bad.path, bad.body, code, body)
 		}
 	}
+}
+
+// The gateway takes the common parameters from the query string too, as the official SDKs
+// send them, with only biz_content in the form.
+func TestAlipayGatewayAcceptsQueryStringParameters(t *testing.T) {
+	sb, base := newSandbox(t)
+	sb.SetScenario(reconcile.Alipay, "QS", sandboxPaid(4200))
+	p := url.Values{"app_id": {sb.Identity().AlipayAppID}, "method": {"alipay.trade.query"}, "format": {"JSON"}, "charset": {"utf-8"},
+		"sign_type": {"RSA2"}, "timestamp": {time.Now().In(platformclient.ChinaTime).Format(platformclient.ChinaTimeLayout)},
+		"version": {"1.0"}, "biz_content": {`{"out_trade_no":"QS"}`}}
+	if err := alipay.SignRequest(sb.Keys().AlipayAppKey, p); err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"biz_content": p["biz_content"]}
+	p.Del("biz_content")
+	resp, err := http.Post(base+"/gateway.do?"+p.Encode(), "application/x-www-form-urlencoded;charset=utf-8", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	env, err := alipay.ExtractResponse(raw, "alipay.trade.query")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := alipay.VerifyNode(&sb.Keys().AlipayPlatformKey.PublicKey, env.Node, env.Sign); err != nil {
+		t.Fatalf("answer does not verify: %v", err)
+	}
+	if !bytes.Contains(env.Node, []byte(`"code":"10000"`)) || !bytes.Contains(env.Node, []byte(`"total_amount":"42.00"`)) {
+		t.Fatalf("answer %s", raw)
+	}
+}
+
+func sandboxPaid(fen int64) sandbox.Scenario {
+	return sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: fen, PaidAt: paidAt}
 }

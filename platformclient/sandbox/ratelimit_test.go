@@ -7,20 +7,13 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/platformclient/sandbox"
-	"github.com/payrecon/payrecon/reconcile"
 )
 
 // measureQPS runs 64 concurrent callers through one client for window and returns the
 // rate of queries that reached the sandbox.
 func measureQPS(t testing.TB, h harness, qps float64, window time.Duration) (float64, int) {
-	var tt *testing.T
-	if x, ok := t.(*testing.T); ok {
-		tt = x
-	} else {
-		tt = &testing.T{}
-	}
 	sb, url := newSandbox(t)
-	c := h.newClient(tt, sb, url, clientOpts{qps: qps, timeout: 5 * time.Second})
+	c := h.newClient(t, sb, url, clientOpts{qps: qps, timeout: 5 * time.Second})
 	sb.SetScenario(h.platform, "RATE", sandbox.Scenario{State: sandbox.StateOpen, AmountMinor: 1})
 	// No deadline on the callers' context: they queue in the limiter as real workers do, and
 	// are released when the window closes. The count is read at the window's end.
@@ -74,7 +67,6 @@ func BenchmarkRateLimit(b *testing.B) {
 			if dev > 5 || dev < -5 {
 				b.Fatalf("achieved %.2f QPS, more than 5%% off 50", got)
 			}
-			_ = reconcile.Alipay
 		})
 	}
 }

@@ -96,7 +96,9 @@ func (c *Config) validate() error {
 	if strings.TrimSpace(c.MchID) == "" {
 		errs = append(errs, fmt.Errorf("%s is required", SettingMchID))
 	}
-	if strings.TrimSpace(c.SerialNo) == "" {
+	// Serials are hex in any case in configuration; WeChat Pay prints them upper-case.
+	c.SerialNo = strings.ToUpper(strings.TrimSpace(c.SerialNo))
+	if c.SerialNo == "" {
 		errs = append(errs, fmt.Errorf("%s is required (the merchant API certificate serial)", SettingSerialNo))
 	}
 	if c.PrivateKey == nil {
