@@ -1,0 +1,981 @@
+package deploy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+const manifestDir = "kubernetes"
+
+// knownSettings is the list of settings in DESIGN.md (env form without the RECONCILER_
+// prefix). A RECONCILER_* name anywhere in the manifests must be one of these.
+var knownSettings = []string{
+	"DATABASE_URL", "LISTEN", "TIMEZONE", "REDIS_URL", "CLAIM_LEASE", "CLAIM_TTL", "GRACE",
+	"LOOKBACK", "ORDER_TTL", "CONCURRENCY", "DRY_RUN", "LOG_LEVEL", "LOG_FORMAT",
+	"PUSHGATEWAY_URL", "CLAIM_PREFIX", "PLATFORM_TIMEOUT", "RECHECK_MIN", "RECHECK_MAX",
+	"CLOSE_AT_PLATFORM", "NOTIFY_WAIT", "DRAIN_TIMEOUT", "REDIS_TIMEOUT", "SHARD", "SHARDS",
+	"ALIPAY_GATEWAY", "ALIPAY_APP_ID", "ALIPAY_PRIVATE_KEY_FILE", "ALIPAY_PUBLIC_KEY_FILE",
+	"ALIPAY_SELLER_ID", "ALIPAY_QPS", "WECHATPAY_BASE_URL", "WECHATPAY_MCHID", "WECHATPAY_APPID",
+	"WECHATPAY_SERIAL_NO", "WECHATPAY_PRIVATE_KEY_FILE", "WECHATPAY_PUBLIC_KEY_FILE",
+	"WECHATPAY_PUBLIC_KEY_ID", "WECHATPAY_APIV3_KEY_FILE", "WECHATPAY_QPS", "REVIEWER",
+}
+
+// subcommands a container may run, and the flags they take beyond the settings.
+var (
+	knownSubcommands = []string{"run", "serve", "backfill", "migrate"}
+	commandFlags     = []string{"from", "to", "resume", "schedule"}
+)
+
+// The binary's image as the manifests name it; kustomization.yaml pins the real one.
+const imageName = "payrecon/reconciler"
+
+// Files deliberately left out of kustomization.yaml (see its comment).
+var notInKustomization = []string{"secret.example.yaml", "backfill-indexed-job.yaml"}
+
+// manifest is one YAML document of one file, decoded into its Kubernetes API type.
+type manifest struct {
+	file       string
+	doc        int
+	apiVersion string
+	kind       string
+	name       string
+	obj        any
+}
+
+func (m manifest) String() string {
+	return fmt.Sprintf("%s#%d %s/%s", m.file, m.doc, m.kind, m.name)
+}
+
+// kinds maps "apiVersion kind" to a fresh value of the API type.
+var kinds = map[string]func() any{
+	"batch/v1 CronJob":              func() any { return new(batchv1.CronJob) },
+	"batch/v1 Job":                  func() any { return new(batchv1.Job) },
+	"apps/v1 Deployment":            func() any { return new(appsv1.Deployment) },
+	"v1 Service":                    func() any { return new(corev1.Service) },
+	"v1 ConfigMap":                  func() any { return new(corev1.ConfigMap) },
+	"v1 Secret":                     func() any { return new(corev1.Secret) },
+	"policy/v1 PodDisruptionBudget": func() any { return new(policyv1.PodDisruptionBudget) },
+}
+
+var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
+
+// splitDocuments splits a multi-document YAML file on `---` lines and drops documents that
+// hold only comments and blank lines.
+func splitDocuments(b []byte) [][]byte {
+	var docs [][]byte
+	for _, d := range docSeparator.Split(string(b), -1) {
+		empty := true
+		for _, line := range strings.Split(d, "\n") {
+			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") {
+				empty = false
+				break
+			}
+		}
+		if !empty {
+			docs = append(docs, []byte(d))
+		}
+	}
+	return docs
+}
+
+// strictUnmarshal decodes YAML the way kubectl and an API server with strict field
+// validation read it: YAML to JSON as kubectl converts it (so an unquoted 5 where the API
+// wants a string is an error, as it is on apply), then case-sensitive JSON decoding that
+// rejects unknown and duplicate fields. (encoding/json, under sigs.k8s.io/yaml's own
+// UnmarshalStrict, matches field names case-insensitively and would let `backofflimit` through,
+// which a real API server drops or rejects.)
+func strictUnmarshal(doc []byte, obj any) error {
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return err
+	}
+	strictErrs, err := sigsjson.UnmarshalStrict(j, obj)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strictErrs...)
+}
+
+// decodeStrict decodes one document into the API type its apiVersion and kind name.
+func decodeStrict(doc []byte) (manifest, error) {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
+		return manifest{}, err
+	}
+	newObj, ok := kinds[tm.APIVersion+" "+tm.Kind]
+	if !ok {
+		return manifest{}, fmt.Errorf("apiVersion %q kind %q: not a kind this test knows (add it to kinds)", tm.APIVersion, tm.Kind)
+	}
+	obj := newObj()
+	if err := strictUnmarshal(doc, obj); err != nil {
+		return manifest{}, fmt.Errorf("%s %s: %w", tm.APIVersion, tm.Kind, err)
+	}
+	return manifest{apiVersion: tm.APIVersion, kind: tm.Kind, name: tm.Metadata.Name, obj: obj}, nil
+}
+
+func manifestFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(manifestDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob(filepath.Join(manifestDir, "*.yml"))
+	files = append(files, more...)
+	sort.Strings(files)
+	if len(files) == 0 {
+		t.Fatalf("no YAML under %s", manifestDir)
+	}
+	return files
+}
+
+// loadManifests decodes every document of every YAML file under kubernetes/ except the
+// kustomization, failing the test on the first one that does not decode strictly.
+func loadManifests(t *testing.T) []manifest {
+	t.Helper()
+	var out []manifest
+	for _, f := range manifestFiles(t) {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := splitDocuments(b)
+		if len(docs) == 0 {
+			t.Errorf("%s: no YAML document", f)
+		}
+		for i, d := range docs {
+			m, err := decodeStrict(d)
+			if err != nil {
+				t.Errorf("%s document %d: %v", f, i, err)
+				continue
+			}
+			m.file, m.doc = filepath.Base(f), i
+			out = append(out, m)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return out
+}
+
+func only[T any](t *testing.T, ms []manifest, file string) *T {
+	t.Helper()
+	var found *T
+	for _, m := range ms {
+		if o, ok := m.obj.(*T); ok && m.file == file {
+			if found != nil {
+				t.Fatalf("%s: more than one %T", file, o)
+			}
+			found = o
+		}
+	}
+	if found == nil {
+		var zero T
+		t.Fatalf("%s: no %T", file, &zero)
+	}
+	return found
+}
+
+// ---------------------------------------------------------------------------------------
+// Decoding
+
+func TestEveryManifestDecodesStrictly(t *testing.T) {
+	ms := loadManifests(t)
+	seen := map[string]string{}
+	for _, m := range ms {
+		if m.name == "" {
+			t.Errorf("%s: no metadata.name", m)
+		}
+		id := m.kind + "/" + m.name
+		if prev, dup := seen[id]; dup {
+			t.Errorf("%s: %s already defined in %s", m, id, prev)
+		}
+		seen[id] = m.file
+	}
+	got := map[string]bool{}
+	for _, m := range ms {
+		got[m.kind] = true
+	}
+	for _, k := range []string{"CronJob", "Job", "Deployment", "Service", "ConfigMap", "Secret", "PodDisruptionBudget"} {
+		if !got[k] {
+			t.Errorf("no %s among the manifests", k)
+		}
+	}
+}
+
+// The strict decoder really does catch what a typo produces.
+func TestStrictDecodingRejectsMistakes(t *testing.T) {
+	good := []byte("apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: x\nspec:\n  schedule: \"*/5 * * * *\"\n  concurrencyPolicy: Forbid\n")
+	if _, err := decodeStrict(good); err != nil {
+		t.Fatalf("valid CronJob rejected: %v", err)
+	}
+	cases := []struct{ name, from, to string }{
+		{"misspelt field", "concurrencyPolicy:", "concurencyPolicy:"},
+		{"field at the wrong level", "  name: x", "  name: x\n  concurrencyPolicy: Forbid"},
+		{"duplicate field", "  concurrencyPolicy: Forbid", "  concurrencyPolicy: Forbid\n  concurrencyPolicy: Allow"},
+		{"wrong type", "concurrencyPolicy: Forbid", "concurrencyPolicy: [Forbid]"},
+		{"wrong case", "concurrencyPolicy:", "ConcurrencyPolicy:"},
+		{"unquoted number for a string", "concurrencyPolicy: Forbid", "concurrencyPolicy: 5"},
+		{"unknown kind", "kind: CronJob", "kind: CronJobs"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bad := bytes.Replace(good, []byte(c.from), []byte(c.to), 1)
+			if bytes.Equal(bad, good) {
+				t.Fatalf("case does not change the document")
+			}
+			if _, err := decodeStrict(bad); err == nil {
+				t.Errorf("accepted:\n%s", bad)
+			}
+		})
+	}
+}
+
+func TestSplitDocuments(t *testing.T) {
+	in := "# head comment\n---\na: 1\n--- # second\nb: 2\n---\n# only a comment\n---\n"
+	docs := splitDocuments([]byte(in))
+	if len(docs) != 2 || !strings.Contains(string(docs[0]), "a: 1") || !strings.Contains(string(docs[1]), "b: 2") {
+		t.Fatalf("split = %q", docs)
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// kustomization.yaml
+
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Namespace  string   `json:"namespace"`
+	Resources  []string `json:"resources"`
+	Images     []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+		Digest  string `json:"digest"`
+	} `json:"images"`
+}
+
+func TestKustomization(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(manifestDir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kustomization
+	if err := strictUnmarshal(b, &k); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+		t.Errorf("apiVersion/kind = %q/%q", k.APIVersion, k.Kind)
+	}
+	listed := map[string]bool{}
+	for _, r := range k.Resources {
+		if listed[r] {
+			t.Errorf("resource %s listed twice", r)
+		}
+		listed[r] = true
+		if _, err := os.Stat(filepath.Join(manifestDir, r)); err != nil {
+			t.Errorf("resource %s: %v", r, err)
+		}
+	}
+	// Every manifest is either applied by kustomize or deliberately left out.
+	for _, f := range manifestFiles(t) {
+		base := filepath.Base(f)
+		switch {
+		case base == "kustomization.yaml":
+		case slices.Contains(notInKustomization, base):
+			if listed[base] {
+				t.Errorf("%s must not be in kustomization.yaml (see its comment)", base)
+			}
+		case !listed[base]:
+			t.Errorf("%s is neither in kustomization.yaml resources nor in notInKustomization", base)
+		}
+	}
+	if len(k.Images) != 1 || k.Images[0].Name != imageName || k.Images[0].NewName == "" {
+		t.Errorf("images = %+v; want one entry pinning %s", k.Images, imageName)
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// The CronJob
+
+func TestCronJob(t *testing.T) {
+	ms := loadManifests(t)
+	cj := only[batchv1.CronJob](t, ms, "cronjob.yaml")
+	s := cj.Spec
+	if s.Schedule != "*/5 * * * *" {
+		t.Errorf("schedule = %q", s.Schedule)
+	}
+	if s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		t.Errorf("concurrencyPolicy = %q, want Forbid", s.ConcurrencyPolicy)
+	}
+	if s.StartingDeadlineSeconds == nil || *s.StartingDeadlineSeconds <= 0 {
+		t.Errorf("startingDeadlineSeconds not set")
+	}
+	js := s.JobTemplate.Spec
+	if js.ActiveDeadlineSeconds == nil || *js.ActiveDeadlineSeconds <= 0 {
+		t.Errorf("activeDeadlineSeconds not set")
+	}
+	if js.BackoffLimit == nil {
+		t.Errorf("backoffLimit not set")
+	}
+	pod := js.Template.Spec
+	main := container(t, pod.Containers, "reconciler")
+	if len(main.Args) == 0 || main.Args[0] != "run" {
+		t.Errorf("reconciler args = %q, want run", main.Args)
+	}
+	init := container(t, pod.InitContainers, "migrate")
+	if len(init.Args) == 0 || init.Args[0] != "migrate" {
+		t.Errorf("migrate args = %q", init.Args)
+	}
+	checkExitCodePolicy(t, js.PodFailurePolicy)
+}
+
+// checkExitCodePolicy: exit 2 fails the Job, disruptions and exit 3 are ignored (see the
+// comment at the top of cronjob.yaml), and the first matching rule is the intended one.
+func checkExitCodePolicy(t *testing.T, p *batchv1.PodFailurePolicy) {
+	t.Helper()
+	if p == nil {
+		t.Fatal("no podFailurePolicy")
+	}
+	cases := []struct {
+		name   string
+		code   int32
+		cond   corev1.PodConditionType
+		action batchv1.PodFailurePolicyAction
+	}{
+		{"bad configuration fails the Job", 2, "", batchv1.PodFailurePolicyActionFailJob},
+		{"interrupted after draining is not counted", 3, "", batchv1.PodFailurePolicyActionIgnore},
+		{"a disruption is not counted", 137, corev1.DisruptionTarget, batchv1.PodFailurePolicyActionIgnore},
+		{"a failed pass counts", 1, "", ""},
+	}
+	for _, c := range cases {
+		if got := firstMatch(p, "reconciler", c.code, c.cond); got != c.action {
+			t.Errorf("%s: exit %d (condition %q) -> %q, want %q", c.name, c.code, c.cond, got, c.action)
+		}
+	}
+}
+
+// firstMatch evaluates the rules as the Job controller does, for one container's exit code
+// and an optional True pod condition; "" means no rule matched (the default: Count).
+func firstMatch(p *batchv1.PodFailurePolicy, containerName string, code int32, cond corev1.PodConditionType) batchv1.PodFailurePolicyAction {
+	for _, r := range p.Rules {
+		if e := r.OnExitCodes; e != nil {
+			if e.ContainerName != nil && *e.ContainerName != containerName {
+				continue
+			}
+			in := slices.Contains(e.Values, code)
+			if (e.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn) == in {
+				return r.Action
+			}
+		}
+		for _, pc := range r.OnPodConditions {
+			status := pc.Status
+			if status == "" {
+				status = corev1.ConditionTrue
+			}
+			if cond != "" && pc.Type == cond && status == corev1.ConditionTrue {
+				return r.Action
+			}
+		}
+	}
+	return ""
+}
+
+// ---------------------------------------------------------------------------------------
+// The backfill
+
+func TestBackfillIndexedJob(t *testing.T) {
+	ms := loadManifests(t)
+	job := only[batchv1.Job](t, ms, "backfill-indexed-job.yaml")
+	s := job.Spec
+	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion {
+		t.Errorf("completionMode = %v, want Indexed", s.CompletionMode)
+	}
+	if s.Completions == nil || s.Parallelism == nil || *s.Completions != 4 || *s.Parallelism != 4 {
+		t.Errorf("completions/parallelism = %v/%v, want 4/4", s.Completions, s.Parallelism)
+	}
+	if s.BackoffLimit == nil && s.BackoffLimitPerIndex == nil {
+		t.Errorf("neither backoffLimit nor backoffLimitPerIndex set")
+	}
+	if s.ActiveDeadlineSeconds == nil {
+		t.Errorf("activeDeadlineSeconds not set")
+	}
+	c := container(t, s.Template.Spec.Containers, "reconciler")
+	if len(c.Args) == 0 || c.Args[0] != "backfill" {
+		t.Fatalf("args = %q, want backfill ...", c.Args)
+	}
+	for _, f := range []string{"--from", "--to"} {
+		if flagValue(c.Args, f) == "" {
+			t.Errorf("args %q lack %s", c.Args, f)
+		}
+	}
+	if got := flagValue(c.Args, "--shards"); got != fmt.Sprint(*s.Completions) {
+		t.Errorf("--shards = %q, want the completions (%d): JOB_COMPLETION_INDEX ranges over them", got, *s.Completions)
+	}
+	if flagValue(c.Args, "--shard") != "" {
+		t.Errorf("--shard i/n fixes one shard for every index; use --shards")
+	}
+	checkExitCodePolicy(t, s.PodFailurePolicy)
+
+	// Lower per-pod QPS than the CronJob, and within the account when added up.
+	cm := only[corev1.ConfigMap](t, ms, "configmap.yaml")
+	for _, p := range []string{"RECONCILER_ALIPAY_QPS", "RECONCILER_WECHATPAY_QPS"} {
+		cron, ok1 := parseFloat(cm.Data[p])
+		back, ok2 := parseFloat(envValue(c, cm, p))
+		if !ok1 || !ok2 {
+			t.Errorf("%s: cron %q, backfill %q: not numbers", p, cm.Data[p], envValue(c, cm, p))
+			continue
+		}
+		if back >= cron {
+			t.Errorf("%s: backfill %v per pod, CronJob %v: the backfill should take the smaller share", p, back, cron)
+		}
+		if total := cron + float64(*s.Parallelism)*back; total > 50 {
+			t.Errorf("%s: CronJob %v + %d x %v = %v, over the 50 QPS the README budgets", p, cron, *s.Parallelism, back, total)
+		}
+	}
+}
+
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func parseFloat(s string) (float64, bool) {
+	var f float64
+	_, err := fmt.Sscanf(s, "%g", &f)
+	return f, err == nil
+}
+
+// ---------------------------------------------------------------------------------------
+// serve
+
+func TestServeDeployment(t *testing.T) {
+	ms := loadManifests(t)
+	d := only[appsv1.Deployment](t, ms, "serve-deployment.yaml")
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want 2", d.Spec.Replicas)
+	}
+	tmpl := d.Spec.Template
+	if !selects(d.Spec.Selector.MatchLabels, tmpl.Labels) || len(d.Spec.Selector.MatchExpressions) != 0 {
+		t.Errorf("selector %v does not select the template labels %v", d.Spec.Selector, tmpl.Labels)
+	}
+	c := container(t, tmpl.Spec.Containers, "reconciler")
+	if len(c.Args) == 0 || c.Args[0] != "serve" {
+		t.Errorf("args = %q, want serve", c.Args)
+	}
+	if flagValue(c.Args, "--schedule") != "" {
+		t.Errorf("the default serve only answers callbacks; passes are the CronJob's")
+	}
+	portByName := map[string]int32{}
+	for _, p := range c.Ports {
+		portByName[p.Name] = p.ContainerPort
+	}
+	if portByName["http"] != 8080 {
+		t.Errorf("ports = %+v, want http 8080", c.Ports)
+	}
+	probes := []struct {
+		name  string
+		probe *corev1.Probe
+		path  string
+	}{
+		{"readiness", c.ReadinessProbe, "/readyz"},
+		{"liveness", c.LivenessProbe, "/healthz"},
+	}
+	for _, p := range probes {
+		if p.probe == nil || p.probe.HTTPGet == nil {
+			t.Errorf("%s probe: not an HTTP GET", p.name)
+			continue
+		}
+		g := p.probe.HTTPGet
+		port := g.Port.IntVal
+		if g.Port.StrVal != "" {
+			port = portByName[g.Port.StrVal]
+		}
+		if g.Path != p.path || port != 8080 {
+			t.Errorf("%s probe = %s on %s, want %s on 8080", p.name, g.Path, g.Port.String(), p.path)
+		}
+	}
+	want := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics"}
+	for k, v := range want {
+		if tmpl.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, tmpl.Annotations[k], v)
+		}
+	}
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		t.Errorf("no preStop: endpoints may still route to a stopping pod")
+	}
+
+	svc := only[corev1.Service](t, ms, "serve-service.yaml")
+	if !selects(svc.Spec.Selector, tmpl.Labels) || len(svc.Spec.Selector) == 0 {
+		t.Errorf("Service selector %v does not select the serve pods %v", svc.Spec.Selector, tmpl.Labels)
+	}
+	for _, p := range svc.Spec.Ports {
+		tp := p.TargetPort.IntVal
+		if p.TargetPort.StrVal != "" {
+			tp = portByName[p.TargetPort.StrVal]
+		}
+		if tp != 8080 {
+			t.Errorf("Service port %s targets %s, not the container's 8080", p.Name, p.TargetPort.String())
+		}
+	}
+
+	pdb := only[policyv1.PodDisruptionBudget](t, ms, "serve-deployment.yaml")
+	if pdb.Spec.Selector == nil || !selects(pdb.Spec.Selector.MatchLabels, tmpl.Labels) {
+		t.Errorf("PodDisruptionBudget does not select the serve pods")
+	}
+	if pdb.Spec.MinAvailable == nil && pdb.Spec.MaxUnavailable == nil {
+		t.Errorf("PodDisruptionBudget sets neither minAvailable nor maxUnavailable")
+	}
+	if pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.IntVal >= *d.Spec.Replicas {
+		t.Errorf("minAvailable %s blocks every drain with %d replicas", pdb.Spec.MinAvailable.String(), *d.Spec.Replicas)
+	}
+}
+
+func selects(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ---------------------------------------------------------------------------------------
+// Every pod template
+
+type pod struct {
+	where string
+	spec  corev1.PodSpec
+	job   *batchv1.JobSpec // nil for a Deployment
+}
+
+func pods(t *testing.T, ms []manifest) []pod {
+	t.Helper()
+	var out []pod
+	for _, m := range ms {
+		switch o := m.obj.(type) {
+		case *batchv1.CronJob:
+			out = append(out, pod{m.String(), o.Spec.JobTemplate.Spec.Template.Spec, &o.Spec.JobTemplate.Spec})
+		case *batchv1.Job:
+			out = append(out, pod{m.String(), o.Spec.Template.Spec, &o.Spec})
+		case *appsv1.Deployment:
+			out = append(out, pod{m.String(), o.Spec.Template.Spec, nil})
+		}
+	}
+	if len(out) != 3 {
+		t.Fatalf("found %d pod templates, want 3 (CronJob, Job, Deployment)", len(out))
+	}
+	return out
+}
+
+func container(t *testing.T, cs []corev1.Container, name string) corev1.Container {
+	t.Helper()
+	for _, c := range cs {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no container %q", name)
+	return corev1.Container{}
+}
+
+func allContainers(s corev1.PodSpec) []corev1.Container {
+	return append(slices.Clone(s.InitContainers), s.Containers...)
+}
+
+func TestPodSecurity(t *testing.T) {
+	ms := loadManifests(t)
+	for _, p := range pods(t, ms) {
+		t.Run(p.where, func(t *testing.T) {
+			psc := p.spec.SecurityContext
+			if psc == nil {
+				psc = &corev1.PodSecurityContext{}
+			}
+			if p.spec.AutomountServiceAccountToken == nil || *p.spec.AutomountServiceAccountToken {
+				t.Errorf("automountServiceAccountToken should be false: payrecon never calls the API server")
+			}
+			if p.spec.HostNetwork || p.spec.HostPID || p.spec.HostIPC {
+				t.Errorf("host namespaces shared")
+			}
+			for _, c := range allContainers(p.spec) {
+				sc := c.SecurityContext
+				if sc == nil {
+					sc = &corev1.SecurityContext{}
+				}
+				nonRoot := firstBool(sc.RunAsNonRoot, psc.RunAsNonRoot)
+				if nonRoot == nil || !*nonRoot {
+					t.Errorf("%s: runAsNonRoot is not true", c.Name)
+				}
+				if uid := firstInt(sc.RunAsUser, psc.RunAsUser); uid != nil && *uid == 0 {
+					t.Errorf("%s: runAsUser 0", c.Name)
+				}
+				if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+					t.Errorf("%s: readOnlyRootFilesystem is not true", c.Name)
+				}
+				if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+					t.Errorf("%s: allowPrivilegeEscalation is not false", c.Name)
+				}
+				if sc.Privileged != nil && *sc.Privileged {
+					t.Errorf("%s: privileged", c.Name)
+				}
+				if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) != 0 {
+					t.Errorf("%s: capabilities must drop ALL and add none", c.Name)
+				}
+				seccomp := sc.SeccompProfile
+				if seccomp == nil {
+					seccomp = psc.SeccompProfile
+				}
+				if seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault {
+					t.Errorf("%s: seccomp profile is not RuntimeDefault", c.Name)
+				}
+				r := c.Resources
+				if r.Requests.Cpu().IsZero() || r.Requests.Memory().IsZero() || r.Limits.Memory().IsZero() {
+					t.Errorf("%s: resources need cpu and memory requests and a memory limit, got %+v", c.Name, r)
+				}
+				if c.Image != imageName {
+					t.Errorf("%s: image %q, want %q (pinned by kustomization.yaml)", c.Name, c.Image, imageName)
+				}
+			}
+		})
+	}
+}
+
+func firstBool(a, b *bool) *bool {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func firstInt(a, b *int64) *int64 {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// Containers run the image's /reconciler with a known subcommand and known flags.
+func TestContainerCommands(t *testing.T) {
+	ms := loadManifests(t)
+	flags := map[string]bool{}
+	for _, s := range knownSettings {
+		flags["--"+strings.ReplaceAll(strings.ToLower(s), "_", "-")] = true
+	}
+	for _, f := range commandFlags {
+		flags["--"+f] = true
+	}
+	for _, p := range pods(t, ms) {
+		for _, c := range allContainers(p.spec) {
+			where := p.where + " " + c.Name
+			if len(c.Command) != 0 && !slices.Equal(c.Command, []string{"/reconciler"}) {
+				t.Errorf("%s: command %q; leave it to the image's ENTRYPOINT", where, c.Command)
+			}
+			if len(c.Args) == 0 || !slices.Contains(knownSubcommands, c.Args[0]) {
+				t.Errorf("%s: args %q do not start with one of %v", where, c.Args, knownSubcommands)
+				continue
+			}
+			for _, a := range c.Args[1:] {
+				if !strings.HasPrefix(a, "-") {
+					continue
+				}
+				name, _, _ := strings.Cut(a, "=")
+				if strings.HasPrefix(name, "-") && !strings.HasPrefix(name, "--") {
+					name = "-" + name
+				}
+				if !flags[name] {
+					t.Errorf("%s: unknown flag %s", where, a)
+				}
+			}
+		}
+	}
+}
+
+// Every RECONCILER_* name is a setting the binary knows, wherever it appears.
+func TestSettingNames(t *testing.T) {
+	ms := loadManifests(t)
+	known := map[string]bool{}
+	for _, s := range knownSettings {
+		known["RECONCILER_"+s] = true
+	}
+	check := func(where, name string) {
+		if strings.HasPrefix(name, "RECONCILER_") && !known[name] {
+			t.Errorf("%s: %s is not a known setting", where, name)
+		}
+	}
+	n := 0
+	for _, m := range ms {
+		switch o := m.obj.(type) {
+		case *corev1.ConfigMap:
+			for k := range o.Data {
+				if !strings.HasPrefix(k, "RECONCILER_") {
+					t.Errorf("%s: %s is not a RECONCILER_ setting (the ConfigMap is read with envFrom)", m, k)
+				}
+				check(m.String(), k)
+				n++
+			}
+		case *corev1.Secret:
+			for k := range o.StringData {
+				check(m.String(), k)
+				n++
+			}
+			for k := range o.Data {
+				check(m.String(), k)
+				n++
+			}
+		}
+	}
+	for _, p := range pods(t, ms) {
+		for _, c := range allContainers(p.spec) {
+			for _, e := range c.Env {
+				check(p.where+" "+c.Name, e.Name)
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no setting found at all")
+	}
+}
+
+func TestSecretExample(t *testing.T) {
+	ms := loadManifests(t)
+	n := 0
+	for _, m := range ms {
+		s, ok := m.obj.(*corev1.Secret)
+		if !ok {
+			continue
+		}
+		if m.file != "secret.example.yaml" {
+			t.Errorf("%s: Secrets belong in secret.example.yaml only, with placeholders", m)
+		}
+		if len(s.Data) != 0 {
+			t.Errorf("%s: use stringData with REPLACE_ME placeholders, not data", m)
+		}
+		for k, v := range s.StringData {
+			n++
+			if !strings.Contains(v, "REPLACE_ME") {
+				t.Errorf("%s: %s is not a REPLACE_ME placeholder", m, k)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("secret.example.yaml holds no value")
+	}
+}
+
+// References between manifests resolve: envFrom, secret volumes, mounts, key files, the
+// podFailurePolicy's container names.
+func TestCrossReferences(t *testing.T) {
+	ms := loadManifests(t)
+	configMaps, secrets := map[string]*corev1.ConfigMap{}, map[string]*corev1.Secret{}
+	for _, m := range ms {
+		switch o := m.obj.(type) {
+		case *corev1.ConfigMap:
+			configMaps[m.name] = o
+		case *corev1.Secret:
+			secrets[m.name] = o
+		}
+	}
+	for _, p := range pods(t, ms) {
+		t.Run(p.where, func(t *testing.T) {
+			volumes := map[string]corev1.Volume{}
+			for _, v := range p.spec.Volumes {
+				volumes[v.Name] = v
+				if v.Secret != nil {
+					if _, ok := secrets[v.Secret.SecretName]; !ok {
+						t.Errorf("volume %s: Secret %q is not in secret.example.yaml", v.Name, v.Secret.SecretName)
+					}
+					if v.Secret.DefaultMode == nil || *v.Secret.DefaultMode&0o027 != 0 {
+						t.Errorf("volume %s: key files must not be writable or world-readable (defaultMode %v)", v.Name, v.Secret.DefaultMode)
+					}
+				}
+			}
+			names := map[string]bool{}
+			for _, c := range allContainers(p.spec) {
+				if names[c.Name] {
+					t.Errorf("container name %s used twice", c.Name)
+				}
+				names[c.Name] = true
+				for _, ef := range c.EnvFrom {
+					switch {
+					case ef.ConfigMapRef != nil:
+						if configMaps[ef.ConfigMapRef.Name] == nil {
+							t.Errorf("%s: envFrom ConfigMap %q not defined", c.Name, ef.ConfigMapRef.Name)
+						}
+					case ef.SecretRef != nil:
+						if secrets[ef.SecretRef.Name] == nil {
+							t.Errorf("%s: envFrom Secret %q not defined", c.Name, ef.SecretRef.Name)
+						}
+					}
+				}
+				for _, vm := range c.VolumeMounts {
+					v, ok := volumes[vm.Name]
+					if !ok {
+						t.Errorf("%s: mounts undefined volume %s", c.Name, vm.Name)
+						continue
+					}
+					if v.Secret != nil && !vm.ReadOnly {
+						t.Errorf("%s: Secret volume %s mounted read-write", c.Name, vm.Name)
+					}
+				}
+				checkKeyFiles(t, c, configMaps, secrets, volumes)
+			}
+			if p.job != nil {
+				if p.spec.RestartPolicy != corev1.RestartPolicyNever {
+					t.Errorf("restartPolicy %q: podFailurePolicy needs Never", p.spec.RestartPolicy)
+				}
+				if p.job.PodFailurePolicy != nil {
+					for i, r := range p.job.PodFailurePolicy.Rules {
+						e := r.OnExitCodes
+						if (e == nil) == (len(r.OnPodConditions) == 0) {
+							t.Errorf("rule %d: exactly one of onExitCodes and onPodConditions", i)
+						}
+						if e == nil {
+							continue
+						}
+						if e.ContainerName != nil && !names[*e.ContainerName] {
+							t.Errorf("rule %d: container %q is not in the pod", i, *e.ContainerName)
+						}
+						if len(e.Values) == 0 || !slices.IsSorted(e.Values) || len(slices.Compact(slices.Clone(e.Values))) != len(e.Values) {
+							t.Errorf("rule %d: values %v must be non-empty, sorted and unique", i, e.Values)
+						}
+						if e.Operator == batchv1.PodFailurePolicyOnExitCodesOpIn && slices.Contains(e.Values, 0) {
+							t.Errorf("rule %d: exit 0 cannot be used with In", i)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// checkKeyFiles: in a container that mounts the keys, every *_FILE setting it sees points at
+// a file of a read-only Secret mount, and that file is a key of the Secret.
+func checkKeyFiles(t *testing.T, c corev1.Container, cms map[string]*corev1.ConfigMap, secrets map[string]*corev1.Secret, volumes map[string]corev1.Volume) {
+	t.Helper()
+	if len(c.VolumeMounts) == 0 || (len(c.Args) > 0 && c.Args[0] == "migrate") {
+		return // migrate reads no key file
+	}
+	env := effectiveEnv(c, cms)
+	found := 0
+	for name, path := range env {
+		if !strings.HasPrefix(name, "RECONCILER_") || !strings.HasSuffix(name, "_FILE") || path == "" {
+			continue
+		}
+		found++
+		ok := false
+		for _, vm := range c.VolumeMounts {
+			rel, err := filepath.Rel(vm.MountPath, path)
+			if err != nil || strings.HasPrefix(rel, "..") || strings.Contains(rel, "/") {
+				continue
+			}
+			v := volumes[vm.Name]
+			if v.Secret == nil {
+				t.Errorf("%s: %s=%s is under %s, which is not a Secret volume", c.Name, name, path, vm.MountPath)
+			} else if s := secrets[v.Secret.SecretName]; s != nil {
+				_, inData := s.Data[rel]
+				_, inString := s.StringData[rel]
+				if !inData && !inString {
+					t.Errorf("%s: %s=%s, but Secret %s has no key %q", c.Name, name, path, s.Name, rel)
+				}
+			}
+			ok = true
+		}
+		if !ok {
+			t.Errorf("%s: %s=%s is not in any mounted volume", c.Name, name, path)
+		}
+	}
+	if found == 0 {
+		t.Errorf("%s mounts volumes but sees no *_FILE setting", c.Name)
+	}
+}
+
+// effectiveEnv is what the container sees: its envFrom ConfigMaps, overridden by its env.
+func effectiveEnv(c corev1.Container, cms map[string]*corev1.ConfigMap) map[string]string {
+	env := map[string]string{}
+	for _, ef := range c.EnvFrom {
+		if ef.ConfigMapRef != nil && cms[ef.ConfigMapRef.Name] != nil {
+			for k, v := range cms[ef.ConfigMapRef.Name].Data {
+				env[ef.Prefix+k] = v
+			}
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	return env
+}
+
+func envValue(c corev1.Container, cm *corev1.ConfigMap, name string) string {
+	return effectiveEnv(c, map[string]*corev1.ConfigMap{cm.Name: cm})[name]
+}
+
+// A SIGTERM must end in a drained exit (3 for run/backfill, 0 for serve), never a SIGKILL:
+// every pod's grace period outlasts RECONCILER_DRAIN_TIMEOUT plus any preStop sleep.
+func TestGracePeriodOutlastsDrain(t *testing.T) {
+	ms := loadManifests(t)
+	cms := map[string]*corev1.ConfigMap{}
+	for _, m := range ms {
+		if o, ok := m.obj.(*corev1.ConfigMap); ok {
+			cms[m.name] = o
+		}
+	}
+	for _, p := range pods(t, ms) {
+		grace := 30 * time.Second // the Kubernetes default
+		if p.spec.TerminationGracePeriodSeconds != nil {
+			grace = time.Duration(*p.spec.TerminationGracePeriodSeconds) * time.Second
+		}
+		for _, c := range p.spec.Containers {
+			drain := 30 * time.Second // the binary's default
+			if v, ok := effectiveEnv(c, cms)["RECONCILER_DRAIN_TIMEOUT"]; ok {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					t.Errorf("%s %s: RECONCILER_DRAIN_TIMEOUT %q: %v", p.where, c.Name, v, err)
+					continue
+				}
+				drain = d
+			}
+			var preStop time.Duration
+			if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+				preStop = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+			}
+			if grace <= drain+preStop {
+				t.Errorf("%s %s: terminationGracePeriodSeconds %s is not longer than drain %s + preStop %s", p.where, c.Name, grace, drain, preStop)
+			}
+		}
+	}
+}
