@@ -33,8 +33,10 @@ type Check struct {
 	// ClosedAtPlatform is set when the pass closed the trade at the platform first.
 	ClosedAtPlatform bool
 	Err              error
-	Took             time.Duration
-	DryRun           bool
+	// Took is the whole check; PlatformTime the part spent waiting on the platform (query,
+	// close, confirming query, with their retries and rate-limit waits).
+	Took, PlatformTime time.Duration
+	DryRun             bool
 }
 
 // RunnerSettings tune a pass; zero values take the documented defaults.
@@ -394,7 +396,9 @@ func (p *pass) check(ctx context.Context, o Order, source Source, owner string) 
 	log := p.log.With().Str("platform", string(o.Platform)).Str("out_trade_no", o.OutTradeNo).Int64("order_id", o.ID).Logger()
 	p.counters.Scanned.Add(1)
 
+	askStart := time.Now()
 	res, closed, err := p.ask(ctx, o, log)
+	c.PlatformTime = time.Since(askStart)
 	c.Result, c.ClosedAtPlatform = res, closed
 	if err == nil {
 		res.Source = source

@@ -83,7 +83,8 @@ func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, st
 	}
 	defer a.Close()
 
-	obs := observers{a.metrics}
+	overhead := &overheadHistogram{}
+	obs := observers{a.metrics, overhead}
 	if spec.DryRun {
 		obs = append(obs, &dryRunPrinter{w: stdout})
 	}
@@ -103,6 +104,10 @@ func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, st
 		return nil
 	}
 	if run.ID != 0 {
+		rss, cpu := processStats()
+		log.Info().Int64("run_id", run.ID).Int64("peak_rss_kib", rss).Float64("cpu_seconds", cpu.Seconds()).
+			Int64("overhead_p50_us", overhead.quantile(0.5).Microseconds()).Int64("overhead_p99_us", overhead.quantile(0.99).Microseconds()).
+			Int64("scanned", run.Counts.Scanned).Msg("process stats")
 		a.metrics.recordRun(run)
 		a.observeBacklog(ctx)
 		printSummary(stdout, run)
