@@ -275,6 +275,10 @@ type request struct {
 // admit counts the request, applies the QPS cap and picks the fault. throttled reports a
 // request over the cap.
 func (s *Sandbox) admit(rq request) (f Fault, hasFault, throttled bool) {
+	defer func() {
+		s.log.Debug().Str("platform", string(rq.platform)).Str("out_trade_no", rq.key.outTradeNo).Bool("query", rq.isQuery).
+			Bool("fault", hasFault).Bool("throttled", throttled).Msg("sandbox request")
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rq.key.outTradeNo != "" {
