@@ -48,6 +48,10 @@ type ApplyOptions struct {
 	CloseIfExpired bool
 	// DryRun classifies without writing anything: no claim, no update, no finding.
 	DryRun bool
+	// Order, when set, is the caller's fresh copy of the order the result is about (the
+	// reconciler has just read it under its lease), so the lookup is skipped. The
+	// conditional update still decides; a stale copy only costs a re-read.
+	Order *Order
 }
 
 // Account is what the configuration says about our own account on one platform.
@@ -127,7 +131,7 @@ func (a *Applier) ApplyResult(ctx context.Context, r Result, opt ApplyOptions) (
 		}
 	}
 
-	order, err := a.store.FindOrder(ctx, r.Platform, r.MerchantID, r.OutTradeNo)
+	order, err := a.lookup(ctx, r, opt)
 	if errors.Is(err, ErrNotFound) {
 		return a.noSuchOrder(ctx, r, opt)
 	}
@@ -153,6 +157,14 @@ func (a *Applier) ApplyResult(ctx context.Context, r Result, opt ApplyOptions) (
 			Str("mismatch", string(applied.Mismatch)).Str("to", string(applied.To)).Msg("result applied")
 	}
 	return applied, err
+}
+
+// lookup is step 1: the order the result is about.
+func (a *Applier) lookup(ctx context.Context, r Result, opt ApplyOptions) (Order, error) {
+	if o := opt.Order; o != nil && o.Platform == r.Platform && o.MerchantID == r.MerchantID && o.OutTradeNo == r.OutTradeNo {
+		return *o, nil
+	}
+	return a.store.FindOrder(ctx, r.Platform, r.MerchantID, r.OutTradeNo)
 }
 
 func validateResult(r Result) error {

@@ -311,16 +311,7 @@ take:
 		case <-stop:
 			break take
 		}
-		free := 1
-	more:
-		for free < s.Concurrency {
-			select {
-			case slots <- struct{}{}:
-				free++
-			default:
-				break more
-			}
-		}
+		free := p.gatherFree(slots)
 		now := s.Now()
 		q := TakeQuery{Mode: p.run.Mode, Now: now, PassStart: passStart, Grace: s.Grace, Lookback: s.Lookback,
 			From: p.run.WindowFrom, To: p.run.WindowTo, After: cursor, Shard: p.run.Shard, Limit: free,
@@ -370,6 +361,40 @@ take:
 	return nil
 }
 
+// gatherFree collects the worker slots that are free now, having taken one already. When
+// workers free up one at a time (the steady state under platform latency), it waits a few
+// milliseconds for a quarter of the pool, so the pass takes orders in batches instead of
+// paying one claiming statement per order.
+func (p *pass) gatherFree(slots chan struct{}) int {
+	free, want := 1, max(1, p.settings.Concurrency/4)
+	var timeout <-chan time.Time
+	for free < p.settings.Concurrency {
+		select {
+		case slots <- struct{}{}:
+			free++
+			continue
+		default:
+		}
+		if free >= want {
+			break
+		}
+		if timeout == nil {
+			timeout = time.After(batchWait)
+		}
+		select {
+		case slots <- struct{}{}:
+			free++
+			continue
+		case <-timeout:
+		}
+		break
+	}
+	return free
+}
+
+// batchWait bounds how long a pass waits to fill a batch.
+const batchWait = 10 * time.Millisecond
+
 func (p *pass) saveProgress(ctx context.Context) {
 	if err := p.runs.SaveProgress(ctx, p.snapshot()); err != nil && ctx.Err() == nil {
 		p.log.Warn().Err(err).Msg("could not save run progress")
@@ -405,6 +430,7 @@ func (p *pass) check(ctx context.Context, o Order, source Source, owner string) 
 		expired := !p.settings.Now().Before(o.ExpiryAt(p.settings.OrderTTL))
 		opts := ApplyOptions{
 			DryRun: p.run.DryRun,
+			Order:  &o,
 			// Close locally only once the buyer cannot pay any more: the platform never saw
 			// the trade, or we closed it there, or closing there is switched off.
 			CloseIfExpired: expired && (res.State == StateNotFound || closed || !p.settings.CloseAtPlatform || p.run.DryRun),
