@@ -184,7 +184,6 @@ func signingFloor(b *testing.B) time.Duration {
 	return time.Since(start) / rounds
 }
 
-
 // BenchmarkPass runs whole passes as a separate worker process and prints the figures the
 // worker is judged by. Run it with `make bench` (-benchtime 1x: each case is one pass).
 // PAYRECON_BENCH_LARGE sets the large N (default 100000).
