@@ -368,9 +368,17 @@ func (r *Review) Details(ctx context.Context, id int64) (FindingDetails, error) 
 	return d, nil
 }
 
+// ReviewMove is the outcome of a successful acknowledge or resolve: the finding as it now
+// stands and the audit row written with it.
+type ReviewMove struct {
+	Finding Finding    `json:"finding"`
+	Audit   AuditEntry `json:"audit"`
+}
+
 // Acknowledge moves a finding OPEN -> ACKNOWLEDGED and records who did it. A non-empty note
-// replaces the finding's note. It returns the updated finding.
-func (r *Review) Acknowledge(ctx context.Context, id int64, actor, note string) (Finding, error) {
+// replaces the finding's note. A missing id is reconcile.ErrNotFound; a finding in another
+// status is a *ReviewTransitionError (errors.Is ErrIllegalReview). Both are wrapped.
+func (r *Review) Acknowledge(ctx context.Context, id int64, actor, note string) (ReviewMove, error) {
 	return r.move(ctx, move{
 		id: id, action: AuditAcknowledge, actor: actor, note: note,
 		from: []ReviewStatus{ReviewOpen}, to: ReviewAcknowledged,
@@ -378,10 +386,10 @@ func (r *Review) Acknowledge(ctx context.Context, id int64, actor, note string) 
 }
 
 // Resolve moves a finding OPEN or ACKNOWLEDGED -> RESOLVED, setting resolution, note (when
-// given), resolved_by and resolved_at. It returns the updated finding.
-func (r *Review) Resolve(ctx context.Context, id int64, actor, resolution, note string) (Finding, error) {
+// given), resolved_by and resolved_at. Errors as for Acknowledge.
+func (r *Review) Resolve(ctx context.Context, id int64, actor, resolution, note string) (ReviewMove, error) {
 	if strings.TrimSpace(resolution) == "" {
-		return Finding{}, fmt.Errorf("resolve mismatch %d: the resolution must not be empty", id)
+		return ReviewMove{}, fmt.Errorf("resolve mismatch %d: the resolution must not be empty", id)
 	}
 	return r.move(ctx, move{
 		id: id, action: AuditResolve, actor: actor, note: note, resolution: resolution,
@@ -412,24 +420,24 @@ WHERE id = $1 AND review_status = ANY($2::text[])`
 // FOR UPDATE first so the audit row names the status it really left and an illegal move is
 // reported with the status that forbids it; the conditional update keeps the guarantee on
 // its own should that read ever change.
-func (r *Review) move(ctx context.Context, m move) (Finding, error) {
+func (r *Review) move(ctx context.Context, m move) (ReviewMove, error) {
 	actor := strings.TrimSpace(m.actor)
 	if actor == "" {
-		return Finding{}, fmt.Errorf("%s mismatch %d: the reviewer must be named", m.action, m.id)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: the reviewer must be named", m.action, m.id)
 	}
 	tx, err := r.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return Finding{}, fmt.Errorf("%s mismatch %d: begin: %w", m.action, m.id, err)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: begin: %w", m.action, m.id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
 	cur, err := getFinding(ctx, tx, m.id, true)
 	if err != nil {
-		return Finding{}, err
+		return ReviewMove{}, err
 	}
 	illegal := &ReviewTransitionError{ID: m.id, Action: m.action, Current: cur.ReviewStatus, Allowed: m.from}
 	if !containsStatus(m.from, cur.ReviewStatus) {
-		return Finding{}, illegal
+		return ReviewMove{}, illegal
 	}
 	from := make([]string, len(m.from))
 	for i, s := range m.from {
@@ -439,28 +447,31 @@ func (r *Review) move(ctx context.Context, m move) (Finding, error) {
 	res, err := tx.ExecContext(ctx, reviewUpdateSQL, m.id, pq.Array(from), string(m.to),
 		strings.TrimSpace(m.note), strings.TrimSpace(m.resolution), actor, now)
 	if err != nil {
-		return Finding{}, fmt.Errorf("%s mismatch %d: update: %w", m.action, m.id, err)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", m.action, m.id, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return Finding{}, fmt.Errorf("%s mismatch %d: update: %w", m.action, m.id, err)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", m.action, m.id, err)
 	} else if n != 1 {
-		return Finding{}, illegal
+		return ReviewMove{}, illegal
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO reconcile_mismatch_audit
+	var audit AuditEntry
+	err = tx.GetContext(ctx, &audit, `INSERT INTO reconcile_mismatch_audit
 		(mismatch_id, action, actor, from_status, to_status, note, created_at)
-		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7)`,
+		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7)
+		RETURNING id, mismatch_id, action, actor, COALESCE(from_status, '') AS from_status,
+			COALESCE(to_status, '') AS to_status, COALESCE(note, '') AS note, created_at`,
 		m.id, m.action, actor, string(cur.ReviewStatus), string(m.to), strings.TrimSpace(m.note), now)
 	if err != nil {
-		return Finding{}, fmt.Errorf("%s mismatch %d: write audit row: %w", m.action, m.id, err)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: write audit row: %w", m.action, m.id, err)
 	}
 	updated, err := getFinding(ctx, tx, m.id, false)
 	if err != nil {
-		return Finding{}, err
+		return ReviewMove{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return Finding{}, fmt.Errorf("%s mismatch %d: commit: %w", m.action, m.id, err)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: commit: %w", m.action, m.id, err)
 	}
-	return updated, nil
+	return ReviewMove{Finding: updated, Audit: audit}, nil
 }
 
 func containsStatus(list []ReviewStatus, s ReviewStatus) bool {

@@ -280,46 +280,46 @@ func TestReviewTransitions(t *testing.T) {
 		name       string
 		start      repo.ReviewStatus
 		missing    bool // act on an id that does not exist
-		act        func(id int64) (repo.Finding, error)
+		act        func(id int64) (repo.ReviewMove, error)
 		wantStatus repo.ReviewStatus // "" when the move must fail
 		wantAudit  repo.AuditEntry   // checked when the move succeeds
 		wantErr    error
 		wantMsg    []string
 	}{
 		{name: "ack open", start: repo.ReviewOpen,
-			act:        func(id int64) (repo.Finding, error) { return rv.Acknowledge(ctx, id, " ann ", "looking into it") },
+			act:        func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, " ann ", "looking into it") },
 			wantStatus: repo.ReviewAcknowledged,
 			wantAudit:  repo.AuditEntry{Action: "acknowledge", Actor: "ann", FromStatus: "OPEN", ToStatus: "ACKNOWLEDGED", Note: "looking into it"}},
 		{name: "resolve open", start: repo.ReviewOpen,
-			act: func(id int64) (repo.Finding, error) {
+			act: func(id int64) (repo.ReviewMove, error) {
 				return rv.Resolve(ctx, id, "bob", "refunded the buyer", "ticket 7")
 			},
 			wantStatus: repo.ReviewResolved,
 			wantAudit:  repo.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "OPEN", ToStatus: "RESOLVED", Note: "ticket 7"}},
 		{name: "resolve acknowledged", start: repo.ReviewAcknowledged,
-			act:        func(id int64) (repo.Finding, error) { return rv.Resolve(ctx, id, "bob", "written off", "") },
+			act:        func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "bob", "written off", "") },
 			wantStatus: repo.ReviewResolved,
 			wantAudit:  repo.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "ACKNOWLEDGED", ToStatus: "RESOLVED"}},
 		{name: "ack acknowledged", start: repo.ReviewAcknowledged,
-			act:     func(id int64) (repo.Finding, error) { return rv.Acknowledge(ctx, id, "ann", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "ann", "") },
 			wantErr: repo.ErrIllegalReview, wantMsg: []string{"is ACKNOWLEDGED", "cannot acknowledge"}},
 		{name: "ack resolved", start: repo.ReviewResolved,
-			act:     func(id int64) (repo.Finding, error) { return rv.Acknowledge(ctx, id, "ann", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "ann", "") },
 			wantErr: repo.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot acknowledge"}},
 		{name: "resolve resolved", start: repo.ReviewResolved,
-			act:     func(id int64) (repo.Finding, error) { return rv.Resolve(ctx, id, "bob", "again", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "bob", "again", "") },
 			wantErr: repo.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot resolve"}},
 		{name: "ack unknown id", missing: true,
-			act:     func(id int64) (repo.Finding, error) { return rv.Acknowledge(ctx, id, "ann", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "ann", "") },
 			wantErr: reconcile.ErrNotFound, wantMsg: []string{"not found"}},
 		{name: "resolve unknown id", missing: true,
-			act:     func(id int64) (repo.Finding, error) { return rv.Resolve(ctx, id, "ann", "x", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "ann", "x", "") },
 			wantErr: reconcile.ErrNotFound, wantMsg: []string{"not found"}},
 		{name: "ack without reviewer", start: repo.ReviewOpen,
-			act:     func(id int64) (repo.Finding, error) { return rv.Acknowledge(ctx, id, "  ", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "  ", "") },
 			wantMsg: []string{"reviewer must be named"}},
 		{name: "resolve without resolution", start: repo.ReviewOpen,
-			act:     func(id int64) (repo.Finding, error) { return rv.Resolve(ctx, id, "ann", " ", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "ann", " ", "") },
 			wantMsg: []string{"resolution must not be empty"}},
 	}
 	for i, tc := range tests {
@@ -375,8 +375,8 @@ func TestReviewTransitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.ReviewStatus != tc.wantStatus || stored.ReviewStatus != tc.wantStatus {
-				t.Fatalf("status returned %s, stored %s, want %s", got.ReviewStatus, stored.ReviewStatus, tc.wantStatus)
+			if got.Finding.ReviewStatus != tc.wantStatus || stored.ReviewStatus != tc.wantStatus {
+				t.Fatalf("status returned %s, stored %s, want %s", got.Finding.ReviewStatus, stored.ReviewStatus, tc.wantStatus)
 			}
 			wantNote := tc.wantAudit.Note
 			if wantNote == "" {
@@ -402,6 +402,9 @@ func TestReviewTransitions(t *testing.T) {
 				a.ToStatus != w.ToStatus || a.Note != w.Note || !a.CreatedAt.Equal(clock) {
 				t.Fatalf("audit row %+v, want %+v at %v", a, w, clock)
 			}
+			if got.Audit != a {
+				t.Fatalf("returned audit row %+v, stored %+v", got.Audit, a)
+			}
 		})
 	}
 }
@@ -415,10 +418,11 @@ func TestReviewAckThenResolveKeepsTheTrail(t *testing.T) {
 	if _, err := rv.Acknowledge(ctx, id, "ann", "asked the merchant"); err != nil {
 		t.Fatal(err)
 	}
-	f, err := rv.Resolve(ctx, id, "bob", "buyer refunded", "")
+	mv, err := rv.Resolve(ctx, id, "bob", "buyer refunded", "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := mv.Finding
 	if f.Note != "asked the merchant" || f.Resolution != "buyer refunded" || f.ResolvedBy != "bob" {
 		t.Fatalf("resolved finding %+v", f)
 	}

@@ -1,12 +1,644 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
 )
 
-// cmdMismatches: being implemented (finance review workflow).
+// reviewGroups are the settings the review and report commands take.
+const reviewGroups = config.GroupDatabase | config.GroupLog | config.GroupTime
+
+const mismatchesUsage = `Usage: reconciler mismatches <command> [flags]
+
+The finance review workflow. Every acknowledge and resolve is recorded in the audit trail.
+
+Commands:
+  list      list findings (default: OPEN and ACKNOWLEDGED); page with --after-id
+  show ID   one finding in full: detail, audit trail, the order and its payment events
+  ack ID --by NAME [--note TEXT]
+            acknowledge an OPEN finding (OPEN -> ACKNOWLEDGED)
+  resolve ID --by NAME --resolution TEXT [--note TEXT]
+            resolve an OPEN or ACKNOWLEDGED finding (-> RESOLVED)
+
+Run 'reconciler mismatches <command> --help' for its flags.
+`
+
+// cmdMismatches is `reconciler mismatches <list|show|ack|resolve>`.
 func cmdMismatches(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("mismatches: not implemented yet")
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mismatchesUsage)
+		return usagef("mismatches: name a command: list, show, ack or resolve")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, mismatchesUsage)
+		return nil
+	}
+	var run func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	switch args[0] {
+	case "list":
+		run = mismatchesList
+	case "show":
+		run = mismatchesShow
+	case "ack":
+		run = mismatchesAck
+	case "resolve":
+		run = mismatchesResolve
+	default:
+		return usagef("mismatches: unknown command %q (want list, show, ack or resolve)", args[0])
+	}
+	return run(ctx, args[1:], stdout, stderr)
+}
+
+// reviewFlagsFromEnv gives each named command flag not set on the command line the value of
+// its RECONCILER_<FLAG> variable, as every flag of the binary does; flags win.
+func reviewFlagsFromEnv(fs *flag.FlagSet, names ...string) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, n := range names {
+		if set[n] {
+			continue
+		}
+		env := config.EnvName(n)
+		if v, ok := os.LookupEnv(env); ok {
+			if err := fs.Set(n, v); err != nil {
+				return usagef("%s: %s: %v", strings.TrimPrefix(fs.Name(), "reconciler "), env, err)
+			}
+		}
+	}
+	return nil
+}
+
+// parseReviewTime reads a --since/--until/--from/--to value: a date (midnight in loc) or an
+// RFC 3339 time; a date and time without an offset is read in loc too.
+func parseReviewTime(flagName, v string, loc *time.Location) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{time.DateOnly, "2006-01-02T15:04:05", time.DateTime, "2006-01-02 15:04"} {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usagef("--%s: want a date such as 2026-11-28 (midnight in %s) or an RFC 3339 time such as 2026-11-28T10:00:00+08:00, got %q",
+		flagName, loc, v)
+}
+
+// parseWithID is parse for the commands that take an id: flags may come before or after it
+// (`ack 42 --by ann` and `ack --by ann 42`). The flag package stops at the first non-flag,
+// so a first pass over a throwaway flag set with the same flags separates the flags from
+// the positional arguments; the real parse then sees the flags first and the rest after
+// "--", where fs.Args() returns them.
+func parseWithID(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
+	dry := flag.NewFlagSet(name, flag.ContinueOnError)
+	dry.SetOutput(io.Discard)
+	config.Register(dry, reviewGroups, func(string) (string, bool) { return "", false })
+	extra(dry)
+	var flags, positional []string
+	rest := args
+	for {
+		if err := dry.Parse(rest); err != nil {
+			flags, positional = args, nil // the real parse reports it
+			break
+		}
+		consumed := rest[:len(rest)-dry.NArg()]
+		flags = append(flags, consumed...)
+		if dry.NArg() == 0 {
+			break
+		}
+		if len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			flags = flags[:len(flags)-1]
+			positional = append(positional, dry.Args()...)
+			break
+		}
+		positional = append(positional, dry.Arg(0))
+		rest = dry.Args()[1:]
+	}
+	if len(positional) > 0 {
+		flags = append(append(flags, "--"), positional...)
+	}
+	return parse(name, flags, reviewGroups, stderr, extra)
+}
+
+// findingID reads the one positional argument of show/ack/resolve.
+func findingID(name string, args []string) (int64, error) {
+	if len(args) > 1 {
+		return 0, usagef("mismatches %s: unexpected argument %q after the id %q", name, args[1], args[0])
+	}
+	if len(args) == 0 {
+		return 0, usagef("mismatches %s: give the finding's id, e.g. reconciler mismatches %s 42", name, name)
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usagef("mismatches %s: the id must be a positive whole number, got %q", name, args[0])
+	}
+	return id, nil
+}
+
+func setReviewUsage(fs *flag.FlagSet, synopsis, about string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\n%s\n\nFlags:\n", synopsis, about)
+		fs.PrintDefaults()
+	}
+}
+
+func openReview(ctx context.Context, cfg config.Config) (*repo.Review, func(), error) {
+	db, err := repo.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return repo.NewReview(db), func() { db.Close() }, nil
+}
+
+// ---- list ----
+
+type listOptions struct {
+	status, kind, platform, since, until, format string
+	limit                                        int
+	afterID                                      int64
+}
+
+func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o listOptions
+	cfg, fs, err := parse("mismatches list", args, reviewGroups, stderr, func(fs *flag.FlagSet) {
+		setReviewUsage(fs, "reconciler mismatches list [flags]",
+			"Lists findings in id order, one page at a time: pass the last id shown as --after-id for the next page.")
+		fs.StringVar(&o.status, "status", "", "OPEN, ACKNOWLEDGED, RESOLVED (comma-separated) or all (default OPEN,ACKNOWLEDGED)")
+		fs.StringVar(&o.kind, "kind", "", "only this kind, e.g. AMOUNT_MISMATCH")
+		fs.StringVar(&o.platform, "platform", "", "only this platform: alipay or wechatpay")
+		fs.StringVar(&o.since, "since", "", "only findings first or last seen at or after this date (2026-11-28, midnight in --timezone) or RFC 3339 time")
+		fs.StringVar(&o.until, "until", "", "only findings first or last seen before this date or RFC 3339 time")
+		fs.IntVar(&o.limit, "limit", repo.DefaultListLimit, "findings per page (1 to 10000)")
+		fs.Int64Var(&o.afterID, "after-id", 0, "list findings with an id above this one (the next page)")
+		fs.StringVar(&o.format, "format", "table", "table, json or csv")
+	})
+	if err != nil {
+		return err
+	}
+	if err := reviewFlagsFromEnv(fs, "status", "kind", "platform", "since", "until", "limit", "after-id", "format"); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("mismatches list: unexpected argument %q", fs.Arg(0))
+	}
+	filter, err := o.filter(cfg.Timezone)
+	if err != nil {
+		return err
+	}
+	switch o.format {
+	case "table", "json", "csv":
+	default:
+		return usagef("mismatches list: --format must be table, json or csv, got %q", o.format)
+	}
+
+	rv, done, err := openReview(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	findings, err := rv.List(ctx, filter)
+	if err != nil {
+		return err
+	}
+	switch o.format {
+	case "json":
+		views := make([]findingView, len(findings))
+		for i, f := range findings {
+			views[i] = newFindingView(f, cfg.Timezone)
+		}
+		err = writeIndentedJSON(stdout, views)
+	case "csv":
+		cw := csv.NewWriter(stdout)
+		cw.Write(findingCSVHeader) //nolint:errcheck // the writer keeps its first error for Flush
+		for _, f := range findings {
+			cw.Write(findingCSVRecord(f, cfg.Timezone)) //nolint:errcheck
+		}
+		cw.Flush()
+		err = cw.Error()
+	default:
+		err = writeFindingTable(stdout, findings, cfg.Timezone)
+	}
+	if err != nil {
+		return fmt.Errorf("mismatches list: write output: %w", err)
+	}
+	if len(findings) == filter.Limit {
+		fmt.Fprintf(stderr, "more findings may follow: add --after-id %d for the next page\n", findings[len(findings)-1].ID)
+	} else if len(findings) == 0 {
+		fmt.Fprintln(stderr, "no findings match")
+	}
+	return nil
+}
+
+func (o listOptions) filter(loc *time.Location) (repo.ListFilter, error) {
+	f := repo.ListFilter{Limit: o.limit, AfterID: o.afterID}
+	switch st := strings.TrimSpace(o.status); {
+	case st == "":
+		f.Statuses = []repo.ReviewStatus{repo.ReviewOpen, repo.ReviewAcknowledged}
+	case strings.EqualFold(st, "all"):
+	default:
+		for _, s := range strings.Split(st, ",") {
+			rs, err := repo.ParseReviewStatus(s)
+			if err != nil {
+				return f, usagef("mismatches list: --status must be OPEN, ACKNOWLEDGED, RESOLVED (comma-separated) or all, got %q", o.status)
+			}
+			f.Statuses = append(f.Statuses, rs)
+		}
+	}
+	if o.kind != "" {
+		k, err := repo.ParseMismatchKind(o.kind)
+		if err != nil {
+			return f, usagef("mismatches list: --kind: %v", err)
+		}
+		f.Kind = k
+	}
+	if o.platform != "" {
+		p, err := reconcile.ParsePlatform(strings.ToLower(strings.TrimSpace(o.platform)))
+		if err != nil {
+			return f, usagef("mismatches list: --platform: %v", err)
+		}
+		f.Platform = p
+	}
+	var err error
+	if o.since != "" {
+		if f.Since, err = parseReviewTime("since", o.since, loc); err != nil {
+			return f, err
+		}
+	}
+	if o.until != "" {
+		if f.Until, err = parseReviewTime("until", o.until, loc); err != nil {
+			return f, err
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return f, usagef("mismatches list: --since (%s) must be before --until (%s)", o.since, o.until)
+	}
+	if o.limit < 1 || o.limit > 10000 {
+		return f, usagef("mismatches list: --limit must be from 1 to 10000, got %d", o.limit)
+	}
+	if o.afterID < 0 {
+		return f, usagef("mismatches list: --after-id must not be negative, got %d", o.afterID)
+	}
+	return f, nil
+}
+
+// ---- formatting shared by list, show and report ----
+
+// findingView is a finding as JSON: the stored columns, times in the configured zone, and
+// the amounts also as exact yuan strings.
+type findingView struct {
+	repo.Finding
+	LocalAmount    string `json:"local_amount"`
+	PlatformAmount string `json:"platform_amount"`
+	AtStakeMinor   int64  `json:"at_stake_minor"`
+	AtStake        string `json:"at_stake"`
+}
+
+func newFindingView(f repo.Finding, loc *time.Location) findingView {
+	f.FirstSeenAt = f.FirstSeenAt.In(loc)
+	f.LastSeenAt = f.LastSeenAt.In(loc)
+	f.ResolvedAt = timeInLoc(f.ResolvedAt, loc)
+	return findingView{Finding: f, LocalAmount: repo.YuanPtr(f.LocalAmountMinor),
+		PlatformAmount: repo.YuanPtr(f.PlatformAmountMinor), AtStakeMinor: f.AtStakeMinor(), AtStake: repo.Yuan(f.AtStakeMinor())}
+}
+
+func timeInLoc(t *time.Time, loc *time.Location) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.In(loc)
+	return &v
+}
+
+func writeIndentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+var findingCSVHeader = []string{"id", "kind", "platform", "merchant_id", "out_trade_no", "platform_trade_no",
+	"local_amount", "platform_amount", "at_stake", "local_status", "platform_status", "seen_count",
+	"first_seen_at", "last_seen_at", "review_status", "resolution", "resolved_by", "resolved_at", "note", "order_id"}
+
+func findingCSVRecord(f repo.Finding, loc *time.Location) []string {
+	order := ""
+	if f.OrderID != nil {
+		order = strconv.FormatInt(*f.OrderID, 10)
+	}
+	return []string{strconv.FormatInt(f.ID, 10), string(f.Kind), string(f.Platform), csvText(f.MerchantID),
+		csvText(f.OutTradeNo), csvText(f.PlatformTradeNo), repo.YuanPtr(f.LocalAmountMinor),
+		repo.YuanPtr(f.PlatformAmountMinor), repo.Yuan(f.AtStakeMinor()), csvText(f.LocalStatus),
+		csvText(f.PlatformStatus), strconv.FormatInt(f.SeenCount, 10), rfc3339In(f.FirstSeenAt, loc),
+		rfc3339In(f.LastSeenAt, loc), string(f.ReviewStatus), csvText(f.Resolution), csvText(f.ResolvedBy),
+		rfc3339InPtr(f.ResolvedAt, loc), csvText(f.Note), order}
+}
+
+// csvText defuses spreadsheet formula injection: finding text comes from platforms and
+// reviewers, and finance opens these files in a spreadsheet. A cell that a spreadsheet would
+// read as a formula gets a leading apostrophe (the OWASP advice).
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+func rfc3339In(t time.Time, loc *time.Location) string { return t.In(loc).Format(time.RFC3339) }
+
+func rfc3339InPtr(t *time.Time, loc *time.Location) string {
+	if t == nil {
+		return ""
+	}
+	return rfc3339In(*t, loc)
+}
+
+// reviewTime is a time for people: in the configured zone, to the second, with the zone.
+func reviewTime(t time.Time, loc *time.Location) string {
+	return t.In(loc).Format("2006-01-02 15:04:05 MST")
+}
+
+func reviewTimePtr(t *time.Time, loc *time.Location) string {
+	if t == nil {
+		return "-"
+	}
+	return reviewTime(*t, loc)
+}
+
+// termCell makes text safe for a terminal table: control characters (a tab would break the
+// columns, an escape sequence would drive the terminal) are shown escaped; empty is "-".
+func termCell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return s
+	}
+	q := strconv.QuoteToGraphic(s)
+	return q[1 : len(q)-1]
+}
+
+func termAmount(fen *int64) string {
+	if fen == nil {
+		return "-"
+	}
+	return repo.Yuan(*fen)
+}
+
+func writeFindingTable(w io.Writer, findings []repo.Finding, loc *time.Location) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tPLATFORM\tMERCHANT\tOUT_TRADE_NO\tPLATFORM_TRADE_NO\tLOCAL_AMOUNT\tPLATFORM_AMOUNT\tLOCAL_STATUS\tPLATFORM_STATUS\tSEEN\tFIRST_SEEN\tLAST_SEEN\tREVIEW")
+	for _, f := range findings {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", f.ID, f.Kind, f.Platform,
+			termCell(f.MerchantID), termCell(f.OutTradeNo), termCell(f.PlatformTradeNo), termAmount(f.LocalAmountMinor),
+			termAmount(f.PlatformAmountMinor), termCell(f.LocalStatus), termCell(f.PlatformStatus), f.SeenCount,
+			reviewTime(f.FirstSeenAt, loc), reviewTime(f.LastSeenAt, loc), f.ReviewStatus)
+	}
+	return tw.Flush()
+}
+
+// ---- show ----
+
+func mismatchesShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var format string
+	cfg, fs, err := parseWithID("mismatches show", args, stderr, func(fs *flag.FlagSet) {
+		setReviewUsage(fs, "reconciler mismatches show ID [flags]",
+			"Shows one finding in full: every column, the detail, the audit trail, and the order's current state and payment events.")
+		fs.StringVar(&format, "format", "text", "text or json")
+	})
+	if err != nil {
+		return err
+	}
+	if err := reviewFlagsFromEnv(fs, "format"); err != nil {
+		return err
+	}
+	id, err := findingID("show", fs.Args())
+	if err != nil {
+		return err
+	}
+	if format != "text" && format != "json" {
+		return usagef("mismatches show: --format must be text or json, got %q", format)
+	}
+	rv, done, err := openReview(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	d, err := rv.Details(ctx, id)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return writeIndentedJSON(stdout, detailsView(d, cfg.Timezone))
+	}
+	return writeDetails(stdout, d, cfg.Timezone)
+}
+
+type detailsJSON struct {
+	Finding findingView         `json:"finding"`
+	Audit   []repo.AuditEntry   `json:"audit"`
+	Order   *repo.OrderState    `json:"order"`
+	Events  []repo.PaymentEvent `json:"events"`
+}
+
+func detailsView(d repo.FindingDetails, loc *time.Location) detailsJSON {
+	out := detailsJSON{Finding: newFindingView(d.Finding, loc), Audit: d.Audit, Order: d.Order, Events: d.Events}
+	for i := range out.Audit {
+		out.Audit[i].CreatedAt = out.Audit[i].CreatedAt.In(loc)
+	}
+	for i := range out.Events {
+		out.Events[i].CreatedAt = out.Events[i].CreatedAt.In(loc)
+	}
+	if o := out.Order; o != nil {
+		o.CreatedAt, o.UpdatedAt = o.CreatedAt.In(loc), o.UpdatedAt.In(loc)
+		o.PaidAt, o.ExpiresAt = timeInLoc(o.PaidAt, loc), timeInLoc(o.ExpiresAt, loc)
+		o.NextCheckAt, o.LastCheckedAt = timeInLoc(o.NextCheckAt, loc), timeInLoc(o.LastCheckedAt, loc)
+	}
+	return out
+}
+
+func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error {
+	f := d.Finding
+	fmt.Fprintf(w, "Finding %d: %s, %s\n\n", f.ID, f.Kind, f.ReviewStatus)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	order := "-"
+	if f.OrderID != nil {
+		order = strconv.FormatInt(*f.OrderID, 10)
+	}
+	for _, kv := range [][2]string{
+		{"platform", string(f.Platform)},
+		{"merchant", termCell(f.MerchantID)},
+		{"out_trade_no", termCell(f.OutTradeNo)},
+		{"platform trade no", termCell(f.PlatformTradeNo)},
+		{"order", order},
+		{"local amount", termAmount(f.LocalAmountMinor)},
+		{"platform amount", termAmount(f.PlatformAmountMinor)},
+		{"at stake", repo.Yuan(f.AtStakeMinor())},
+		{"local status", termCell(f.LocalStatus)},
+		{"platform status", termCell(f.PlatformStatus)},
+		{"seen", fmt.Sprintf("%d time(s)", f.SeenCount)},
+		{"first seen", reviewTime(f.FirstSeenAt, loc)},
+		{"last seen", reviewTime(f.LastSeenAt, loc)},
+		{"review status", string(f.ReviewStatus)},
+		{"resolution", termCell(f.Resolution)},
+		{"note", termCell(f.Note)},
+		{"resolved by", termCell(f.ResolvedBy)},
+		{"resolved at", reviewTimePtr(f.ResolvedAt, loc)},
+	} {
+		fmt.Fprintf(tw, "  %s\t%s\n", kv[0], kv[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w, "\nDetail:")
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, f.Detail, "  ", "  "); err != nil || len(f.Detail) == 0 {
+		pretty.Reset()
+		pretty.WriteString(termCell(string(f.Detail)))
+	}
+	fmt.Fprintf(w, "  %s\n", pretty.String())
+
+	fmt.Fprintln(w, "\nAudit trail:")
+	if len(d.Audit) == 0 {
+		fmt.Fprintln(w, "  (no review actions yet)")
+	} else {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  WHEN\tACTION\tACTOR\tFROM\tTO\tNOTE")
+		for _, a := range d.Audit {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(a.CreatedAt, loc), termCell(a.Action), termCell(a.Actor),
+				termCell(a.FromStatus), termCell(a.ToStatus), termCell(a.Note))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	if d.Order == nil {
+		fmt.Fprintln(w, "\nOrder: none (the finding names no local order)")
+		return nil
+	}
+	o := d.Order
+	fmt.Fprintf(w, "\nOrder %d (current state):\n", o.ID)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	checks := fmt.Sprintf("%d consecutive, last %s, next %s", o.CheckCount, reviewTimePtr(o.LastCheckedAt, loc), reviewTimePtr(o.NextCheckAt, loc))
+	for _, kv := range [][2]string{
+		{"status", o.Status},
+		{"platform", o.Platform},
+		{"merchant", termCell(o.MerchantID)},
+		{"out_trade_no", termCell(o.OutTradeNo)},
+		{"amount", repo.Yuan(o.AmountMinor) + " " + o.Currency},
+		{"platform trade no", termCell(o.PlatformTradeNo)},
+		{"paid amount", termAmount(o.PaidAmountMinor)},
+		{"paid at", reviewTimePtr(o.PaidAt, loc)},
+		{"expires at", reviewTimePtr(o.ExpiresAt, loc)},
+		{"created at", reviewTime(o.CreatedAt, loc)},
+		{"updated at", reviewTime(o.UpdatedAt, loc)},
+		{"version", strconv.FormatInt(o.Version, 10)},
+		{"checks", checks},
+	} {
+		fmt.Fprintf(tw, "  %s\t%s\n", kv[0], kv[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nPayment events:")
+	if len(d.Events) == 0 {
+		fmt.Fprintln(w, "  (none)")
+		return nil
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  WHEN\tEVENT\tSOURCE\tPLATFORM_TRADE_NO\tAMOUNT\tRAW_DIGEST")
+	for _, e := range d.Events {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(e.CreatedAt, loc), e.EventType, e.Source,
+			termCell(e.PlatformTradeNo), termAmount(e.AmountMinor), termCell(e.RawDigest))
+	}
+	return tw.Flush()
+}
+
+// ---- ack and resolve ----
+
+func mismatchesAck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return reviewMove(ctx, "ack", args, stdout, stderr)
+}
+
+func mismatchesResolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return reviewMove(ctx, "resolve", args, stdout, stderr)
+}
+
+func reviewMove(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	var by, note, resolution string
+	cfg, fs, err := parseWithID("mismatches "+name, args, stderr, func(fs *flag.FlagSet) {
+		if name == "ack" {
+			setReviewUsage(fs, "reconciler mismatches ack ID --by NAME [--note TEXT]",
+				"Acknowledges an OPEN finding (OPEN -> ACKNOWLEDGED); the audit trail records who and when.")
+		} else {
+			setReviewUsage(fs, "reconciler mismatches resolve ID --by NAME --resolution TEXT [--note TEXT]",
+				"Resolves an OPEN or ACKNOWLEDGED finding (-> RESOLVED); the audit trail records who and when.\n"+
+					"A resolved finding reopens by itself if a later pass sees different evidence.")
+			fs.StringVar(&resolution, "resolution", "", "what was decided or done (required)")
+		}
+		fs.StringVar(&by, "by", "", "reviewer's name (required; also RECONCILER_REVIEWER)")
+		fs.StringVar(&note, "note", "", "note to keep with the finding and the audit row")
+	})
+	if err != nil {
+		return err
+	}
+	if err := reviewFlagsFromEnv(fs, "by", "note", "resolution"); err != nil {
+		return err
+	}
+	id, err := findingID(name, fs.Args())
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(by) == "" {
+		by = os.Getenv("RECONCILER_REVIEWER")
+	}
+	if strings.TrimSpace(by) == "" {
+		return usagef("mismatches %s: --by is required: name the reviewer (or set RECONCILER_REVIEWER)", name)
+	}
+	if name == "resolve" && strings.TrimSpace(resolution) == "" {
+		return usagef("mismatches resolve: --resolution is required: say what was decided or done")
+	}
+
+	rv, done, err := openReview(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var mv repo.ReviewMove
+	if name == "ack" {
+		mv, err = rv.Acknowledge(ctx, id, by, note)
+	} else {
+		mv, err = rv.Resolve(ctx, id, by, resolution, note)
+	}
+	var te *repo.ReviewTransitionError
+	switch {
+	case errors.Is(err, reconcile.ErrNotFound):
+		return fmt.Errorf("mismatches %s: no finding with id %d", name, id)
+	case errors.As(err, &te):
+		return fmt.Errorf("mismatches %s: %w", name, err)
+	case err != nil:
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	log.Info().Int64("mismatch_id", id).Str("action", mv.Audit.Action).Str("actor", mv.Audit.Actor).
+		Str("from", mv.Audit.FromStatus).Str("to", mv.Audit.ToStatus).Msg("finding reviewed")
+	fmt.Fprintf(stdout, "mismatch %d: %s -> %s by %s\n", id, mv.Audit.FromStatus, mv.Audit.ToStatus, termCell(mv.Audit.Actor))
+	return nil
 }

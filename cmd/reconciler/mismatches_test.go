@@ -1,0 +1,439 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payrecon/payrecon/repo/repotest"
+)
+
+// reviewDay is the seeded data's day: 28 November 2026, China time (UTC+8).
+var reviewDay = time.Date(2026, 11, 28, 0, 0, 0, 0, time.FixedZone("CST", 8*3600))
+
+// reviewCLI runs the binary's Main in-process and returns its exit code and output.
+func reviewCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// reviewSeed is one reconcile_mismatches row; zero amounts are NULL.
+type reviewSeed struct {
+	orderID          int64
+	platform, otn    string
+	kind             string
+	local, plat      int64
+	at               time.Time // first and last seen
+	last             time.Time // zero: at
+	status           string
+	resolution, by   string
+	detail           string
+	platformTradeNo  string
+	seen             int
+	merchant, lstate string
+}
+
+func seedReview(t *testing.T, db *repotest.DB, s reviewSeed) int64 {
+	t.Helper()
+	if s.platform == "" {
+		s.platform = "alipay"
+	}
+	if s.kind == "" {
+		s.kind = "AMOUNT_MISMATCH"
+	}
+	if s.status == "" {
+		s.status = "OPEN"
+	}
+	if s.at.IsZero() {
+		s.at = reviewDay.Add(10 * time.Hour)
+	}
+	if s.last.IsZero() {
+		s.last = s.at
+	}
+	if s.detail == "" {
+		s.detail = "{}"
+	}
+	if s.seen == 0 {
+		s.seen = 1
+	}
+	if s.merchant == "" {
+		s.merchant = "2021000000000001"
+	}
+	var resolvedAt any
+	if s.status == "RESOLVED" {
+		resolvedAt = s.last
+	}
+	var id int64
+	err := db.Get(&id, `INSERT INTO reconcile_mismatches (order_id, platform, merchant_id, out_trade_no, platform_trade_no,
+		kind, local_amount_minor, platform_amount_minor, local_status, platform_status, detail, first_seen_at, last_seen_at,
+		seen_count, review_status, resolution, resolved_by, resolved_at)
+		VALUES (NULLIF($1::bigint, 0), $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7::bigint, 0), NULLIF($8::bigint, 0),
+		NULLIF($9, ''), 'TRADE_SUCCESS', $10::jsonb, $11, $12, $13, $14, NULLIF($15, ''), NULLIF($16, ''), $17)
+		RETURNING id`,
+		s.orderID, s.platform, s.merchant, s.otn, s.platformTradeNo, s.kind, s.local, s.plat, s.lstate, s.detail,
+		s.at, s.last, s.seen, s.status, s.resolution, s.by, resolvedAt)
+	if err != nil {
+		t.Fatalf("seed finding %q: %v", s.otn, err)
+	}
+	return id
+}
+
+func TestMismatchesListFormatsAndFilters(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	open := seedReview(t, db, reviewSeed{otn: "ORD-OPEN", local: 10000, plat: 9990, platformTradeNo: "2026112822001", seen: 3, lstate: "PAID"})
+	ack := seedReview(t, db, reviewSeed{otn: "ORD-ACK", kind: "UNKNOWN_ORDER", platform: "wechatpay", plat: 123456, status: "ACKNOWLEDGED"})
+	resolved := seedReview(t, db, reviewSeed{otn: "ORD-DONE", local: 1, plat: 2, status: "RESOLVED", resolution: "ok", by: "ann"})
+	// 00:30 on the 28th in Shanghai, still the 27th in UTC.
+	early := seedReview(t, db, reviewSeed{otn: "ORD-EARLY", local: 5, plat: 6, at: reviewDay.Add(30 * time.Minute)})
+	weird := seedReview(t, db, reviewSeed{otn: "tab\there\x1b[31mred", local: 7, plat: 8, at: reviewDay.Add(-48 * time.Hour)})
+
+	t.Run("table", func(t *testing.T) {
+		code, out, errOut := reviewCLI(t, "mismatches", "list", "--database-url", db.URL)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		if len(lines) != 5 { // header + open, ack, early, weird (resolved is hidden by default)
+			t.Fatalf("table has %d lines, want 5:\n%s", len(lines), out)
+		}
+		for _, col := range []string{"ID", "KIND", "PLATFORM", "MERCHANT", "OUT_TRADE_NO", "PLATFORM_TRADE_NO", "LOCAL_AMOUNT",
+			"PLATFORM_AMOUNT", "LOCAL_STATUS", "PLATFORM_STATUS", "SEEN", "FIRST_SEEN", "LAST_SEEN", "REVIEW"} {
+			if !strings.Contains(lines[0], col) {
+				t.Errorf("header %q lacks %s", lines[0], col)
+			}
+		}
+		// tabwriter aligns: every row's OUT_TRADE_NO starts in the header's column.
+		col := strings.Index(lines[0], "OUT_TRADE_NO")
+		if !strings.HasPrefix(lines[1][col:], "ORD-OPEN") {
+			t.Errorf("columns not aligned:\n%s", out)
+		}
+		fields := strings.Fields(lines[1])
+		if fields[0] != fmt.Sprint(open) || !slices.Contains(fields, "100.00") || !slices.Contains(fields, "99.90") ||
+			!slices.Contains(fields, "2026112822001") || !slices.Contains(fields, "OPEN") {
+			t.Errorf("row %q", lines[1])
+		}
+		if !strings.Contains(lines[2], "1234.56") || !strings.Contains(lines[2], "ACKNOWLEDGED") {
+			t.Errorf("row %q: want amount 1234.56 and ACKNOWLEDGED", lines[2])
+		}
+		if strings.Contains(out, "ORD-DONE") {
+			t.Error("a RESOLVED finding listed by default")
+		}
+		if strings.ContainsAny(out, "\x1b\t") || !strings.Contains(out, `tab\there\x1b[31mred`) {
+			t.Errorf("control characters must be shown escaped:\n%q", out)
+		}
+	})
+
+	t.Run("json", func(t *testing.T) {
+		code, out, errOut := reviewCLI(t, "mismatches", "list", "--database-url", db.URL, "--format", "json", "--status", "all")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var got []struct {
+			ID                  int64  `json:"id"`
+			OutTradeNo          string `json:"out_trade_no"`
+			ReviewStatus        string `json:"review_status"`
+			LocalAmountMinor    *int64 `json:"local_amount_minor"`
+			LocalAmount         string `json:"local_amount"`
+			PlatformAmount      string `json:"platform_amount"`
+			AtStake             string `json:"at_stake"`
+			SeenCount           int    `json:"seen_count"`
+			FirstSeenAt         string `json:"first_seen_at"`
+			Resolution          string `json:"resolution"`
+			PlatformAmountMinor int64  `json:"platform_amount_minor"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("decode: %v\n%s", err, out)
+		}
+		ids := make([]int64, len(got))
+		for i, g := range got {
+			ids[i] = g.ID
+		}
+		if want := []int64{open, ack, resolved, early, weird}; !slices.Equal(ids, want) {
+			t.Fatalf("ids %v, want %v", ids, want)
+		}
+		g := got[0]
+		if g.LocalAmount != "100.00" || g.PlatformAmount != "99.90" || g.AtStake != "0.10" || g.SeenCount != 3 ||
+			g.LocalAmountMinor == nil || *g.LocalAmountMinor != 10000 || g.FirstSeenAt != "2026-11-28T10:00:00+08:00" {
+			t.Fatalf("first finding %+v", g)
+		}
+		if got[1].LocalAmountMinor != nil || got[1].LocalAmount != "" || got[1].PlatformAmount != "1234.56" {
+			t.Fatalf("NULL local amount came out as %+v", got[1])
+		}
+		if got[2].ReviewStatus != "RESOLVED" || got[2].Resolution != "ok" {
+			t.Fatalf("resolved finding %+v", got[2])
+		}
+	})
+
+	t.Run("csv", func(t *testing.T) {
+		code, out, errOut := reviewCLI(t, "mismatches", "list", "--database-url", db.URL, "--format", "csv",
+			"--status", "open,acknowledged", "--kind", "amount_mismatch")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 4 || !slices.Equal(recs[0], findingCSVHeader) {
+			t.Fatalf("csv:\n%s", out)
+		}
+		col := func(rec []string, name string) string { return rec[slices.Index(findingCSVHeader, name)] }
+		if col(recs[1], "id") != fmt.Sprint(open) || col(recs[1], "local_amount") != "100.00" ||
+			col(recs[1], "platform_amount") != "99.90" || col(recs[1], "at_stake") != "0.10" ||
+			col(recs[1], "first_seen_at") != "2026-11-28T10:00:00+08:00" || col(recs[1], "review_status") != "OPEN" {
+			t.Fatalf("row %q", recs[1])
+		}
+		if col(recs[2], "out_trade_no") != "ORD-EARLY" || col(recs[3], "out_trade_no") != "tab\there\x1b[31mred" {
+			t.Fatalf("rows %q", recs[1:])
+		}
+	})
+
+	filters := []struct {
+		name string
+		args []string
+		want []int64
+	}{
+		{"status all", []string{"--status", "all"}, []int64{open, ack, resolved, early, weird}},
+		{"status resolved", []string{"--status", "RESOLVED"}, []int64{resolved}},
+		{"kind", []string{"--kind", "UNKNOWN_ORDER"}, []int64{ack}},
+		{"platform", []string{"--platform", "alipay"}, []int64{open, early, weird}},
+		{"since a date: midnight in Shanghai", []string{"--since", "2026-11-28"}, []int64{open, ack, early}},
+		{"since a date in UTC", []string{"--since", "2026-11-28", "--timezone", "UTC"}, []int64{open, ack}},
+		{"until a date", []string{"--until", "2026-11-28"}, []int64{weird}},
+		{"since and until RFC 3339", []string{"--since", "2026-11-28T00:00:00+08:00", "--until", "2026-11-28T10:00:00+08:00"}, []int64{early}},
+		{"after-id", []string{"--after-id", fmt.Sprint(ack)}, []int64{early, weird}},
+	}
+	for _, tc := range filters {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"mismatches", "list", "--database-url", db.URL, "--format", "json"}, tc.args...)
+			code, out, errOut := reviewCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var got []struct {
+				ID int64 `json:"id"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatal(err)
+			}
+			ids := []int64{}
+			for _, g := range got {
+				ids = append(ids, g.ID)
+			}
+			if !slices.Equal(ids, tc.want) {
+				t.Fatalf("%v listed %v, want %v", tc.args, ids, tc.want)
+			}
+		})
+	}
+}
+
+func TestMismatchesListPagesByID(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	var ids []int64
+	for i := range 5 {
+		ids = append(ids, seedReview(t, db, reviewSeed{otn: fmt.Sprintf("P-%d", i), local: 100, plat: 200}))
+	}
+	var listed []int64
+	after := "0"
+	for page := 0; ; page++ {
+		code, out, errOut := reviewCLI(t, "mismatches", "list", "--database-url", db.URL, "--format", "csv", "--limit", "2", "--after-id", after)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs[1:] {
+			var id int64
+			fmt.Sscan(r[0], &id)
+			listed = append(listed, id)
+		}
+		if len(recs)-1 < 2 {
+			break
+		}
+		last := recs[len(recs)-1][0]
+		if !strings.Contains(errOut, "--after-id "+last) {
+			t.Fatalf("a full page must say how to get the next one; stderr %q", errOut)
+		}
+		after = last
+		if page > 5 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	if !slices.Equal(listed, ids) {
+		t.Fatalf("pages listed %v, want %v", listed, ids)
+	}
+}
+
+func TestMismatchesExitCodes(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	openID := seedReview(t, db, reviewSeed{otn: "OPEN-1"})
+	resolvedID := seedReview(t, db, reviewSeed{otn: "DONE-1", status: "RESOLVED", resolution: "ok", by: "ann"})
+	u := db.URL
+	id := func(v int64) string { return fmt.Sprint(v) }
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		wantErr string
+	}{
+		{"no command", []string{"mismatches"}, 2, "name a command"},
+		{"unknown command", []string{"mismatches", "approve"}, 2, `unknown command "approve"`},
+		{"help", []string{"mismatches", "--help"}, 0, ""},
+		{"list help", []string{"mismatches", "list", "--help"}, 0, "-status"},
+		{"bad status", []string{"mismatches", "list", "--database-url", u, "--status", "CLOSED"}, 2, "--status"},
+		{"bad kind", []string{"mismatches", "list", "--database-url", u, "--kind", "WRONG"}, 2, "--kind"},
+		{"bad platform", []string{"mismatches", "list", "--database-url", u, "--platform", "paypal"}, 2, "--platform"},
+		{"bad format", []string{"mismatches", "list", "--database-url", u, "--format", "xml"}, 2, "--format"},
+		{"bad since", []string{"mismatches", "list", "--database-url", u, "--since", "yesterday"}, 2, "--since"},
+		{"since after until", []string{"mismatches", "list", "--database-url", u, "--since", "2026-11-29", "--until", "2026-11-28"}, 2, "before --until"},
+		{"bad limit", []string{"mismatches", "list", "--database-url", u, "--limit", "0"}, 2, "--limit"},
+		{"bad timezone", []string{"mismatches", "list", "--database-url", u, "--timezone", "Mars/Olympus"}, 2, "timezone"},
+		{"ack without --by", []string{"mismatches", "ack", id(openID), "--database-url", u}, 2, "--by is required"},
+		{"resolve without --by", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--resolution", "x"}, 2, "--by is required"},
+		{"resolve without --resolution", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--by", "ann"}, 2, "--resolution is required"},
+		{"ack without an id", []string{"mismatches", "ack", "--database-url", u, "--by", "ann"}, 2, "give the finding's id"},
+		{"ack a non-numeric id", []string{"mismatches", "ack", "abc", "--database-url", u, "--by", "ann"}, 2, "positive whole number"},
+		{"show two ids", []string{"mismatches", "show", "1", "2", "--database-url", u}, 2, "unexpected argument"},
+		{"ack an unknown id", []string{"mismatches", "ack", "999999", "--database-url", u, "--by", "ann"}, 1, "no finding with id 999999"},
+		{"resolve an unknown id", []string{"mismatches", "resolve", "999999", "--database-url", u, "--by", "ann", "--resolution", "x"}, 1, "no finding with id 999999"},
+		{"show an unknown id", []string{"mismatches", "show", "999999", "--database-url", u}, 1, "999999"},
+		{"resolve a resolved finding", []string{"mismatches", "resolve", id(resolvedID), "--database-url", u, "--by", "ann", "--resolution", "x"}, 1,
+			fmt.Sprintf("mismatch %d is RESOLVED", resolvedID)},
+		{"ack a resolved finding", []string{"mismatches", "ack", id(resolvedID), "--database-url", u, "--by", "ann"}, 1,
+			fmt.Sprintf("mismatch %d is RESOLVED", resolvedID)},
+		{"database down", []string{"mismatches", "list", "--database-url", "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"}, 1, "database"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := reviewCLI(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, out, errOut)
+			}
+			if !strings.Contains(out+errOut, tc.wantErr) {
+				t.Fatalf("output does not say %q\nstdout: %s\nstderr: %s", tc.wantErr, out, errOut)
+			}
+		})
+	}
+	// The refused moves changed nothing.
+	var audit int
+	if err := db.Get(&audit, `SELECT count(*) FROM reconcile_mismatch_audit`); err != nil || audit != 0 {
+		t.Fatalf("refused moves wrote %d audit rows (%v)", audit, err)
+	}
+}
+
+func TestMismatchesAckResolveShow(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	var orderID int64
+	if err := db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at,
+		platform_trade_no, paid_amount_minor, paid_at) VALUES ('alipay', '2021000000000001', 'ORD-9', 10000, 'PAID', $1,
+		'2026112822009', 9990, $1) RETURNING id`, reviewDay); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`INSERT INTO payment_events (order_id, platform, platform_trade_no, event_type, source, amount_minor, raw_digest)
+		VALUES ($1, 'alipay', '2026112822009', 'PAID', 'reconcile', 9990, 'feedface')`, orderID)
+	id := seedReview(t, db, reviewSeed{orderID: orderID, otn: "ORD-9", local: 10000, plat: 9990, platformTradeNo: "2026112822009",
+		detail: `{"reason":"platform paid less","raw":{"total_amount":"99.90"}}`})
+	sid := fmt.Sprint(id)
+
+	code, out, errOut := reviewCLI(t, "mismatches", "ack", sid, "--database-url", db.URL, "--by", "ann", "--note", "asked the merchant")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("mismatch %d: OPEN -> ACKNOWLEDGED by ann", id)) {
+		t.Fatalf("ack: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The id may also follow the flags.
+	code, out, errOut = reviewCLI(t, "mismatches", "resolve", "--database-url", db.URL, "--by", "bob", "--resolution", "refunded 0.10", sid)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("mismatch %d: ACKNOWLEDGED -> RESOLVED by bob", id)) {
+		t.Fatalf("resolve: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	code, out, errOut = reviewCLI(t, "mismatches", "show", sid, "--database-url", db.URL)
+	if code != 0 {
+		t.Fatalf("show: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("Finding %d: AMOUNT_MISMATCH, RESOLVED", id),
+		"local amount       100.00", "platform amount    99.90", "at stake           0.10",
+		"resolution         refunded 0.10", "note               asked the merchant", "resolved by        bob",
+		"first seen         2026-11-28 10:00:00 CST",
+		"\n  {\n    \"raw\": {\n      \"total_amount\": \"99.90\"\n    },\n    \"reason\": \"platform paid less\"\n  }\n",
+		"Audit trail:", "acknowledge  ann    OPEN          ACKNOWLEDGED  asked the merchant",
+		"resolve      bob    ACKNOWLEDGED  RESOLVED      -",
+		fmt.Sprintf("Order %d (current state):", orderID), "status             PAID", "amount             100.00 CNY",
+		"Payment events:", "PAID   reconcile  2026112822009      99.90   feedface",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errOut = reviewCLI(t, "mismatches", "show", sid, "--database-url", db.URL, "--format", "json")
+	if code != 0 {
+		t.Fatalf("show json: exit %d: %s", code, errOut)
+	}
+	var d struct {
+		Finding struct {
+			ID           int64           `json:"id"`
+			ReviewStatus string          `json:"review_status"`
+			AtStake      string          `json:"at_stake"`
+			Detail       json.RawMessage `json:"detail"`
+		} `json:"finding"`
+		Audit []struct {
+			Action, Actor string
+		} `json:"audit"`
+		Order  *struct{ ID int64 } `json:"order"`
+		Events []struct {
+			EventType string `json:"event_type"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("decode show json: %v\n%s", err, out)
+	}
+	if d.Finding.ID != id || d.Finding.ReviewStatus != "RESOLVED" || d.Finding.AtStake != "0.10" || len(d.Audit) != 2 ||
+		d.Audit[1].Actor != "bob" || d.Order == nil || d.Order.ID != orderID || len(d.Events) != 1 || d.Events[0].EventType != "PAID" ||
+		!strings.Contains(string(d.Finding.Detail), "platform paid less") {
+		t.Fatalf("show json %+v", d)
+	}
+}
+
+// Not parallel: it sets the process environment.
+func TestMismatchesReviewerFromEnvironment(t *testing.T) {
+	db := repotest.NewDB(t)
+	a := seedReview(t, db, reviewSeed{otn: "ENV-1"})
+	b := seedReview(t, db, reviewSeed{otn: "ENV-2"})
+	t.Setenv("RECONCILER_REVIEWER", "env-reviewer")
+	t.Setenv("RECONCILER_DATABASE_URL", db.URL)
+
+	code, out, errOut := reviewCLI(t, "mismatches", "ack", fmt.Sprint(a))
+	if code != 0 || !strings.Contains(out, "by env-reviewer") {
+		t.Fatalf("ack with RECONCILER_REVIEWER: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = reviewCLI(t, "mismatches", "ack", fmt.Sprint(b), "--by", "flag-reviewer")
+	if code != 0 || !strings.Contains(out, "by flag-reviewer") {
+		t.Fatalf("the flag must win over the environment: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Setenv("RECONCILER_STATUS", "ACKNOWLEDGED")
+	code, out, errOut = reviewCLI(t, "mismatches", "list", "--format", "csv")
+	if code != 0 || strings.Count(out, "\n") != 3 {
+		t.Fatalf("RECONCILER_STATUS: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var actors []string
+	if err := db.Select(&actors, `SELECT actor FROM reconcile_mismatch_audit ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(actors, []string{"env-reviewer", "flag-reviewer"}) {
+		t.Fatalf("audit actors %q", actors)
+	}
+}
