@@ -126,7 +126,7 @@ func TestPolicyBreakerOpensOnRetryableOnlyAndRecovers(t *testing.T) {
 	if reconcile.PlatformErrorKindOf(err) != reconcile.KindUnavailable || calls.Load() != 0 {
 		t.Fatalf("open breaker: err=%v calls=%d, want unavailable without calling", err, calls.Load())
 	}
-	if time.Since(start) > 50*time.Millisecond {
+	if time.Since(start) > time.Second { // fails without calling: no timeout, no backoff
 		t.Fatalf("open breaker took %s to fail", time.Since(start))
 	}
 	time.Sleep(120 * time.Millisecond) // cooldown
@@ -151,7 +151,7 @@ func TestPolicyPerAttemptTimeoutAndCallerCancel(t *testing.T) {
 	if reconcile.PlatformErrorKindOf(err) != reconcile.KindRetryable || calls.Load() != 2 {
 		t.Fatalf("err=%v calls=%d", err, calls.Load())
 	}
-	if el := time.Since(start); el < 60*time.Millisecond || el > 500*time.Millisecond {
+	if el := time.Since(start); el < 60*time.Millisecond || el > 3*time.Second {
 		t.Fatalf("two 30ms attempts took %s", el)
 	}
 
@@ -182,7 +182,7 @@ func TestPolicyTokenBucketIsShared(t *testing.T) {
 	}
 	wg.Wait()
 	// 24 calls at 40/s with burst 1: the 24th token comes 23/40 s = 575ms after the first.
-	if el := time.Since(start); el < 525*time.Millisecond || el > 2*time.Second {
+	if el := time.Since(start); el < 525*time.Millisecond || el > 5*time.Second {
 		t.Fatalf("24 calls at 40 QPS took %s, want about 575ms", el)
 	}
 }

@@ -249,7 +249,7 @@ func TestCallbacksRefusals(t *testing.T) {
 	start := time.Now()
 	sb.Close()
 	r := waitDelivery(t, d)
-	if time.Since(start) > time.Second || r[0].Acked || r[0].Attempts != 1 {
+	if time.Since(start) > 5*time.Second || r[0].Acked || r[0].Attempts != 1 {
 		t.Fatalf("%+v, close took %s", r, time.Since(start))
 	}
 }

@@ -289,7 +289,7 @@ func runConformance(t *testing.T, h harness) {
 		res, err = c.Query(ctx, "B1")
 		wantKind(t, err, reconcile.KindUnavailable)
 		wantNoResult(t, res)
-		if el := time.Since(start); el > 100*time.Millisecond {
+		if el := time.Since(start); el > time.Second { // no call, no timeout
 			t.Fatalf("open breaker took %s", el)
 		}
 		if n := sb.QueryCount(h.platform, "B1"); n != 3 {
@@ -416,7 +416,7 @@ func runConformance(t *testing.T, h harness) {
 		if !errors.As(err, &pe) || pe.Code != "TIMEOUT" {
 			t.Fatalf("error %v, want code TIMEOUT", err)
 		}
-		if el < 300*time.Millisecond || el > 1500*time.Millisecond {
+		if el < 300*time.Millisecond || el > 5*time.Second {
 			t.Fatalf("two 150ms attempts took %s", el)
 		}
 		// Latency below the timeout is only slow.
