@@ -115,8 +115,8 @@ func parseWithID(name string, args []string, stderr io.Writer, extra func(*flag.
 	rest := args
 	for {
 		if err := dry.Parse(rest); err != nil {
-			flags, positional = args, nil // the real parse reports it
-			break
+			// A bad flag or --help: the real parse, given the same flags, reports it.
+			return parse(name, rest, reviewGroups, stderr, extra)
 		}
 		consumed := rest[:len(rest)-dry.NArg()]
 		flags = append(flags, consumed...)

@@ -293,6 +293,8 @@ func TestMismatchesExitCodes(t *testing.T) {
 		{"unknown command", []string{"mismatches", "approve"}, 2, `unknown command "approve"`},
 		{"help", []string{"mismatches", "--help"}, 0, ""},
 		{"list help", []string{"mismatches", "list", "--help"}, 0, "-status"},
+		{"help after the id", []string{"mismatches", "resolve", "1", "--help"}, 0, "Usage: reconciler mismatches resolve ID"},
+		{"bad flag after the id", []string{"mismatches", "ack", "1", "--by", "ann", "--bogus"}, 2, "bogus"},
 		{"bad status", []string{"mismatches", "list", "--database-url", u, "--status", "CLOSED"}, 2, "--status"},
 		{"bad kind", []string{"mismatches", "list", "--database-url", u, "--kind", "WRONG"}, 2, "--kind"},
 		{"bad platform", []string{"mismatches", "list", "--database-url", u, "--platform", "paypal"}, 2, "--platform"},
