@@ -444,6 +444,11 @@ func (p *pass) check(ctx context.Context, o Order, source Source, owner string) 
 		p.observer.Checked(c)
 	}
 	if err != nil && PlatformErrorKindOf(err) == KindConfig {
+		// The fault is ours, not the order's: release it due at once, so the run after the
+		// fix does not wait for the lease to run out.
+		if !p.run.DryRun {
+			p.writeCheck(CheckRecord{OrderID: o.ID, Owner: owner, Now: p.settings.Now(), NextCheck: p.settings.Now()}, log)
+		}
 		return err
 	}
 	if err != nil {
@@ -516,8 +521,12 @@ func (p *pass) reschedule(o Order, c Check, owner string, log zerolog.Logger) {
 	if backoff {
 		delay = RecheckDelay(o.CheckCount, p.settings.RecheckMin, p.settings.RecheckMax)
 	}
-	rec := CheckRecord{OrderID: o.ID, Owner: owner, Now: now, NextCheck: now.Add(delay), Backoff: backoff}
-	// Written even during a drain: the lease must not outlive the check.
+	p.writeCheck(CheckRecord{OrderID: o.ID, Owner: owner, Now: now, NextCheck: now.Add(delay), Backoff: backoff}, log)
+}
+
+// writeCheck releases the lease and records the next check. Written even during a drain:
+// the lease must not outlive the check.
+func (p *pass) writeCheck(rec CheckRecord, log zerolog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.queue.Checked(ctx, rec); err != nil {

@@ -270,7 +270,7 @@ func TestConfigErrorStopsThePass(t *testing.T) {
 	p := setupPass(t, func(s *reconcile.RunnerSettings) { s.Concurrency = 1 })
 	for i := range 20 {
 		otn := fmt.Sprintf("CFG-%02d", i)
-		p.order(orderSpec{otn: otn, createdAgo: time.Duration(20-i) * time.Minute})
+		p.order(orderSpec{otn: otn, createdAgo: time.Duration(30-i) * time.Minute})
 		p.ali.fail(otn, &reconcile.PlatformError{Platform: reconcile.Alipay, Kind: reconcile.KindConfig, Message: "check RECONCILER_ALIPAY_PRIVATE_KEY_FILE"})
 	}
 	run, err := p.runner.Pass(context.Background(), reconcile.PassSpec{Mode: reconcile.ModeOnce})
@@ -279,6 +279,16 @@ func TestConfigErrorStopsThePass(t *testing.T) {
 	}
 	if run.Counts.Scanned > 2 {
 		t.Fatalf("a config error must stop the pass at the first sign; scanned %d", run.Counts.Scanned)
+	}
+	// Nothing stays leased or pushed back: after the fix, the next pass checks every order.
+	if n := p.count(`SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL OR next_check_at > now()`); n != 0 {
+		t.Fatalf("%d orders leased or pushed back by our own configuration error", n)
+	}
+	for i := range 20 {
+		p.ali.set(fmt.Sprintf("CFG-%02d", i), reconcile.StateOpen, "", 0)
+	}
+	if run := p.pass(reconcile.PassSpec{}); run.Counts.Scanned != 20 {
+		t.Fatalf("after the fix the pass scanned %d of 20", run.Counts.Scanned)
 	}
 }
 
