@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,6 +142,14 @@ func TestResolvedFindingReopensOnlyOnNewEvidence(t *testing.T) {
 	apply(7000)
 	if rows := b.mismatches("R-1"); len(rows) != 1 || rows[0].ReviewStatus != "OPEN" || rows[0].SeenCount != 3 || *rows[0].PlatformAmt != 7000 {
 		t.Fatalf("new evidence did not reopen: %+v", rows)
+	}
+	var note string
+	if err := b.db.Get(&note, `SELECT a.note FROM reconcile_mismatch_audit a JOIN reconcile_mismatches m ON m.id = a.mismatch_id
+		WHERE m.out_trade_no = 'R-1' AND a.action = 'reopen' AND a.from_status = 'RESOLVED' AND a.to_status = 'OPEN'`); err != nil {
+		t.Fatalf("no audit row for the reopen: %v", err)
+	}
+	if !strings.Contains(note, "7000") || !strings.Contains(note, "8000") {
+		t.Fatalf("reopen note %q does not show the old and new evidence", note)
 	}
 }
 

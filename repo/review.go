@@ -157,10 +157,12 @@ type AuditEntry struct {
 	CreatedAt  time.Time `json:"created_at" db:"created_at"`
 }
 
-// Audit actions written by the review workflow.
+// Audit actions written by the review workflow, and by the database when the apply path
+// reopens a RESOLVED finding on new evidence (migration 0004).
 const (
 	AuditAcknowledge = "acknowledge"
 	AuditResolve     = "resolve"
+	AuditReopen      = "reopen"
 )
 
 // OrderState is the current payment_orders row a finding points at.
