@@ -85,9 +85,9 @@ func reviewFlagsFromEnv(fs *flag.FlagSet, names ...string) error {
 	return nil
 }
 
-// parseReviewTime reads a --since/--until/--from/--to value: a date (midnight in loc) or an
+// parseWhen reads a --since/--until/--from/--to value: a date (midnight in loc) or an
 // RFC 3339 time; a date and time without an offset is read in loc too.
-func parseReviewTime(flagName, v string, loc *time.Location) (time.Time, error) {
+func parseWhen(flagName, v string, loc *time.Location) (time.Time, error) {
 	v = strings.TrimSpace(v)
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return t, nil
@@ -277,12 +277,12 @@ func (o listOptions) filter(loc *time.Location) (repo.ListFilter, error) {
 	}
 	var err error
 	if o.since != "" {
-		if f.Since, err = parseReviewTime("since", o.since, loc); err != nil {
+		if f.Since, err = parseWhen("since", o.since, loc); err != nil {
 			return f, err
 		}
 	}
 	if o.until != "" {
-		if f.Until, err = parseReviewTime("until", o.until, loc); err != nil {
+		if f.Until, err = parseWhen("until", o.until, loc); err != nil {
 			return f, err
 		}
 	}

@@ -50,28 +50,17 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if fromS == "" || toS == "" {
 			return usagef("backfill: --from and --to are required (or --resume RUN_ID)")
 		}
-		if spec.From, err = parseWhen(fromS, cfg.Timezone); err != nil {
-			return usagef("backfill: --from: %v", err)
+		if spec.From, err = parseWhen("from", fromS, cfg.Timezone); err != nil {
+			return err
 		}
-		if spec.To, err = parseWhen(toS, cfg.Timezone); err != nil {
-			return usagef("backfill: --to: %v", err)
+		if spec.To, err = parseWhen("to", toS, cfg.Timezone); err != nil {
+			return err
 		}
 		if !spec.From.Before(spec.To) {
 			return usagef("backfill: --from (%s) must be before --to (%s)", fromS, toS)
 		}
 	}
 	return runPass(ctx, cfg, spec, stdout, stderr)
-}
-
-// parseWhen reads a date (midnight in loc) or an RFC 3339 time.
-func parseWhen(s string, loc *time.Location) (time.Time, error) {
-	if t, err := time.ParseInLocation("2006-01-02", s, loc); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("want a date such as 2026-11-28 or an RFC 3339 time, got %q", s)
 }
 
 // runPass runs one pass and maps its end to the exit-code contract.

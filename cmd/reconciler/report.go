@@ -93,12 +93,12 @@ func reportPeriod(from, to string, now time.Time, loc *time.Location) (time.Time
 	var start, end time.Time
 	var err error
 	if to != "" {
-		if end, err = parseReviewTime("to", to, loc); err != nil {
+		if end, err = parseWhen("to", to, loc); err != nil {
 			return start, end, err
 		}
 	}
 	if from != "" {
-		if start, err = parseReviewTime("from", from, loc); err != nil {
+		if start, err = parseWhen("from", from, loc); err != nil {
 			return start, end, err
 		}
 	}
