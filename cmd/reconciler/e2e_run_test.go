@@ -417,3 +417,32 @@ func TestE2EDryRunWritesNothing(t *testing.T) {
 	}
 	e.invariants()
 }
+
+// Redis only saves load; the database is the correctness layer. With Redis unreachable, or
+// not configured at all (database-only claims), a pass still repairs, exactly once.
+func TestE2EWithoutRedis(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, url string }{{"unreachable", "redis://127.0.0.1:1/0"}, {"not configured", ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := newE2EEnv(t)
+			for _, p := range e2ePlatforms {
+				otn := string(p) + "-noredis"
+				e.seed(e2eOrder{platform: p, otn: otn, amount: 4200, createdAt: e2eAgo(10 * time.Minute)})
+				e.paidAtPlatform(p, otn, 4200)
+			}
+			p := e.run([]string{"RECONCILER_REDIS_URL=" + c.url}, "run")
+			p.expect(t, 0)
+			if p.took > 20*time.Second {
+				t.Errorf("took %s", p.took)
+			}
+			e.expectRun(e.lastRun(), "succeeded", e2eCounts{scanned: 2, repaired: 2, closed: 0, unchanged: 0, stillPending: 0, mismatches: 0, claimedElsewhere: 0, errors: 0})
+			for _, pl := range e2ePlatforms {
+				if got := e.order(pl, string(pl)+"-noredis"); got.Status != "PAID" || got.PaidEvents != 1 || got.Outbox != 1 {
+					t.Errorf("%s: %+v, want PAID once", pl, got)
+				}
+			}
+			e.invariants()
+		})
+	}
+}
