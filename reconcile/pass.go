@@ -19,6 +19,10 @@ var ErrInterrupted = errors.New("pass interrupted")
 // ErrPassFailed: the pass as a whole failed (not one due order could be checked).
 var ErrPassFailed = errors.New("pass failed")
 
+// ErrCannotResume: the run named to resume does not exist or cannot be resumed (finished,
+// not a backfill, another shard). Bad usage: no retry can help.
+var ErrCannotResume = errors.New("cannot resume")
+
 // Observer hears about every checked order: metrics, the dry-run printout, a progress bar.
 type Observer interface {
 	Checked(c Check)
@@ -203,17 +207,19 @@ func lockKind(m RunMode) string {
 func (r *Runner) startRun(ctx context.Context, spec PassSpec) (Run, error) {
 	if spec.Resume != 0 {
 		run, err := r.runs.LoadRun(ctx, spec.Resume)
+		if errors.Is(err, ErrNotFound) {
+			return Run{}, fmt.Errorf("%w run %d: no such run", ErrCannotResume, spec.Resume)
+		}
 		if err != nil {
 			return Run{}, fmt.Errorf("resume run %d: %w", spec.Resume, err)
 		}
-		if run.Mode != ModeBackfill {
-			return Run{}, fmt.Errorf("resume run %d: it is a %s run; only a backfill resumes", run.ID, run.Mode)
-		}
-		if run.Status == RunSucceeded {
-			return Run{}, fmt.Errorf("resume run %d: it already finished", run.ID)
-		}
-		if run.Shard != spec.Shard {
-			return Run{}, fmt.Errorf("resume run %d: it covers shard %s, not %s", run.ID, run.Shard, spec.Shard)
+		switch {
+		case run.Mode != ModeBackfill:
+			return Run{}, fmt.Errorf("%w run %d: it is a %s run; only a backfill resumes", ErrCannotResume, run.ID, run.Mode)
+		case run.Status == RunSucceeded:
+			return Run{}, fmt.Errorf("%w run %d: it already finished", ErrCannotResume, run.ID)
+		case run.Shard != spec.Shard:
+			return Run{}, fmt.Errorf("%w run %d: it covers shard %s, not %s", ErrCannotResume, run.ID, run.Shard, spec.Shard)
 		}
 		run.Status, run.Error, run.DryRun = RunRunning, "", spec.DryRun
 		if err := r.runs.SaveProgress(ctx, run); err != nil {
@@ -310,6 +316,17 @@ take:
 			break take
 		case <-stop:
 			break take
+		}
+		// A signal or a fatal error may have come while a worker freed up: select picks at
+		// random among ready cases, so look again before taking more.
+		select {
+		case <-ctx.Done():
+			<-slots
+			break take
+		case <-stop:
+			<-slots
+			break take
+		default:
 		}
 		free := p.gatherFree(slots)
 		now := s.Now()

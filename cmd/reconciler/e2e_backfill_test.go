@@ -301,8 +301,8 @@ func TestE2EBackfillResume(t *testing.T) {
 
 	// A finished backfill does not resume again.
 	again := e.run(env, "backfill", "--resume", fmt.Sprint(r.ID))
-	if again.exitCode() == 0 || again.exitCode() == 3 {
-		t.Errorf("resuming a finished backfill exited %d; want a refusal", again.exitCode())
+	if again.exitCode() != 2 {
+		t.Errorf("resuming a finished backfill exited %d; want 2 (bad usage: no retry can help)", again.exitCode())
 	}
 	if !strings.Contains(again.stderr.String(), "already finished") {
 		t.Errorf("refusal does not say the run already finished:\n%s", e2eTail(again.stderr.String(), 1000))

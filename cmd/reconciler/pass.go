@@ -113,6 +113,8 @@ func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, st
 			hint = fmt.Sprintf("continue with: reconciler backfill --resume %d", run.ID)
 		}
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted after draining (run %d); %s", run.ID, hint)}
+	case errors.Is(err, reconcile.ErrCannotResume):
+		return &usageError{msg: "backfill: " + err.Error()}
 	case reconcile.PlatformErrorKindOf(err) == reconcile.KindConfig:
 		// Our credentials or account settings are wrong: no retry can help.
 		return &usageError{msg: fmt.Sprintf("pass stopped: %v", err)}
