@@ -118,6 +118,8 @@ func parse(name string, args []string, groups config.Group, stderr io.Writer, ex
 	fs := flag.NewFlagSet("reconciler "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	loader := config.Register(fs, groups, nil)
+	settings := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { settings[f.Name] = true })
 	if extra != nil {
 		extra(fs)
 	}
@@ -127,8 +129,33 @@ func parse(name string, args []string, groups config.Group, stderr io.Writer, ex
 		}
 		return config.Config{}, fs, usagef("%s: %v", name, err)
 	}
+	// The command's own flags (--from, --schedule, ...) read RECONCILER_<FLAG> too; the
+	// settings' flags are resolved by the loader, which names the setting in its errors.
+	if err := flagsFromEnv(fs, func(n string) bool { return !settings[n] }); err != nil {
+		return config.Config{}, fs, err
+	}
 	cfg, err := loader.Load()
 	return cfg, fs, err
+}
+
+// flagsFromEnv gives every flag that was not set on the command line (and that want selects)
+// the value of its RECONCILER_<FLAG> variable: flags win over the environment.
+func flagsFromEnv(fs *flag.FlagSet, want func(name string) bool) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || set[f.Name] || !want(f.Name) {
+			return
+		}
+		env := config.EnvName(f.Name)
+		if v, ok := os.LookupEnv(env); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = usagef("%s: %v", env, e)
+			}
+		}
+	})
+	return err
 }
 
 // newLogger builds the process logger: JSON by default, console on a terminal.

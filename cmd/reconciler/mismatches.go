@@ -66,25 +66,6 @@ func cmdMismatches(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return run(ctx, args[1:], stdout, stderr)
 }
 
-// reviewFlagsFromEnv gives each named command flag not set on the command line the value of
-// its RECONCILER_<FLAG> variable, as every flag of the binary does; flags win.
-func reviewFlagsFromEnv(fs *flag.FlagSet, names ...string) error {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, n := range names {
-		if set[n] {
-			continue
-		}
-		env := config.EnvName(n)
-		if v, ok := os.LookupEnv(env); ok {
-			if err := fs.Set(n, v); err != nil {
-				return usagef("%s: %s: %v", strings.TrimPrefix(fs.Name(), "reconciler "), env, err)
-			}
-		}
-	}
-	return nil
-}
-
 // parseWhen reads a --since/--until/--from/--to value: a date (midnight in loc) or an
 // RFC 3339 time; a date and time without an offset is read in loc too.
 func parseWhen(flagName, v string, loc *time.Location) (time.Time, error) {
@@ -190,9 +171,6 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.StringVar(&o.format, "format", "table", "table, json or csv")
 	})
 	if err != nil {
-		return err
-	}
-	if err := reviewFlagsFromEnv(fs, "status", "kind", "platform", "since", "until", "limit", "after-id", "format"); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -424,9 +402,6 @@ func mismatchesShow(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	if err := reviewFlagsFromEnv(fs, "format"); err != nil {
-		return err
-	}
 	id, err := findingID("show", fs.Args())
 	if err != nil {
 		return err
@@ -597,9 +572,6 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 		fs.StringVar(&note, "note", "", "note to keep with the finding and the audit row")
 	})
 	if err != nil {
-		return err
-	}
-	if err := reviewFlagsFromEnv(fs, "by", "note", "resolution"); err != nil {
 		return err
 	}
 	id, err := findingID(name, fs.Args())

@@ -39,9 +39,6 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if err := reviewFlagsFromEnv(fs, "from", "to", "format", "out"); err != nil {
-		return err
-	}
 	if fs.NArg() > 0 {
 		return usagef("report: unexpected argument %q", fs.Arg(0))
 	}
