@@ -438,13 +438,13 @@ func (p *pass) check(ctx context.Context, o Order, source Source, owner string) 
 	log := p.log.With().Str("platform", string(o.Platform)).Str("out_trade_no", o.OutTradeNo).Int64("order_id", o.ID).Logger()
 	p.counters.Scanned.Add(1)
 
+	expired := !p.settings.Now().Before(o.ExpiryAt(p.settings.OrderTTL))
 	askStart := time.Now()
-	res, closed, err := p.ask(ctx, o, log)
+	res, closed, err := p.ask(ctx, o, expired, log)
 	c.PlatformTime = time.Since(askStart)
 	c.Result, c.ClosedAtPlatform = res, closed
 	if err == nil {
 		res.Source = source
-		expired := !p.settings.Now().Before(o.ExpiryAt(p.settings.OrderTTL))
 		opts := ApplyOptions{
 			DryRun: p.run.DryRun,
 			Order:  &o,
@@ -480,7 +480,7 @@ func (p *pass) check(ctx context.Context, o Order, source Source, owner string) 
 // ask queries the platform and, for an expired order still open there, closes the trade at
 // the platform and confirms with a second query. A close that loses to a payment is fine:
 // the confirming query sees the payment and the order is repaired instead.
-func (p *pass) ask(ctx context.Context, o Order, log zerolog.Logger) (Result, bool, error) {
+func (p *pass) ask(ctx context.Context, o Order, expired bool, log zerolog.Logger) (Result, bool, error) {
 	client, ok := p.clients[o.Platform]
 	if !ok {
 		return Result{}, false, &PlatformError{Platform: o.Platform, Kind: KindPermanent, Message: "platform not configured in this process"}
@@ -493,7 +493,6 @@ func (p *pass) ask(ctx context.Context, o Order, log zerolog.Logger) (Result, bo
 	if err != nil {
 		return Result{}, false, err
 	}
-	expired := !p.settings.Now().Before(o.ExpiryAt(p.settings.OrderTTL))
 	if o.Status != StatusPending || res.State != StateOpen || !expired || !p.settings.CloseAtPlatform || p.run.DryRun {
 		return res, false, nil
 	}
