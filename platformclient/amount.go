@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // maxYuanInteger is the largest whole-yuan part whose fen value still fits in an int64.
@@ -55,17 +57,6 @@ func ParseYuan(s string) (int64, error) {
 	return fen + cents, nil
 }
 
-// FormatYuan writes fen as yuan with two decimals, the way Alipay expects amounts.
-func FormatYuan(fen int64) string {
-	sign := ""
-	u := uint64(fen)
-	if fen < 0 {
-		sign = "-"
-		u = uint64(-(fen + 1)) + 1 // safe for math.MinInt64
-	}
-	return fmt.Sprintf("%s%d.%02d", sign, u/100, u%100)
-}
-
 // Yuan is an amount in fen read from a JSON yuan value. The platforms' documentation shows
 // JSON numbers (88.88) while real answers carry strings ("88.88"): both are accepted, and a
 // number is handed to ParseYuan as its literal text, never through float64. A JSON null
@@ -94,7 +85,7 @@ func (y *Yuan) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the amount as a yuan string, the form real answers use.
 func (y Yuan) MarshalJSON() ([]byte, error) {
-	return json.Marshal(FormatYuan(int64(y)))
+	return json.Marshal(reconcile.FormatYuan(int64(y)))
 }
 
 func allDigits(s string) bool {

@@ -4,34 +4,17 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// Yuan formats an amount in minor units (fen) as yuan with two decimals, by integer
-// arithmetic only: 12345 -> "123.45", -5 -> "-0.05". Every amount payrecon prints goes
-// through it; no amount is ever a float.
-func Yuan(fen int64) string {
-	neg := fen < 0
-	u := uint64(fen)
-	if neg {
-		u = uint64(-(fen + 1)) + 1 // |fen| without overflowing at math.MinInt64
-	}
-	s := strconv.FormatUint(u/100, 10) + "." + strconv.FormatUint(u%100/10, 10) + strconv.FormatUint(u%10, 10)
-	if neg {
-		return "-" + s
-	}
-	return s
-}
-
-// YuanPtr is Yuan for a nullable amount: "" for NULL.
+// YuanPtr is reconcile.FormatYuan for a nullable amount: "" for NULL.
 func YuanPtr(fen *int64) string {
 	if fen == nil {
 		return ""
 	}
-	return Yuan(*fen)
+	return reconcile.FormatYuan(*fen)
 }
 
 // Report is the mismatch and run report for the half-open period [From, To).

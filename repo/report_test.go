@@ -2,7 +2,6 @@ package repo_test
 
 import (
 	"context"
-	"math"
 	"slices"
 	"testing"
 	"time"
@@ -12,23 +11,11 @@ import (
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
-func TestYuan(t *testing.T) {
+func TestYuanPtr(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		fen  int64
-		want string
-	}{
-		{0, "0.00"}, {1, "0.01"}, {9, "0.09"}, {10, "0.10"}, {99, "0.99"}, {100, "1.00"}, {101, "1.01"},
-		{12345, "123.45"}, {100000000, "1000000.00"}, {-1, "-0.01"}, {-5, "-0.05"}, {-100, "-1.00"},
-		{-12345, "-123.45"}, {math.MaxInt64, "92233720368547758.07"}, {math.MinInt64, "-92233720368547758.08"},
-	}
-	for _, tc := range tests {
-		if got := repo.Yuan(tc.fen); got != tc.want {
-			t.Errorf("Yuan(%d) = %q, want %q", tc.fen, got, tc.want)
-		}
-	}
-	if repo.YuanPtr(nil) != "" {
-		t.Error("YuanPtr(nil) must be empty")
+	five := int64(-5)
+	if repo.YuanPtr(nil) != "" || repo.YuanPtr(&five) != "-0.05" {
+		t.Errorf("YuanPtr(nil) = %q, YuanPtr(-5) = %q; want \"\" and \"-0.05\"", repo.YuanPtr(nil), repo.YuanPtr(&five))
 	}
 }
 

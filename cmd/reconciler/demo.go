@@ -19,7 +19,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo"
@@ -399,7 +398,7 @@ func printFindings(ctx context.Context, w io.Writer, db *sqlx.DB) error {
 	yuan := func(v *int64, st *string) string {
 		s := "-"
 		if v != nil {
-			s = platformclient.FormatYuan(*v)
+			s = reconcile.FormatYuan(*v)
 		}
 		if st != nil {
 			s += " " + *st

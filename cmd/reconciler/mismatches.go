@@ -293,7 +293,7 @@ func newFindingView(f repo.Finding, loc *time.Location) findingView {
 	f.LastSeenAt = f.LastSeenAt.In(loc)
 	f.ResolvedAt = timeInLoc(f.ResolvedAt, loc)
 	return findingView{Finding: f, LocalAmount: repo.YuanPtr(f.LocalAmountMinor),
-		PlatformAmount: repo.YuanPtr(f.PlatformAmountMinor), AtStakeMinor: f.AtStakeMinor(), AtStake: repo.Yuan(f.AtStakeMinor())}
+		PlatformAmount: repo.YuanPtr(f.PlatformAmountMinor), AtStakeMinor: f.AtStakeMinor(), AtStake: reconcile.FormatYuan(f.AtStakeMinor())}
 }
 
 func timeInLoc(t *time.Time, loc *time.Location) *time.Time {
@@ -321,7 +321,7 @@ func findingCSVRecord(f repo.Finding, loc *time.Location) []string {
 	}
 	return []string{strconv.FormatInt(f.ID, 10), string(f.Kind), string(f.Platform), csvText(f.MerchantID),
 		csvText(f.OutTradeNo), csvText(f.PlatformTradeNo), repo.YuanPtr(f.LocalAmountMinor),
-		repo.YuanPtr(f.PlatformAmountMinor), repo.Yuan(f.AtStakeMinor()), csvText(f.LocalStatus),
+		repo.YuanPtr(f.PlatformAmountMinor), reconcile.FormatYuan(f.AtStakeMinor()), csvText(f.LocalStatus),
 		csvText(f.PlatformStatus), strconv.FormatInt(f.SeenCount, 10), rfc3339In(f.FirstSeenAt, loc),
 		rfc3339In(f.LastSeenAt, loc), string(f.ReviewStatus), csvText(f.Resolution), csvText(f.ResolvedBy),
 		rfc3339InPtr(f.ResolvedAt, loc), csvText(f.Note), order}
@@ -375,7 +375,7 @@ func termAmount(fen *int64) string {
 	if fen == nil {
 		return "-"
 	}
-	return repo.Yuan(*fen)
+	return reconcile.FormatYuan(*fen)
 }
 
 func writeFindingTable(w io.Writer, findings []repo.Finding, loc *time.Location) error {
@@ -463,7 +463,7 @@ func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 		{"order", order},
 		{"local amount", termAmount(f.LocalAmountMinor)},
 		{"platform amount", termAmount(f.PlatformAmountMinor)},
-		{"at stake", repo.Yuan(f.AtStakeMinor())},
+		{"at stake", reconcile.FormatYuan(f.AtStakeMinor())},
 		{"local status", termCell(f.LocalStatus)},
 		{"platform status", termCell(f.PlatformStatus)},
 		{"seen", fmt.Sprintf("%d time(s)", f.SeenCount)},
@@ -517,7 +517,7 @@ func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 		{"platform", o.Platform},
 		{"merchant", termCell(o.MerchantID)},
 		{"out_trade_no", termCell(o.OutTradeNo)},
-		{"amount", repo.Yuan(o.AmountMinor) + " " + o.Currency},
+		{"amount", reconcile.FormatYuan(o.AmountMinor) + " " + o.Currency},
 		{"platform trade no", termCell(o.PlatformTradeNo)},
 		{"paid amount", termAmount(o.PaidAmountMinor)},
 		{"paid at", reviewTimePtr(o.PaidAt, loc)},

@@ -16,7 +16,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
 )
 
@@ -176,7 +175,7 @@ func (d *dryRunPrinter) Checked(c reconcile.Check) {
 	case c.Err != nil:
 		line = fmt.Sprintf("error     %s %s: %v", o.Platform, o.OutTradeNo, c.Err)
 	case c.Applied.Outcome == reconcile.OutcomeApplied && c.Applied.To == reconcile.StatusPaid:
-		line = fmt.Sprintf("would repair %s %s: PENDING -> PAID (%s, %s yuan)", o.Platform, o.OutTradeNo, c.Result.PlatformTradeNo, platformclient.FormatYuan(c.Result.AmountMinor))
+		line = fmt.Sprintf("would repair %s %s: PENDING -> PAID (%s, %s yuan)", o.Platform, o.OutTradeNo, c.Result.PlatformTradeNo, reconcile.FormatYuan(c.Result.AmountMinor))
 	case c.Applied.Outcome == reconcile.OutcomeApplied:
 		how := "locally"
 		if c.Result.State == reconcile.StateOpen {
@@ -185,7 +184,7 @@ func (d *dryRunPrinter) Checked(c reconcile.Check) {
 		line = fmt.Sprintf("would close %s %s: %s -> %s %s", o.Platform, o.OutTradeNo, c.Applied.From, c.Applied.To, how)
 	case c.Applied.Outcome == reconcile.OutcomeMismatch:
 		line = fmt.Sprintf("finding   %s %s: %s (local %s %s yuan, platform %s %s yuan)", o.Platform, o.OutTradeNo, c.Applied.Mismatch,
-			o.Status, platformclient.FormatYuan(o.AmountMinor), c.Result.RawState, platformclient.FormatYuan(c.Result.AmountMinor))
+			o.Status, reconcile.FormatYuan(o.AmountMinor), c.Result.RawState, reconcile.FormatYuan(c.Result.AmountMinor))
 	default:
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/xuri/excelize/v2"
 
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo"
 )
 
@@ -319,7 +320,7 @@ func (d reportDoc) csvRecord(key string, row []repCell) []string {
 		case cellInt:
 			rec = append(rec, strconv.FormatInt(c.N, 10))
 		case cellAmount:
-			rec = append(rec, repo.Yuan(c.N))
+			rec = append(rec, reconcile.FormatYuan(c.N))
 		case cellTime:
 			rec = append(rec, rfc3339In(*c.T, d.Loc))
 		default:
@@ -339,8 +340,8 @@ type summaryView struct {
 }
 
 func newSummaryView(s repo.SummaryRow) summaryView {
-	return summaryView{SummaryRow: s, LocalAmount: repo.Yuan(s.LocalAmountMinor),
-		PlatformAmount: repo.Yuan(s.PlatformAmountMinor), AtStake: repo.Yuan(s.AtStakeMinor)}
+	return summaryView{SummaryRow: s, LocalAmount: reconcile.FormatYuan(s.LocalAmountMinor),
+		PlatformAmount: reconcile.FormatYuan(s.PlatformAmountMinor), AtStake: reconcile.FormatYuan(s.AtStakeMinor)}
 }
 
 type reportJSON struct {
@@ -480,7 +481,7 @@ func (s *xlsxSheet) row(style int, cells []repCell) {
 			shown = strconv.FormatInt(c.N, 10)
 		case cellAmount:
 			// The exact decimal text becomes a numeric cell: no float in between.
-			shown = repo.Yuan(c.N)
+			shown = reconcile.FormatYuan(c.N)
 			err = s.f.SetCellDefault(s.sheet, ref, shown)
 			st = s.money
 		case cellTime:
@@ -532,7 +533,7 @@ func (d reportDoc) htmlCells(row []repCell) []htmlCell {
 		case cellInt:
 			out[i] = htmlCell{Text: strconv.FormatInt(c.N, 10), Class: "num"}
 		case cellAmount:
-			out[i] = htmlCell{Text: repo.Yuan(c.N), Class: "num"}
+			out[i] = htmlCell{Text: reconcile.FormatYuan(c.N), Class: "num"}
 		case cellTime:
 			out[i] = htmlCell{Text: c.T.In(d.Loc).Format(time.DateTime), Class: "time"}
 		default:
@@ -548,7 +549,7 @@ func (d reportDoc) writeHTML(w io.Writer) error {
 		Zone: d.Loc.String(), Generated: d.Generated.In(d.Loc).Format("2006-01-02 15:04:05 MST"),
 		Headline: []htmlCell{
 			{Text: strconv.FormatInt(r.Totals.Count, 10), Class: "findings"},
-			{Text: repo.Yuan(r.Totals.AtStakeMinor), Class: "stake"},
+			{Text: reconcile.FormatYuan(r.Totals.AtStakeMinor), Class: "stake"},
 			{Text: strconv.FormatInt(r.RunTotals.Runs, 10), Class: "runs"},
 			{Text: strconv.FormatInt(r.RunTotals.Errors, 10), Class: "errors"},
 		}}

@@ -158,9 +158,9 @@ func (s *Sandbox) alipayQueryNode(outTradeNo, asked string) []byte {
 	paid := sc.State == StatePaid || sc.State == StateRefunded
 	amount := func(fen int64) any {
 		if sc.AmountAsNumber {
-			return json.Number(platformclient.FormatYuan(fen))
+			return json.Number(reconcile.FormatYuan(fen))
 		}
-		return platformclient.FormatYuan(fen)
+		return reconcile.FormatYuan(fen)
 	}
 	buyerPaid := amount(0)
 	var sendPayDate, buyerID, logon any

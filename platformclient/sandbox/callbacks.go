@@ -244,7 +244,7 @@ func (s *Sandbox) alipayCallback(cb Callback, sc Scenario) (outgoing, error) {
 	}
 	china := func(t time.Time) string { return t.In(platformclient.ChinaTime).Format(platformclient.ChinaTimeLayout) }
 	now := s.now()
-	amount := platformclient.FormatYuan(sc.AmountMinor)
+	amount := reconcile.FormatYuan(sc.AmountMinor)
 	f := url.Values{}
 	f.Set("notify_time", china(now))
 	f.Set("notify_type", "trade_status_sync")

@@ -1,0 +1,16 @@
+package reconcile
+
+import "fmt"
+
+// FormatYuan writes an amount in minor units (fen) as yuan with two decimals, by integer
+// arithmetic only: 8880 -> "88.80", -5 -> "-0.05". It is the one formatter for every amount
+// payrecon sends (Alipay takes yuan) or shows (reports, the review workflow).
+func FormatYuan(fen int64) string {
+	sign := ""
+	u := uint64(fen)
+	if fen < 0 {
+		sign = "-"
+		u = uint64(-(fen + 1)) + 1 // safe for math.MinInt64
+	}
+	return fmt.Sprintf("%s%d.%02d", sign, u/100, u%100)
+}
