@@ -63,7 +63,7 @@ func FuzzExtractResponseRoundTrip(f *testing.F) {
 		n := []byte(node)
 		// A sign is base64: only valid UTF-8 survives JSON encoding unchanged.
 		if !json.Valid(n) || len(n) == 0 || n[0] != '{' || n[len(n)-1] != '}' || !utf8.ValidString(sign) {
-			t.Skip()
+			return // not an input this property speaks about
 		}
 		signJSON, _ := json.Marshal(sign)
 		body := []byte(`{"alipay_trade_query_response":` + node + `,"sign":` + string(signJSON) + `}`)
