@@ -255,3 +255,22 @@ func TestGroupsLimitFlags(t *testing.T) {
 		t.Fatal("groups not honoured")
 	}
 }
+
+// TestDesignSettingsExist: every setting DESIGN.md names is one the binary reads.
+func TestDesignSettingsExist(t *testing.T) {
+	design := []string{"DATABASE_URL", "LISTEN", "TIMEZONE", "REDIS_URL", "CLAIM_LEASE", "CLAIM_TTL", "GRACE",
+		"LOOKBACK", "ORDER_TTL", "CONCURRENCY", "DRY_RUN", "LOG_LEVEL", "LOG_FORMAT", "PUSHGATEWAY_URL",
+		"CLAIM_PREFIX", "PLATFORM_TIMEOUT", "RECHECK_MIN", "RECHECK_MAX", "CLOSE_AT_PLATFORM", "NOTIFY_WAIT",
+		"ALIPAY_GATEWAY", "ALIPAY_APP_ID", "ALIPAY_PRIVATE_KEY_FILE", "ALIPAY_PUBLIC_KEY_FILE", "ALIPAY_QPS",
+		"WECHATPAY_BASE_URL", "WECHATPAY_MCHID", "WECHATPAY_SERIAL_NO", "WECHATPAY_PRIVATE_KEY_FILE",
+		"WECHATPAY_PUBLIC_KEY_FILE", "WECHATPAY_PUBLIC_KEY_ID", "WECHATPAY_APIV3_KEY_FILE", "WECHATPAY_QPS"}
+	have := map[string]bool{}
+	for _, n := range Names() {
+		have[EnvName(n)] = true
+	}
+	for _, d := range design {
+		if !have["RECONCILER_"+d] {
+			t.Errorf("RECONCILER_%s (DESIGN.md) is not a setting", d)
+		}
+	}
+}

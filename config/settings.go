@@ -394,3 +394,12 @@ func checkURL(v string, schemes ...string) error {
 	}
 	return nil
 }
+
+// Names lists every setting's flag name (the env var is EnvName(name)), in table order.
+func Names() []string {
+	out := make([]string, len(settings))
+	for i, s := range settings {
+		out[i] = s.name
+	}
+	return out
+}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payrecon/payrecon/config"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,18 +24,16 @@ import (
 
 const manifestDir = "kubernetes"
 
-// knownSettings is the list of settings in DESIGN.md (env form without the RECONCILER_
-// prefix). A RECONCILER_* name anywhere in the manifests must be one of these.
-var knownSettings = []string{
-	"DATABASE_URL", "LISTEN", "TIMEZONE", "REDIS_URL", "CLAIM_LEASE", "CLAIM_TTL", "GRACE",
-	"LOOKBACK", "ORDER_TTL", "CONCURRENCY", "DRY_RUN", "LOG_LEVEL", "LOG_FORMAT",
-	"PUSHGATEWAY_URL", "CLAIM_PREFIX", "PLATFORM_TIMEOUT", "RECHECK_MIN", "RECHECK_MAX",
-	"CLOSE_AT_PLATFORM", "NOTIFY_WAIT", "DRAIN_TIMEOUT", "REDIS_TIMEOUT", "SHARD", "SHARDS",
-	"ALIPAY_GATEWAY", "ALIPAY_APP_ID", "ALIPAY_PRIVATE_KEY_FILE", "ALIPAY_PUBLIC_KEY_FILE",
-	"ALIPAY_SELLER_ID", "ALIPAY_QPS", "WECHATPAY_BASE_URL", "WECHATPAY_MCHID", "WECHATPAY_APPID",
-	"WECHATPAY_SERIAL_NO", "WECHATPAY_PRIVATE_KEY_FILE", "WECHATPAY_PUBLIC_KEY_FILE",
-	"WECHATPAY_PUBLIC_KEY_ID", "WECHATPAY_APIV3_KEY_FILE", "WECHATPAY_QPS", "REVIEWER",
-}
+// knownSettings are the settings the binary reads (env form without the RECONCILER_
+// prefix), taken from the config package itself, plus the review commands' reviewer. A
+// RECONCILER_* name anywhere in the manifests must be one of these.
+var knownSettings = func() []string {
+	out := []string{"REVIEWER"}
+	for _, n := range config.Names() {
+		out = append(out, strings.TrimPrefix(config.EnvName(n), "RECONCILER_"))
+	}
+	return out
+}()
 
 // subcommands a container may run, and the flags they take beyond the settings.
 var (
