@@ -117,6 +117,7 @@ func printUsage(w io.Writer, cmds map[string]command) {
 func parse(name string, args []string, groups config.Group, stderr io.Writer, extra func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
 	fs := flag.NewFlagSet("reconciler "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { printFlags(fs) }
 	loader := config.Register(fs, groups, nil)
 	settings := map[string]bool{}
 	fs.VisitAll(func(f *flag.Flag) { settings[f.Name] = true })
@@ -136,6 +137,27 @@ func parse(name string, args []string, groups config.Group, stderr io.Writer, ex
 	}
 	cfg, err := loader.Load()
 	return cfg, fs, err
+}
+
+// printFlags is a command's --help: each flag in GNU form with its default and env var.
+func printFlags(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintf(w, "Usage: %s [flags]\n\nFlags (each also read from RECONCILER_<FLAG>; flags win):\n", fs.Name())
+	fs.VisitAll(func(f *flag.Flag) {
+		arg := " VALUE"
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			arg = ""
+		}
+		usage := f.Usage
+		if !strings.Contains(usage, "[RECONCILER_") {
+			usage += " [" + config.EnvName(f.Name) + "]"
+		}
+		def := ""
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+			def = " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(w, "  --%s%s\n        %s%s\n", f.Name, arg, usage, def)
+	})
 }
 
 // flagsFromEnv gives every flag that was not set on the command line (and that want selects)
