@@ -120,8 +120,6 @@ func (a *Applier) ApplyResult(ctx context.Context, r Result, opt ApplyOptions) (
 	if err := validateResult(r); err != nil {
 		return Applied{}, err
 	}
-	log := a.log.With().Str("platform", string(r.Platform)).Str("out_trade_no", r.OutTradeNo).
-		Str("platform_trade_no", r.PlatformTradeNo).Str("source", string(r.Source)).Logger()
 
 	// Load shedding: a repeated callback whose payment is marked DONE never reaches the
 	// database. The reconciler does not trust DONE (it has just read the order as PENDING).
@@ -153,8 +151,10 @@ func (a *Applier) ApplyResult(ctx context.Context, r Result, opt ApplyOptions) (
 		applied, err = a.applyUnpaid(ctx, r, order, opt)
 	}
 	if err == nil {
-		log.Debug().Int64("order_id", order.ID).Str("outcome", string(applied.Outcome)).
-			Str("mismatch", string(applied.Mismatch)).Str("to", string(applied.To)).Msg("result applied")
+		a.log.Debug().Str("platform", string(r.Platform)).Str("out_trade_no", r.OutTradeNo).
+			Str("platform_trade_no", r.PlatformTradeNo).Str("source", string(r.Source)).Int64("order_id", order.ID).
+			Str("outcome", string(applied.Outcome)).Str("mismatch", string(applied.Mismatch)).Str("to", string(applied.To)).
+			Msg("result applied")
 	}
 	return applied, err
 }
