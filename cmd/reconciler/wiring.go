@@ -47,6 +47,11 @@ func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlat
 	if err != nil {
 		return nil, err
 	}
+	// Every worker may hold a connection, plus the lock's session and the run record.
+	if n := cfg.Concurrency + 4; n > 32 {
+		db.SetMaxOpenConns(n)
+		db.SetMaxIdleConns(n)
+	}
 	a.store = repo.NewStore(db)
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
