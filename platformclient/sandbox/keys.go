@@ -120,17 +120,7 @@ func WriteKeyFiles(dir string, keys *Keys, id Identity) (KeyFiles, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return KeyFiles{}, fmt.Errorf("sandbox keys dir: %w", err)
 	}
-	f := KeyFiles{
-		Dir:                      dir,
-		AlipayPrivateKey:         filepath.Join(dir, "alipay_app_private_key.pem"),
-		AlipayPublicKey:          filepath.Join(dir, "alipay_public_key.pem"),
-		WechatPrivateKey:         filepath.Join(dir, "wechatpay_apiclient_key.pem"),
-		WechatPublicKey:          filepath.Join(dir, "wechatpay_public_key.pem"),
-		WechatAPIv3Key:           filepath.Join(dir, "wechatpay_apiv3_key"),
-		AlipayPlatformPrivateKey: filepath.Join(dir, "sandbox_alipay_platform_private_key.pem"),
-		WechatPlatformPrivateKey: filepath.Join(dir, "sandbox_wechatpay_platform_private_key.pem"),
-		State:                    filepath.Join(dir, stateFile),
-	}
+	f := keyFilesIn(dir)
 	writes := []struct {
 		path string
 		data func() ([]byte, error)
@@ -165,10 +155,10 @@ func WriteKeyFiles(dir string, keys *Keys, id Identity) (KeyFiles, error) {
 // ErrNoKeys means the directory holds no sandbox key set yet.
 var ErrNoKeys = errors.New("no sandbox keys in directory")
 
-// LoadKeyFiles reads a key set WriteKeyFiles wrote. A directory without sandbox.json
-// returns ErrNoKeys.
-func LoadKeyFiles(dir string) (*Keys, Identity, KeyFiles, error) {
-	files := KeyFiles{
+// keyFilesIn names the files of a key set in dir: one place, so what WriteKeyFiles writes
+// is what LoadKeyFiles reads.
+func keyFilesIn(dir string) KeyFiles {
+	return KeyFiles{
 		Dir:                      dir,
 		AlipayPrivateKey:         filepath.Join(dir, "alipay_app_private_key.pem"),
 		AlipayPublicKey:          filepath.Join(dir, "alipay_public_key.pem"),
@@ -179,6 +169,12 @@ func LoadKeyFiles(dir string) (*Keys, Identity, KeyFiles, error) {
 		WechatPlatformPrivateKey: filepath.Join(dir, "sandbox_wechatpay_platform_private_key.pem"),
 		State:                    filepath.Join(dir, stateFile),
 	}
+}
+
+// LoadKeyFiles reads a key set WriteKeyFiles wrote. A directory without sandbox.json
+// returns ErrNoKeys.
+func LoadKeyFiles(dir string) (*Keys, Identity, KeyFiles, error) {
+	files := keyFilesIn(dir)
 	raw, err := os.ReadFile(files.State)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, Identity{}, KeyFiles{}, ErrNoKeys

@@ -22,6 +22,7 @@ import (
 	"github.com/lib/pq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/repo"
 )
 
@@ -86,7 +87,7 @@ func buildTemplate(ctx context.Context, name string) error {
 	defer admin.Close()
 	conn, err := admin.Connx(ctx)
 	if err != nil {
-		return fmt.Errorf("PostgreSQL not reachable at %s: %w\n%s", redact(AdminURL()), err, howToFix)
+		return fmt.Errorf("PostgreSQL not reachable at %s: %w\n%s", config.RedactURL(AdminURL()), err, howToFix)
 	}
 	defer conn.Close()
 	// Test binaries of several packages run at once: one builds, the others wait.
@@ -157,7 +158,7 @@ func NewDB(t testing.TB) *DB {
 		break
 	}
 	if err != nil {
-		t.Fatalf("create test database (%s): %v\n%s", redact(AdminURL()), err, howToFix)
+		t.Fatalf("create test database (%s): %v\n%s", config.RedactURL(AdminURL()), err, howToFix)
 	}
 	u := urlForDatabase(AdminURL(), name)
 	db, err := repo.Open(ctx, u)
@@ -198,7 +199,7 @@ func NewRedis(t testing.TB) *Redis {
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
-		t.Fatalf("Redis not reachable at %s: %v\n%s", redact(RedisURL()), err, howToFix)
+		t.Fatalf("Redis not reachable at %s: %v\n%s", config.RedactURL(RedisURL()), err, howToFix)
 	}
 	prefix := "test:" + randomHex(6) + ":pay:notify:"
 	t.Cleanup(func() {
@@ -219,14 +220,6 @@ func urlForDatabase(admin, name string) string {
 	}
 	u.Path = "/" + name
 	return u.String()
-}
-
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable url)"
-	}
-	return u.Redacted()
 }
 
 func randomHex(n int) string {
