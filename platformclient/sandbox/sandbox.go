@@ -28,6 +28,9 @@ type Options struct {
 	Now func() time.Time
 	// CallbackClient sends callbacks; default a client with a 5 s timeout (WeChat Pay's).
 	CallbackClient *http.Client
+	// Accounts are played beside the default account of each platform (the one Keys and
+	// Identity describe, in public-key mode).
+	Accounts Accounts
 }
 
 // Sandbox simulates both platforms. Create it with New; it is an http.Handler.
@@ -44,12 +47,13 @@ type Sandbox struct {
 
 	mu         sync.Mutex
 	orders     map[orderKey]*order
-	byTradeNo  map[orderKey]string // (platform, trade no) -> out_trade_no
-	global     map[reconcile.Platform]*faultState
-	caps       map[reconcile.Platform]*rate.Limiter
+	byTradeNo  map[orderKey]string        // (platform, trade no) -> out_trade_no
+	global     map[accountKey]*faultState // merchant "": every account of the platform
+	caps       map[accountKey]*rate.Limiter
 	queries    map[orderKey]int
 	closes     map[orderKey]int
 	perPlat    map[reconcile.Platform]int
+	perAcct    map[accountKey]int
 	lastDigest map[orderKey]string
 	seq        int
 }
@@ -199,23 +203,42 @@ func (s *Sandbox) Scenario(p reconcile.Platform, outTradeNo string) Scenario {
 func (s *Sandbox) SetFault(p reconcile.Platform, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.setFaultLocked(accountKey{p, ""}, f)
+}
+
+// SetAccountFault sets a fault for one account's requests (after the order's own fault,
+// before the platform-wide one). A zero Fault clears it.
+func (s *Sandbox) SetAccountFault(p reconcile.Platform, merchantID string, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setFaultLocked(accountKey{p, merchantID}, f)
+}
+
+func (s *Sandbox) setFaultLocked(k accountKey, f Fault) {
 	if f.IsZero() {
-		delete(s.global, p)
+		delete(s.global, k)
 		return
 	}
-	s.global[p] = newFaultState(f)
+	s.global[k] = newFaultState(f)
 }
 
 // SetQPSCap makes the platform throttle above qps requests per second (a token bucket with
 // a one-second burst), answering as the platform does. Zero removes the cap.
 func (s *Sandbox) SetQPSCap(p reconcile.Platform, qps float64) {
+	s.SetAccountQPSCap(p, "", qps)
+}
+
+// SetAccountQPSCap throttles one account (merchant id) above qps, as the platforms limit
+// each merchant account; merchant "" caps the whole platform. Zero removes the cap.
+func (s *Sandbox) SetAccountQPSCap(p reconcile.Platform, merchantID string, qps float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	k := accountKey{p, merchantID}
 	if qps <= 0 {
-		delete(s.caps, p)
+		delete(s.caps, k)
 		return
 	}
-	s.caps[p] = rate.NewLimiter(rate.Limit(qps), max(1, int(qps)))
+	s.caps[k] = rate.NewLimiter(rate.Limit(qps), max(1, int(qps)))
 }
 
 // QueryCount is how many query requests reached the sandbox for one order.
@@ -239,6 +262,13 @@ func (s *Sandbox) PlatformQueryCount(p reconcile.Platform) int {
 	return s.perPlat[p]
 }
 
+// AccountQueryCount is how many query requests one account (merchant id) sent.
+func (s *Sandbox) AccountQueryCount(p reconcile.Platform, merchantID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.perAcct[accountKey{p, merchantID}]
+}
+
 // LastAnswerDigest is the hex SHA-256 of the last complete body answered about an order:
 // what a client's Result.RawDigest must equal.
 func (s *Sandbox) LastAnswerDigest(p reconcile.Platform, outTradeNo string) string {
@@ -257,8 +287,9 @@ func (s *Sandbox) Reset() {
 func (s *Sandbox) resetLocked() {
 	s.orders = map[orderKey]*order{}
 	s.byTradeNo = map[orderKey]string{}
-	s.global = map[reconcile.Platform]*faultState{}
-	s.caps = map[reconcile.Platform]*rate.Limiter{}
+	s.global = map[accountKey]*faultState{}
+	s.caps = map[accountKey]*rate.Limiter{}
+	s.perAcct = map[accountKey]int{}
 	s.queries = map[orderKey]int{}
 	s.closes = map[orderKey]int{}
 	s.perPlat = map[reconcile.Platform]int{}
@@ -268,8 +299,15 @@ func (s *Sandbox) resetLocked() {
 // request is what both protocol handlers learn about one call before answering.
 type request struct {
 	platform reconcile.Platform
+	merchant string // the account the request authenticates as (app_id, mchid)
 	key      orderKey
 	isQuery  bool
+}
+
+// accountKey names one merchant account of a platform; merchant "" stands for all of them.
+type accountKey struct {
+	platform reconcile.Platform
+	merchant string
 }
 
 // admit counts the request, applies the QPS cap and picks the fault. throttled reports a
@@ -288,10 +326,16 @@ func (s *Sandbox) admit(rq request) (f Fault, hasFault, throttled bool) {
 			s.closes[rq.key]++
 		}
 	}
+	acct := accountKey{rq.platform, rq.merchant}
 	if rq.isQuery {
 		s.perPlat[rq.platform]++
+		s.perAcct[acct]++
 	}
-	if lim, ok := s.caps[rq.platform]; ok && !lim.Allow() {
+	// Both caps are asked, so each bucket sees every request it governs.
+	if lim, ok := s.caps[acct]; ok && rq.merchant != "" && !lim.Allow() {
+		throttled = true
+	}
+	if lim, ok := s.caps[accountKey{rq.platform, ""}]; ok && !lim.Allow() {
 		throttled = true
 	}
 	if o, ok := s.orders[rq.key]; ok {
@@ -299,7 +343,12 @@ func (s *Sandbox) admit(rq request) (f Fault, hasFault, throttled bool) {
 			return f, true, throttled
 		}
 	}
-	if f, ok := s.global[rq.platform].take(); ok {
+	if rq.merchant != "" {
+		if f, ok := s.global[acct].take(); ok {
+			return f, true, throttled
+		}
+	}
+	if f, ok := s.global[accountKey{rq.platform, ""}].take(); ok {
 		return f, true, throttled
 	}
 	return Fault{}, false, throttled

@@ -24,6 +24,9 @@ const (
 
 // Scenario is one order as the platform sees it.
 type Scenario struct {
+	// MerchantID is the account the trade belongs to (Alipay app_id, WeChat mchid); empty
+	// means the platform's default account. Another account asking about it finds nothing.
+	MerchantID  string    `json:"merchant_id,omitempty"`
 	State       State     `json:"state"`
 	AmountMinor int64     `json:"amount_minor,omitempty"`
 	Currency    string    `json:"currency,omitempty"` // WeChat amount.currency; default CNY
