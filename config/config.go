@@ -38,8 +38,14 @@ type Config struct {
 	NotifyWait      time.Duration
 	DrainTimeout    time.Duration
 	Shard           Shard
-	Alipay          Alipay
-	WechatPay       WechatPay
+	// Alipay and WechatPay are the single-account settings (RECONCILER_ALIPAY_*,
+	// RECONCILER_WECHATPAY_*); Accounts holds every account, theirs included.
+	Alipay                AlipayAccount
+	WechatPay             WechatAccount
+	AccountsFile          string
+	Accounts              Accounts
+	AllowInsecurePlatform bool
+	RatePrefix            string
 }
 
 // Shard is this process's slice of the orders: Index in [0, Count).
@@ -48,35 +54,6 @@ type Shard struct {
 }
 
 func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
-
-// Alipay holds the Alipay account. The platform is enabled when AppID is set.
-type Alipay struct {
-	Gateway        string
-	AppID          string
-	PrivateKeyFile string
-	PublicKeyFile  string
-	SellerID       string
-	QPS            float64
-}
-
-// Enabled reports whether an Alipay account is configured.
-func (a Alipay) Enabled() bool { return a.AppID != "" }
-
-// WechatPay holds the WeChat Pay account. The platform is enabled when MchID is set.
-type WechatPay struct {
-	BaseURL        string
-	MchID          string
-	AppID          string
-	SerialNo       string // merchant certificate serial, upper-case hex
-	PrivateKeyFile string
-	PublicKeyFile  string
-	PublicKeyID    string
-	APIv3KeyFile   string
-	QPS            float64
-}
-
-// Enabled reports whether a WeChat Pay account is configured.
-func (w WechatPay) Enabled() bool { return w.MchID != "" }
 
 // Error is a bad setting. Its message names the setting; the binary exits 2 on it.
 type Error struct {
@@ -107,26 +84,24 @@ func EnvName(flagName string) string {
 // log. Key files are listed by path only: their contents are never loaded into Config.
 func (c Config) Redacted() string {
 	kv := map[string]string{
-		"database-url":       RedactURL(c.DatabaseURL),
-		"redis-url":          RedactURL(c.RedisURL),
-		"listen":             c.Listen,
-		"claim-prefix":       c.ClaimPrefix,
-		"claim-lease":        c.ClaimLease.String(),
-		"claim-ttl":          c.ClaimTTL.String(),
-		"grace":              c.Grace.String(),
-		"lookback":           c.Lookback.String(),
-		"order-ttl":          c.OrderTTL.String(),
-		"concurrency":        fmt.Sprint(c.Concurrency),
-		"dry-run":            fmt.Sprint(c.DryRun),
-		"pushgateway-url":    RedactURL(c.PushgatewayURL),
-		"platform-timeout":   c.PlatformTimeout.String(),
-		"recheck-min":        c.RecheckMin.String(),
-		"recheck-max":        c.RecheckMax.String(),
-		"shard":              c.Shard.String(),
-		"alipay-app-id":      c.Alipay.AppID,
-		"alipay-gateway":     RedactURL(c.Alipay.Gateway),
-		"wechatpay-mchid":    c.WechatPay.MchID,
-		"wechatpay-base-url": RedactURL(c.WechatPay.BaseURL),
+		"database-url":     RedactURL(c.DatabaseURL),
+		"redis-url":        RedactURL(c.RedisURL),
+		"listen":           c.Listen,
+		"claim-prefix":     c.ClaimPrefix,
+		"claim-lease":      c.ClaimLease.String(),
+		"claim-ttl":        c.ClaimTTL.String(),
+		"grace":            c.Grace.String(),
+		"lookback":         c.Lookback.String(),
+		"order-ttl":        c.OrderTTL.String(),
+		"concurrency":      fmt.Sprint(c.Concurrency),
+		"dry-run":          fmt.Sprint(c.DryRun),
+		"pushgateway-url":  RedactURL(c.PushgatewayURL),
+		"platform-timeout": c.PlatformTimeout.String(),
+		"recheck-min":      c.RecheckMin.String(),
+		"recheck-max":      c.RecheckMax.String(),
+		"shard":            c.Shard.String(),
+		"accounts":         c.Accounts.redacted(),
+		"rate-prefix":      c.RatePrefix,
 	}
 	if c.Timezone != nil {
 		kv["timezone"] = c.Timezone.String()
@@ -144,6 +119,19 @@ func (c Config) Redacted() string {
 		b.WriteString(k + "=" + kv[k])
 	}
 	return b.String()
+}
+
+// redacted lists the accounts as platform:id(mode,qps,url); key files are never read into
+// Config, so nothing secret can leak from here.
+func (a Accounts) redacted() string {
+	var parts []string
+	for _, x := range a.Alipay {
+		parts = append(parts, fmt.Sprintf("alipay:%s(%s,qps=%g,%s)", x.AppID, x.Mode(), x.QPS, RedactURL(x.Gateway)))
+	}
+	for _, x := range a.WechatPay {
+		parts = append(parts, fmt.Sprintf("wechatpay:%s(%s,qps=%g,%s)", x.MchID, x.Mode(), x.QPS, RedactURL(x.BaseURL)))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
 }
 
 // RedactURL masks the password (and any secret-looking query parameter) of a URL.

@@ -59,45 +59,51 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		got   func(Config) any
 		want  any
 	}{
-		"database-url":               {"postgres://a@b/c", "postgres://x@y/z", func(c Config) any { return c.DatabaseURL }, "postgres://a@b/c"},
-		"log-level":                  {"debug", "warn", func(c Config) any { return c.LogLevel }, "debug"},
-		"log-format":                 {"console", "json", func(c Config) any { return c.LogFormat }, "console"},
-		"timezone":                   {"UTC", "Europe/Paris", func(c Config) any { return c.Timezone.String() }, "UTC"},
-		"redis-url":                  {"redis://r:6379/1", "redis://s:6379/2", func(c Config) any { return c.RedisURL }, "redis://r:6379/1"},
-		"redis-timeout":              {"250ms", "1s", func(c Config) any { return c.RedisTimeout }, 250 * time.Millisecond},
-		"claim-prefix":               {"x:", "y:", func(c Config) any { return c.ClaimPrefix }, "x:"},
-		"claim-lease":                {"30s", "45s", func(c Config) any { return c.ClaimLease }, 30 * time.Second},
-		"claim-ttl":                  {"48h", "30h", func(c Config) any { return c.ClaimTTL }, 48 * time.Hour},
-		"order-ttl":                  {"30m", "1h", func(c Config) any { return c.OrderTTL }, 30 * time.Minute},
-		"grace":                      {"0s", "5m", func(c Config) any { return c.Grace }, time.Duration(0)},
-		"lookback":                   {"24h", "12h", func(c Config) any { return c.Lookback }, 24 * time.Hour},
-		"recheck-min":                {"0s", "10s", func(c Config) any { return c.RecheckMin }, time.Duration(0)},
-		"recheck-max":                {"2h", "3h", func(c Config) any { return c.RecheckMax }, 2 * time.Hour},
-		"concurrency":                {"64", "8", func(c Config) any { return c.Concurrency }, 64},
-		"dry-run":                    {"true", "false", func(c Config) any { return c.DryRun }, true},
-		"close-at-platform":          {"false", "true", func(c Config) any { return c.CloseAtPlatform }, false},
-		"drain-timeout":              {"5s", "9s", func(c Config) any { return c.DrainTimeout }, 5 * time.Second},
-		"shard":                      {"2/4", "1/4", func(c Config) any { return c.Shard }, Shard{2, 4}},
-		"shards":                     {"", "", nil, nil}, // needs JOB_COMPLETION_INDEX: TestShardsFromJobIndex
-		"pushgateway-url":            {"http://pgw:9091", "http://p:1", func(c Config) any { return c.PushgatewayURL }, "http://pgw:9091"},
-		"listen":                     {"127.0.0.1:9000", ":9001", func(c Config) any { return c.Listen }, "127.0.0.1:9000"},
-		"notify-wait":                {"500ms", "1s", func(c Config) any { return c.NotifyWait }, 500 * time.Millisecond},
-		"platform-timeout":           {"3s", "4s", func(c Config) any { return c.PlatformTimeout }, 3 * time.Second},
-		"alipay-gateway":             {"http://127.0.0.1:1/gateway.do", "http://x/g", func(c Config) any { return c.Alipay.Gateway }, "http://127.0.0.1:1/gateway.do"},
-		"alipay-app-id":              {"", "", nil, nil}, // enabling needs the key files: TestPlatformRequirements
-		"alipay-private-key-file":    {keyFile, keyFile, func(c Config) any { return c.Alipay.PrivateKeyFile }, keyFile},
-		"alipay-public-key-file":     {keyFile, keyFile, func(c Config) any { return c.Alipay.PublicKeyFile }, keyFile},
-		"alipay-seller-id":           {"2088", "2089", func(c Config) any { return c.Alipay.SellerID }, "2088"},
-		"alipay-qps":                 {"2.5", "7", func(c Config) any { return c.Alipay.QPS }, 2.5},
-		"wechatpay-base-url":         {"http://127.0.0.1:2", "http://y", func(c Config) any { return c.WechatPay.BaseURL }, "http://127.0.0.1:2"},
-		"wechatpay-mchid":            {"", "", nil, nil},
-		"wechatpay-appid":            {"wx123", "wx456", func(c Config) any { return c.WechatPay.AppID }, "wx123"},
-		"wechatpay-serial-no":        {"5157f09efdc096de15ebe81a47057a72", "ab", func(c Config) any { return c.WechatPay.SerialNo }, "5157F09EFDC096DE15EBE81A47057A72"},
-		"wechatpay-private-key-file": {keyFile, keyFile, func(c Config) any { return c.WechatPay.PrivateKeyFile }, keyFile},
-		"wechatpay-public-key-file":  {keyFile, keyFile, func(c Config) any { return c.WechatPay.PublicKeyFile }, keyFile},
-		"wechatpay-public-key-id":    {"PUB_KEY_ID_1", "PUB_KEY_ID_2", func(c Config) any { return c.WechatPay.PublicKeyID }, "PUB_KEY_ID_1"},
-		"wechatpay-apiv3-key-file":   {v3, v3, func(c Config) any { return c.WechatPay.APIv3KeyFile }, v3},
-		"wechatpay-qps":              {"3", "4", func(c Config) any { return c.WechatPay.QPS }, 3.0},
+		"database-url":                 {"postgres://a@b/c", "postgres://x@y/z", func(c Config) any { return c.DatabaseURL }, "postgres://a@b/c"},
+		"log-level":                    {"debug", "warn", func(c Config) any { return c.LogLevel }, "debug"},
+		"log-format":                   {"console", "json", func(c Config) any { return c.LogFormat }, "console"},
+		"timezone":                     {"UTC", "Europe/Paris", func(c Config) any { return c.Timezone.String() }, "UTC"},
+		"redis-url":                    {"redis://r:6379/1", "redis://s:6379/2", func(c Config) any { return c.RedisURL }, "redis://r:6379/1"},
+		"redis-timeout":                {"250ms", "1s", func(c Config) any { return c.RedisTimeout }, 250 * time.Millisecond},
+		"claim-prefix":                 {"x:", "y:", func(c Config) any { return c.ClaimPrefix }, "x:"},
+		"claim-lease":                  {"30s", "45s", func(c Config) any { return c.ClaimLease }, 30 * time.Second},
+		"claim-ttl":                    {"48h", "30h", func(c Config) any { return c.ClaimTTL }, 48 * time.Hour},
+		"order-ttl":                    {"30m", "1h", func(c Config) any { return c.OrderTTL }, 30 * time.Minute},
+		"grace":                        {"0s", "5m", func(c Config) any { return c.Grace }, time.Duration(0)},
+		"lookback":                     {"24h", "12h", func(c Config) any { return c.Lookback }, 24 * time.Hour},
+		"recheck-min":                  {"0s", "10s", func(c Config) any { return c.RecheckMin }, time.Duration(0)},
+		"recheck-max":                  {"2h", "3h", func(c Config) any { return c.RecheckMax }, 2 * time.Hour},
+		"concurrency":                  {"64", "8", func(c Config) any { return c.Concurrency }, 64},
+		"dry-run":                      {"true", "false", func(c Config) any { return c.DryRun }, true},
+		"close-at-platform":            {"false", "true", func(c Config) any { return c.CloseAtPlatform }, false},
+		"drain-timeout":                {"5s", "9s", func(c Config) any { return c.DrainTimeout }, 5 * time.Second},
+		"shard":                        {"2/4", "1/4", func(c Config) any { return c.Shard }, Shard{2, 4}},
+		"shards":                       {"", "", nil, nil}, // needs JOB_COMPLETION_INDEX: TestShardsFromJobIndex
+		"pushgateway-url":              {"http://pgw:9091", "http://p:1", func(c Config) any { return c.PushgatewayURL }, "http://pgw:9091"},
+		"listen":                       {"127.0.0.1:9000", ":9001", func(c Config) any { return c.Listen }, "127.0.0.1:9000"},
+		"notify-wait":                  {"500ms", "1s", func(c Config) any { return c.NotifyWait }, 500 * time.Millisecond},
+		"platform-timeout":             {"3s", "4s", func(c Config) any { return c.PlatformTimeout }, 3 * time.Second},
+		"alipay-gateway":               {"http://127.0.0.1:1/gateway.do", "http://x/g", func(c Config) any { return c.Alipay.Gateway }, "http://127.0.0.1:1/gateway.do"},
+		"alipay-app-id":                {"", "", nil, nil}, // enabling needs the key files: TestPlatformRequirements
+		"alipay-private-key-file":      {keyFile, keyFile, func(c Config) any { return c.Alipay.PrivateKeyFile }, keyFile},
+		"alipay-public-key-file":       {keyFile, keyFile, func(c Config) any { return c.Alipay.PublicKeyFile }, keyFile},
+		"alipay-seller-id":             {"2088", "2089", func(c Config) any { return c.Alipay.SellerID }, "2088"},
+		"alipay-qps":                   {"2.5", "7", func(c Config) any { return c.Alipay.QPS }, 2.5},
+		"wechatpay-base-url":           {"http://127.0.0.1:2", "http://y", func(c Config) any { return c.WechatPay.BaseURL }, "http://127.0.0.1:2"},
+		"wechatpay-mchid":              {"", "", nil, nil},
+		"wechatpay-appid":              {"wx123", "wx456", func(c Config) any { return c.WechatPay.AppID }, "wx123"},
+		"wechatpay-serial-no":          {"5157f09efdc096de15ebe81a47057a72", "ab", func(c Config) any { return c.WechatPay.SerialNo }, "5157F09EFDC096DE15EBE81A47057A72"},
+		"wechatpay-private-key-file":   {keyFile, keyFile, func(c Config) any { return c.WechatPay.PrivateKeyFile }, keyFile},
+		"wechatpay-public-key-file":    {keyFile, keyFile, func(c Config) any { return c.WechatPay.PublicKeyFile }, keyFile},
+		"wechatpay-public-key-id":      {"PUB_KEY_ID_1", "PUB_KEY_ID_2", func(c Config) any { return c.WechatPay.PublicKeyID }, "PUB_KEY_ID_1"},
+		"wechatpay-apiv3-key-file":     {v3, v3, func(c Config) any { return c.WechatPay.APIv3KeyFile }, v3},
+		"wechatpay-qps":                {"3", "4", func(c Config) any { return c.WechatPay.QPS }, 3.0},
+		"accounts-file":                {"", "", nil, nil}, // TestAccountsFile
+		"allow-insecure-platform":      {"true", "false", func(c Config) any { return c.AllowInsecurePlatform }, true},
+		"rate-prefix":                  {"r:", "s:", func(c Config) any { return c.RatePrefix }, "r:"},
+		"alipay-app-cert-file":         {keyFile, keyFile, func(c Config) any { return c.Alipay.AppCertFile }, keyFile},
+		"alipay-alipay-cert-file":      {keyFile, keyFile, func(c Config) any { return c.Alipay.AlipayCertFile }, keyFile},
+		"alipay-alipay-root-cert-file": {keyFile, keyFile, func(c Config) any { return c.Alipay.AlipayRootCertFile }, keyFile},
 	}
 	base := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db"}
 	for _, s := range settings {
@@ -193,12 +199,20 @@ func TestPlatformRequirements(t *testing.T) {
 		}
 		return m
 	}
-	if _, err := load(GroupAll, nil, with("RECONCILER_ALIPAY_APP_ID", "2021")); err == nil || !strings.Contains(err.Error(), "_KEY_FILE: is required when RECONCILER_ALIPAY_APP_ID is set") {
+	if _, err := load(GroupAll, nil, with("RECONCILER_ALIPAY_APP_ID", "2021")); err == nil || !strings.Contains(err.Error(), "RECONCILER_ALIPAY_PRIVATE_KEY_FILE: is required") {
 		t.Errorf("alipay without keys: %v", err)
 	}
 	c, err := load(GroupAll, nil, with("RECONCILER_ALIPAY_APP_ID", "2021", "RECONCILER_ALIPAY_PRIVATE_KEY_FILE", key, "RECONCILER_ALIPAY_PUBLIC_KEY_FILE", key))
 	if err != nil || !c.Alipay.Enabled() || c.WechatPay.Enabled() {
 		t.Errorf("alipay enabled: %v %+v", err, c.Alipay)
+	}
+	if len(c.Accounts.Alipay) != 1 || c.Accounts.Alipay[0].AppID != "2021" || c.Accounts.Alipay[0].QPS != 10 || len(c.Accounts.WechatPay) != 0 {
+		t.Errorf("the single-account settings add one account: %+v", c.Accounts)
+	}
+	if _, err := load(GroupAll, nil, with("RECONCILER_ALIPAY_APP_ID", "2021", "RECONCILER_ALIPAY_PRIVATE_KEY_FILE", key,
+		"RECONCILER_ALIPAY_PUBLIC_KEY_FILE", key, "RECONCILER_ALIPAY_GATEWAY", "http://127.0.0.1:1/gateway.do")); err == nil ||
+		!strings.Contains(err.Error(), "RECONCILER_ALIPAY_GATEWAY: must be an https:// URL") {
+		t.Errorf("plain http gateway without RECONCILER_ALLOW_INSECURE_PLATFORM: %v", err)
 	}
 	if _, err := load(GroupAll, nil, with("RECONCILER_WECHATPAY_MCHID", "1900")); err == nil || !strings.Contains(err.Error(), "RECONCILER_WECHATPAY_SERIAL_NO: is required") {
 		t.Errorf("wechat without settings: %v", err)
@@ -263,7 +277,8 @@ func TestDesignSettingsExist(t *testing.T) {
 		"CLAIM_PREFIX", "PLATFORM_TIMEOUT", "RECHECK_MIN", "RECHECK_MAX", "CLOSE_AT_PLATFORM", "NOTIFY_WAIT",
 		"ALIPAY_GATEWAY", "ALIPAY_APP_ID", "ALIPAY_PRIVATE_KEY_FILE", "ALIPAY_PUBLIC_KEY_FILE", "ALIPAY_QPS",
 		"WECHATPAY_BASE_URL", "WECHATPAY_MCHID", "WECHATPAY_SERIAL_NO", "WECHATPAY_PRIVATE_KEY_FILE",
-		"WECHATPAY_PUBLIC_KEY_FILE", "WECHATPAY_PUBLIC_KEY_ID", "WECHATPAY_APIV3_KEY_FILE", "WECHATPAY_QPS"}
+		"WECHATPAY_PUBLIC_KEY_FILE", "WECHATPAY_PUBLIC_KEY_ID", "WECHATPAY_APIV3_KEY_FILE", "WECHATPAY_QPS",
+		"ACCOUNTS_FILE", "RATE_PREFIX", "ALLOW_INSECURE_PLATFORM"}
 	have := map[string]bool{}
 	for _, n := range Names() {
 		have[EnvName(n)] = true

@@ -158,12 +158,24 @@ var settings = []setting{
 	}},
 	{"notify-wait", "2s", GroupServe, kString, "how long a callback waits for a claim held by another handler", durationInto(func(c *Config) *time.Duration { return &c.NotifyWait }, true)},
 	{"platform-timeout", "10s", GroupPlatforms, kString, "deadline of each platform call", durationInto(func(c *Config) *time.Duration { return &c.PlatformTimeout }, false)},
+	{"accounts-file", "", GroupPlatforms, kString, "YAML file listing several accounts per platform (adds to the single-account settings)", stringInto(func(c *Config) *string { return &c.AccountsFile })},
+	{"allow-insecure-platform", "false", GroupPlatforms, kBool, "allow plain http:// platform URLs (tests, the sandbox, staging only)", boolInto(func(c *Config) *bool { return &c.AllowInsecurePlatform })},
+	{"rate-prefix", "payrecon:rate:", GroupPlatforms, kString, "prefix of the Redis keys holding each account's shared call budget", func(c *Config, v string) error {
+		if v == "" {
+			return fmt.Errorf("must not be empty")
+		}
+		c.RatePrefix = v
+		return nil
+	}},
 	{"alipay-gateway", "https://openapi.alipay.com/gateway.do", GroupPlatforms, kString, "Alipay OpenAPI gateway URL", urlInto(func(c *Config) *string { return &c.Alipay.Gateway })},
 	{"alipay-app-id", "", GroupPlatforms, kString, "Alipay app_id (enables Alipay)", stringInto(func(c *Config) *string { return &c.Alipay.AppID })},
 	{"alipay-private-key-file", "", GroupPlatforms, kString, "our RSA2 private key (PKCS#1/PKCS#8 PEM or bare base64)", fileInto(func(c *Config) *string { return &c.Alipay.PrivateKeyFile })},
 	{"alipay-public-key-file", "", GroupPlatforms, kString, "Alipay's public key (PEM or bare base64)", fileInto(func(c *Config) *string { return &c.Alipay.PublicKeyFile })},
+	{"alipay-app-cert-file", "", GroupPlatforms, kString, "certificate mode: the app's certificate appCertPublicKey_<app_id>.crt", fileInto(func(c *Config) *string { return &c.Alipay.AppCertFile })},
+	{"alipay-alipay-cert-file", "", GroupPlatforms, kString, "certificate mode: Alipay's certificate alipayCertPublicKey_RSA2.crt", fileInto(func(c *Config) *string { return &c.Alipay.AlipayCertFile })},
+	{"alipay-alipay-root-cert-file", "", GroupPlatforms, kString, "certificate mode: Alipay's root certificate chain alipayRootCert.crt", fileInto(func(c *Config) *string { return &c.Alipay.AlipayRootCertFile })},
 	{"alipay-seller-id", "", GroupPlatforms, kString, "expected seller_id in Alipay answers (optional)", stringInto(func(c *Config) *string { return &c.Alipay.SellerID })},
-	{"alipay-qps", "10", GroupPlatforms, kString, "Alipay calls per second, shared by every worker of this process", qpsInto(func(c *Config) *float64 { return &c.Alipay.QPS })},
+	{"alipay-qps", "10", GroupPlatforms, kString, "Alipay calls per second for this app, shared by every process (see rate-prefix)", qpsInto(func(c *Config) *float64 { return &c.Alipay.QPS })},
 	{"wechatpay-base-url", "https://api.mch.weixin.qq.com", GroupPlatforms, kString, "WeChat Pay API v3 base URL", urlInto(func(c *Config) *string { return &c.WechatPay.BaseURL })},
 	{"wechatpay-mchid", "", GroupPlatforms, kString, "WeChat Pay mchid (enables WeChat Pay)", stringInto(func(c *Config) *string { return &c.WechatPay.MchID })},
 	{"wechatpay-appid", "", GroupPlatforms, kString, "expected appid in WeChat Pay answers (optional)", stringInto(func(c *Config) *string { return &c.WechatPay.AppID })},
@@ -175,7 +187,7 @@ var settings = []setting{
 		return nil
 	}},
 	{"wechatpay-private-key-file", "", GroupPlatforms, kString, "merchant API private key (PEM or bare base64)", fileInto(func(c *Config) *string { return &c.WechatPay.PrivateKeyFile })},
-	{"wechatpay-public-key-file", "", GroupPlatforms, kString, "WeChat Pay public key (PEM or bare base64)", fileInto(func(c *Config) *string { return &c.WechatPay.PublicKeyFile })},
+	{"wechatpay-public-key-file", "", GroupPlatforms, kString, "WeChat Pay public key (PEM or bare base64); without it, platform certificates verify", fileInto(func(c *Config) *string { return &c.WechatPay.PublicKeyFile })},
 	{"wechatpay-public-key-id", "", GroupPlatforms, kString, "WeChat Pay public key id (PUB_KEY_ID_...)", stringInto(func(c *Config) *string { return &c.WechatPay.PublicKeyID })},
 	{"wechatpay-apiv3-key-file", "", GroupPlatforms, kString, "file holding the 32-byte API v3 key", func(c *Config, v string) error {
 		c.WechatPay.APIv3KeyFile = v
@@ -187,7 +199,7 @@ var settings = []setting{
 		}
 		return nil
 	}},
-	{"wechatpay-qps", "10", GroupPlatforms, kString, "WeChat Pay calls per second, shared by every worker of this process", qpsInto(func(c *Config) *float64 { return &c.WechatPay.QPS })},
+	{"wechatpay-qps", "10", GroupPlatforms, kString, "WeChat Pay calls per second for this merchant, shared by every process (see rate-prefix)", qpsInto(func(c *Config) *float64 { return &c.WechatPay.QPS })},
 }
 
 var hexSerial = regexp.MustCompile(`^[0-9A-Fa-f]+$`)
@@ -254,11 +266,12 @@ func (l *Loader) Load() (Config, error) {
 	if c.Shard.Count == 0 {
 		c.Shard = Shard{Index: 0, Count: 1}
 	}
-	return c, l.validate(c)
+	err := l.validate(&c)
+	return c, err
 }
 
 // validate checks what spans several settings.
-func (l *Loader) validate(c Config) error {
+func (l *Loader) validate(c *Config) error {
 	if l.group&GroupWorker != 0 && c.RecheckMax < c.RecheckMin {
 		return &Error{Setting: "RECONCILER_RECHECK_MAX", Msg: fmt.Sprintf("must not be below RECONCILER_RECHECK_MIN (%s), got %s", c.RecheckMin, c.RecheckMax)}
 	}
@@ -268,28 +281,7 @@ func (l *Loader) validate(c Config) error {
 	if l.group&GroupPlatforms == 0 {
 		return nil
 	}
-	if c.Alipay.Enabled() {
-		for name, v := range map[string]string{"ALIPAY_PRIVATE_KEY_FILE": c.Alipay.PrivateKeyFile, "ALIPAY_PUBLIC_KEY_FILE": c.Alipay.PublicKeyFile} {
-			if v == "" {
-				return &Error{Setting: "RECONCILER_" + name, Msg: "is required when RECONCILER_ALIPAY_APP_ID is set"}
-			}
-		}
-	}
-	if c.WechatPay.Enabled() {
-		req := []struct{ name, v string }{
-			{"WECHATPAY_SERIAL_NO", c.WechatPay.SerialNo},
-			{"WECHATPAY_PRIVATE_KEY_FILE", c.WechatPay.PrivateKeyFile},
-			{"WECHATPAY_PUBLIC_KEY_FILE", c.WechatPay.PublicKeyFile},
-			{"WECHATPAY_PUBLIC_KEY_ID", c.WechatPay.PublicKeyID},
-			{"WECHATPAY_APIV3_KEY_FILE", c.WechatPay.APIv3KeyFile},
-		}
-		for _, r := range req {
-			if r.v == "" {
-				return &Error{Setting: "RECONCILER_" + r.name, Msg: "is required when RECONCILER_WECHATPAY_MCHID is set"}
-			}
-		}
-	}
-	return nil
+	return resolveAccounts(c)
 }
 
 // ReadAPIv3Key reads the WeChat Pay API v3 key file: exactly 32 bytes, one trailing newline

@@ -1,0 +1,364 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// AlipayAccount is one Alipay app. Field names in the accounts file are the single-account
+// settings' names without their RECONCILER_ALIPAY_ prefix.
+type AlipayAccount struct {
+	AppID          string `yaml:"app_id"`
+	Gateway        string `yaml:"gateway"`
+	PrivateKeyFile string `yaml:"private_key_file"`
+	// Public-key mode.
+	PublicKeyFile string `yaml:"public_key_file"`
+	// Certificate mode (公钥证书模式).
+	AppCertFile        string  `yaml:"app_cert_file"`
+	AlipayCertFile     string  `yaml:"alipay_cert_file"`
+	AlipayRootCertFile string  `yaml:"alipay_root_cert_file"`
+	SellerID           string  `yaml:"seller_id"`
+	QPS                float64 `yaml:"qps"`
+
+	origin string // the accounts file it came from; "" for the RECONCILER_ALIPAY_* settings
+}
+
+// Enabled reports whether the single-account settings name an Alipay app.
+func (a AlipayAccount) Enabled() bool { return a.AppID != "" }
+
+// CertMode reports whether the app signs in certificate mode.
+func (a AlipayAccount) CertMode() bool {
+	return a.AppCertFile != "" || a.AlipayCertFile != "" || a.AlipayRootCertFile != ""
+}
+
+// Mode names the credential mode for logs: public_key or certificate.
+func (a AlipayAccount) Mode() string {
+	if a.CertMode() {
+		return "certificate"
+	}
+	return "public_key"
+}
+
+// FieldError is a bad value of one of the account's fields, named as the operator wrote
+// it: the accounts file, the account and the field, or the single-account setting.
+func (a AlipayAccount) FieldError(field, msg string) *Error {
+	return fieldError(a.origin, "alipay", a.AppID, "RECONCILER_ALIPAY_", field, msg)
+}
+
+// WechatAccount is one WeChat Pay merchant (mchid). Field names in the accounts file are the
+// single-account settings' names without their RECONCILER_WECHATPAY_ prefix.
+type WechatAccount struct {
+	MchID          string `yaml:"mchid"`
+	AppID          string `yaml:"appid"`
+	BaseURL        string `yaml:"base_url"`
+	SerialNo       string `yaml:"serial_no"` // merchant certificate serial, upper-case hex
+	PrivateKeyFile string `yaml:"private_key_file"`
+	APIv3KeyFile   string `yaml:"apiv3_key_file"`
+	// Public-key mode; without them the account verifies with platform certificates.
+	PublicKeyID   string  `yaml:"public_key_id"`
+	PublicKeyFile string  `yaml:"public_key_file"`
+	QPS           float64 `yaml:"qps"`
+
+	origin string
+}
+
+// Enabled reports whether the single-account settings name a WeChat Pay merchant.
+func (w WechatAccount) Enabled() bool { return w.MchID != "" }
+
+// Mode names the credential mode for logs: public_key (platform certificates are still
+// accepted, for merchants migrating to the public key) or certificate.
+func (w WechatAccount) Mode() string {
+	if w.PublicKeyID != "" {
+		return "public_key"
+	}
+	return "certificate"
+}
+
+// FieldError is a bad value of one of the account's fields (see AlipayAccount.FieldError).
+func (w WechatAccount) FieldError(field, msg string) *Error {
+	return fieldError(w.origin, "wechatpay", w.MchID, "RECONCILER_WECHATPAY_", field, msg)
+}
+
+// Accounts are every merchant account this process speaks for.
+type Accounts struct {
+	Alipay    []AlipayAccount `yaml:"alipay"`
+	WechatPay []WechatAccount `yaml:"wechatpay"`
+}
+
+// Len is how many accounts there are on both platforms.
+func (a Accounts) Len() int { return len(a.Alipay) + len(a.WechatPay) }
+
+func fieldError(origin, platform, id, prefix, field, msg string) *Error {
+	if origin == "" {
+		return &Error{Setting: prefix + strings.ToUpper(field), Msg: msg}
+	}
+	return &Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: fmt.Sprintf("%s: %s account %q: %s: %s", origin, platform, id, field, msg)}
+}
+
+// Defaults every account takes for a field it leaves empty.
+const (
+	DefaultAlipayGateway    = "https://openapi.alipay.com/gateway.do"
+	DefaultWechatPayBaseURL = "https://api.mch.weixin.qq.com"
+	DefaultAccountQPS       = 10
+)
+
+// LoadAccountsFile reads the accounts YAML strictly: an unknown field, a value of the wrong
+// type or a document that does not parse is an error naming the file, the account (where the
+// error sits inside one) and the line.
+func LoadAccountsFile(path string) (Accounts, error) {
+	fail := func(msg string) error { return &Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: path + ": " + msg} }
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Accounts{}, fail(fmt.Sprintf("cannot read: %v", errors.Unwrap(err)))
+	}
+	var tree yaml.Node
+	if err := yaml.Unmarshal(raw, &tree); err != nil {
+		return Accounts{}, fail("does not parse as YAML: " + strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var out Accounts
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&out); err != nil && !errors.Is(err, io.EOF) {
+		return Accounts{}, fail(describeYAMLError(err, &tree))
+	}
+	for i := range out.Alipay {
+		out.Alipay[i].origin = path
+	}
+	for i := range out.WechatPay {
+		out.WechatPay[i].origin = path
+	}
+	if out.Len() == 0 {
+		return Accounts{}, fail("lists no account (want an alipay: or wechatpay: list)")
+	}
+	return out, nil
+}
+
+var (
+	yamlLine         = regexp.MustCompile(`line (\d+): `)
+	yamlUnknownField = regexp.MustCompile(`field (\S+) not found in type \S+`)
+)
+
+// describeYAMLError rewrites the decoder's errors so each names the account it sits in:
+// "line 7: field app_key not found in type config.AlipayAccount" becomes
+// `alipay account "2021...": line 7: unknown field app_key`.
+func describeYAMLError(err error, tree *yaml.Node) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	msgs := make([]string, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		msg := e
+		if m := yamlUnknownField.FindStringSubmatch(e); m != nil {
+			msg = strings.Replace(e, m[0], "unknown field "+m[1], 1)
+		}
+		if m := yamlLine.FindStringSubmatch(e); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			if where := accountAt(tree, line); where != "" {
+				msg = where + ": " + msg
+			}
+		}
+		msgs = append(msgs, msg)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// accountAt names the account whose entry holds the given line, e.g. `wechatpay account "1900000001"`.
+func accountAt(tree *yaml.Node, line int) string {
+	if tree == nil || len(tree.Content) == 0 || tree.Content[0].Kind != yaml.MappingNode {
+		return ""
+	}
+	top := tree.Content[0]
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		platform, list := top.Content[i].Value, top.Content[i+1]
+		if list.Kind != yaml.SequenceNode {
+			continue
+		}
+		idField := map[string]string{"alipay": "app_id", "wechatpay": "mchid"}[platform]
+		for n, entry := range list.Content {
+			end := nextLine(list.Content, n, top.Content, i)
+			if line < entry.Line || (end > 0 && line >= end) {
+				continue
+			}
+			id := fmt.Sprintf("#%d", n+1)
+			for k := 0; k+1 < len(entry.Content); k += 2 {
+				if entry.Content[k].Value == idField {
+					id = strconv.Quote(entry.Content[k+1].Value)
+				}
+			}
+			return platform + " account " + id
+		}
+	}
+	return ""
+}
+
+// nextLine is the line where the entry after list[n] begins (0: none follows).
+func nextLine(list []*yaml.Node, n int, top []*yaml.Node, i int) int {
+	if n+1 < len(list) {
+		return list[n+1].Line
+	}
+	if i+2 < len(top) {
+		return top[i+2].Line
+	}
+	return 0
+}
+
+// resolveAccounts builds the account list: the file's accounts, then one account for each
+// platform whose single-account settings are set. Defaults are filled and each account is
+// validated; the first problem is returned as an *Error that names where it is.
+func resolveAccounts(c *Config) error {
+	var accts Accounts
+	if c.AccountsFile != "" {
+		var err error
+		if accts, err = LoadAccountsFile(c.AccountsFile); err != nil {
+			return err
+		}
+	}
+	if c.Alipay.Enabled() {
+		accts.Alipay = append(accts.Alipay, c.Alipay)
+	}
+	if c.WechatPay.Enabled() {
+		accts.WechatPay = append(accts.WechatPay, c.WechatPay)
+	}
+	seen := map[string]bool{}
+	for i := range accts.Alipay {
+		a := &accts.Alipay[i]
+		if err := a.check(c.AllowInsecurePlatform); err != nil {
+			return err
+		}
+		if seen["alipay/"+a.AppID] {
+			return a.FieldError("app_id", fmt.Sprintf("app %s is configured twice", a.AppID))
+		}
+		seen["alipay/"+a.AppID] = true
+	}
+	for i := range accts.WechatPay {
+		w := &accts.WechatPay[i]
+		if err := w.check(c.AllowInsecurePlatform); err != nil {
+			return err
+		}
+		if seen["wechatpay/"+w.MchID] {
+			return w.FieldError("mchid", fmt.Sprintf("merchant %s is configured twice", w.MchID))
+		}
+		seen["wechatpay/"+w.MchID] = true
+	}
+	c.Accounts = accts
+	return nil
+}
+
+func (a *AlipayAccount) check(allowInsecure bool) error {
+	if strings.TrimSpace(a.AppID) == "" {
+		return a.FieldError("app_id", "is required")
+	}
+	if a.Gateway == "" {
+		a.Gateway = DefaultAlipayGateway
+	}
+	if err := checkPlatformURL(a.Gateway, allowInsecure); err != nil {
+		return a.FieldError("gateway", err.Error())
+	}
+	if a.QPS == 0 {
+		a.QPS = DefaultAccountQPS
+	}
+	if a.QPS < 0 {
+		return a.FieldError("qps", fmt.Sprintf("must be a positive number of calls per second, got %g", a.QPS))
+	}
+	files := []struct{ field, path string }{{"private_key_file", a.PrivateKeyFile}}
+	if a.CertMode() {
+		if a.PublicKeyFile != "" {
+			return a.FieldError("public_key_file", "give either public_key_file (public-key mode) or the three certificate files (certificate mode), not both")
+		}
+		files = append(files, struct{ field, path string }{"app_cert_file", a.AppCertFile},
+			struct{ field, path string }{"alipay_cert_file", a.AlipayCertFile},
+			struct{ field, path string }{"alipay_root_cert_file", a.AlipayRootCertFile})
+	} else {
+		files = append(files, struct{ field, path string }{"public_key_file", a.PublicKeyFile})
+	}
+	for _, f := range files {
+		if err := checkReadable(f.path); err != nil {
+			return a.FieldError(f.field, err.Error())
+		}
+	}
+	return nil
+}
+
+func (w *WechatAccount) check(allowInsecure bool) error {
+	if strings.TrimSpace(w.MchID) == "" {
+		return w.FieldError("mchid", "is required")
+	}
+	if w.BaseURL == "" {
+		w.BaseURL = DefaultWechatPayBaseURL
+	}
+	if err := checkPlatformURL(w.BaseURL, allowInsecure); err != nil {
+		return w.FieldError("base_url", err.Error())
+	}
+	if w.QPS == 0 {
+		w.QPS = DefaultAccountQPS
+	}
+	if w.QPS < 0 {
+		return w.FieldError("qps", fmt.Sprintf("must be a positive number of calls per second, got %g", w.QPS))
+	}
+	if w.SerialNo == "" {
+		return w.FieldError("serial_no", "is required (the merchant API certificate's serial)")
+	}
+	if !hexSerial.MatchString(w.SerialNo) {
+		return w.FieldError("serial_no", fmt.Sprintf("must be a hexadecimal certificate serial, got %q", w.SerialNo))
+	}
+	w.SerialNo = strings.ToUpper(w.SerialNo)
+	if (w.PublicKeyID == "") != (w.PublicKeyFile == "") {
+		if w.PublicKeyID == "" {
+			return w.FieldError("public_key_id", "is required with public_key_file (PUB_KEY_ID_...)")
+		}
+		return w.FieldError("public_key_file", "is required with public_key_id")
+	}
+	for _, f := range []struct{ field, path string }{
+		{"private_key_file", w.PrivateKeyFile}, {"apiv3_key_file", w.APIv3KeyFile}, {"public_key_file", w.PublicKeyFile},
+	} {
+		if f.path == "" && f.field == "public_key_file" {
+			continue // certificate mode
+		}
+		if err := checkReadable(f.path); err != nil {
+			return w.FieldError(f.field, err.Error())
+		}
+	}
+	if _, err := ReadAPIv3Key(w.APIv3KeyFile); err != nil {
+		return w.FieldError("apiv3_key_file", err.Error())
+	}
+	return nil
+}
+
+func checkReadable(path string) error {
+	if path == "" {
+		return errors.New("is required")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot read key file: %w", err)
+	}
+	return f.Close()
+}
+
+// checkPlatformURL allows plain http only where the operator said so (tests, the sandbox,
+// staging): a production deployment must never send signed requests in the clear.
+func checkPlatformURL(raw string, allowInsecure bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("is not a valid URL: %s", RedactURL(raw))
+	}
+	switch {
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && allowInsecure:
+		return nil
+	case u.Scheme == "http":
+		return fmt.Errorf("must be an https:// URL, got %s (set RECONCILER_ALLOW_INSECURE_PLATFORM=true only for tests, the sandbox or staging)", RedactURL(raw))
+	}
+	return fmt.Errorf("URL scheme must be https, got %q", u.Scheme)
+}
