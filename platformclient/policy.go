@@ -33,10 +33,16 @@ type Tuning struct {
 	// many workers that failed together do not come back together.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
+	// Budget, when set, paces every attempt instead of the Policy's own token bucket: the
+	// account's call budget shared by every process (see repo.RedisBudget). QPS still sets
+	// how long a throttled call waits before it asks again.
+	Budget Budget
+	// OnThrottle, if set, is told of every throttle answer (WeChat 429, Alipay 40005).
+	OnThrottle func()
 	// RateLimitRetries is how many times a throttled call waits and asks again before the
 	// throttle is returned as KindRateLimited. Negative: never retry a throttle.
 	RateLimitRetries int
-	// Burst is the token bucket's depth; default 1, so the QPS holds over any window.
+	// Burst is the token bucket's depth; default reconcile.BudgetBurst(QPS).
 	Burst int
 	// BreakerFailures consecutive retryable failures open the circuit.
 	BreakerFailures int
@@ -61,12 +67,20 @@ type PolicyConfig struct {
 	Logger     zerolog.Logger
 }
 
+// Budget paces the calls of one merchant account: Wait returns once one call may be made,
+// or with the context's error.
+type Budget interface {
+	Wait(ctx context.Context) error
+}
+
 // Policy runs platform calls under one per-platform rule set: a token bucket shared by all
 // callers, a circuit breaker that makes a dead platform fail fast, a per-attempt timeout, and
 // bounded retries for the failures that a retry can fix. A Policy is safe for concurrent use.
 type Policy struct {
 	platform   reconcile.Platform
-	limiter    *rate.Limiter
+	budget     Budget
+	qps        float64
+	onThrottle func()
 	breaker    *gobreaker.TwoStepCircuitBreaker[struct{}]
 	timeout    time.Duration
 	maxRetries int
@@ -97,14 +111,18 @@ func NewPolicy(cfg PolicyConfig) *Policy {
 	} else if p.rlRetries < 0 {
 		p.rlRetries = 0
 	}
-	limit, burst := rate.Inf, 1
-	if cfg.QPS > 0 {
-		limit = rate.Limit(cfg.QPS)
+	p.qps, p.onThrottle = cfg.QPS, t.OnThrottle
+	p.budget = t.Budget
+	if p.budget == nil {
+		limit, burst := rate.Inf, reconcile.BudgetBurst(cfg.QPS)
+		if cfg.QPS > 0 {
+			limit = rate.Limit(cfg.QPS)
+		}
+		if t.Burst > 0 {
+			burst = t.Burst
+		}
+		p.budget = rate.NewLimiter(limit, burst)
 	}
-	if t.Burst > 0 {
-		burst = t.Burst
-	}
-	p.limiter = rate.NewLimiter(limit, burst)
 
 	failures := uint32(DefaultBreakerFailures)
 	if t.BreakerFailures > 0 {
@@ -176,7 +194,7 @@ func (p *Policy) Do(ctx context.Context, op string, attempt func(ctx context.Con
 			return NewError(p.platform, reconcile.KindUnavailable, "CIRCUIT_OPEN",
 				"circuit breaker open after repeated failures; not calling the platform", berr)
 		}
-		if err := p.limiter.Wait(ctx); err != nil {
+		if err := p.budget.Wait(ctx); err != nil {
 			done(errBreakerIgnore)
 			return p.contextError(ctx, err, last)
 		}
@@ -198,6 +216,9 @@ func (p *Policy) Do(ctx context.Context, op string, attempt func(ctx context.Con
 			wait = p.backoff(retries)
 			retries++
 		case reconcile.KindRateLimited:
+			if p.onThrottle != nil {
+				p.onThrottle()
+			}
 			if throttles >= p.rlRetries {
 				return err
 			}
@@ -261,11 +282,10 @@ func (p *Policy) backoff(retry int) time.Duration {
 }
 
 func (p *Policy) tokenInterval() time.Duration {
-	l := p.limiter.Limit()
-	if l == rate.Inf || l <= 0 {
+	if p.qps <= 0 {
 		return 0
 	}
-	return time.Duration(float64(time.Second) / float64(l))
+	return time.Duration(float64(time.Second) / p.qps)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -91,7 +91,8 @@ type Runner struct {
 	queue    WorkQueue
 	runs     RunLog
 	locks    Locker
-	clients  map[Platform]PlatformClient
+	clients  map[AccountKey]PlatformClient
+	accounts []AccountKey // in the order given, so passes dispatch deterministically
 	settings RunnerSettings
 	observer Observer
 	log      zerolog.Logger
@@ -101,12 +102,16 @@ type Runner struct {
 func NewRunner(applier *Applier, queue WorkQueue, runs RunLog, locks Locker, clients []PlatformClient,
 	settings RunnerSettings, observer Observer, log zerolog.Logger) *Runner {
 	settings.fillDefaults()
-	m := make(map[Platform]PlatformClient, len(clients))
-	for _, c := range clients {
-		m[c.Platform()] = c
-	}
-	return &Runner{applier: applier, queue: queue, runs: runs, locks: locks, clients: m,
+	r := &Runner{applier: applier, queue: queue, runs: runs, locks: locks, clients: map[AccountKey]PlatformClient{},
 		settings: settings, observer: observer, log: log}
+	for _, c := range clients {
+		k := AccountKey{Platform: c.Platform(), MerchantID: c.MerchantID()}
+		if _, dup := r.clients[k]; !dup {
+			r.accounts = append(r.accounts, k)
+		}
+		r.clients[k] = c
+	}
+	return r
 }
 
 // PassSpec says which pass to run.
@@ -146,7 +151,8 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 	log.Info().Bool("dry_run", run.DryRun).Time("window_from", run.WindowFrom).Time("window_to", run.WindowTo).
 		Str("cursor", run.Cursor.String()).Msg("pass started")
 
-	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}}
+	run.Unconfigured = r.countUnconfigured(ctx, run, log)
+	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{}, drained: map[AccountKey]bool{}}
 	p.counters.Scanned.Store(run.Counts.Scanned) // a resumed backfill keeps counting
 	p.counters.Repaired.Store(run.Counts.Repaired)
 	p.counters.Closed.Store(run.Counts.Closed)
@@ -160,7 +166,9 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 
 	passErr := p.loop(ctx)
 
+	unconfigured := run.Unconfigured
 	run = p.snapshot()
+	run.Unconfigured = unconfigured
 	run.FinishedAt = r.settings.Now()
 	checked, failed := run.Counts.Scanned-checkedBefore, run.Counts.Errors-errorsBefore
 	switch {
@@ -193,6 +201,28 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 		Int64("claimed_elsewhere", run.Counts.ClaimedElsewhere).Int64("errors", run.Counts.Errors).
 		Dur("took", run.FinishedAt.Sub(run.StartedAt)).Msg("pass finished")
 	return run, passErr
+}
+
+// countUnconfigured logs, once per run, how many pending orders in the run's window belong
+// to accounts this process has no credentials for: no pass here will ever check them.
+func (r *Runner) countUnconfigured(ctx context.Context, run Run, log zerolog.Logger) []AccountCount {
+	from, to := run.WindowFrom, run.WindowTo
+	counts, err := r.queue.Unconfigured(ctx, from, to, run.Shard, r.accounts)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not count the orders of unconfigured accounts")
+		return nil
+	}
+	if len(counts) > 0 {
+		arr := zerolog.Arr()
+		var total int64
+		for _, c := range counts {
+			arr.Dict(zerolog.Dict().Str("platform", string(c.Account.Platform)).Str("merchant_id", c.Account.MerchantID).Int64("orders", c.Orders))
+			total += c.Orders
+		}
+		log.Warn().Int64("orders", total).Array("accounts", arr).
+			Msg("pending orders of merchant accounts that are not configured wait unchecked; add the accounts to RECONCILER_ACCOUNTS_FILE")
+	}
+	return counts
 }
 
 // lockKind keeps the CronJob and a backfill from excluding each other: they share the
@@ -246,9 +276,12 @@ type pass struct {
 	log      zerolog.Logger
 	counters *Counters
 
-	mu        sync.Mutex
-	run       Run
-	watermark watermark
+	mu  sync.Mutex
+	run Run
+	// marks track each account's finished orders; drained accounts have taken and finished
+	// everything they will in this pass.
+	marks   map[AccountKey]*watermark
+	drained map[AccountKey]bool
 }
 
 func (p *pass) snapshot() Run {
@@ -256,20 +289,51 @@ func (p *pass) snapshot() Run {
 	defer p.mu.Unlock()
 	run := p.run
 	run.Counts = p.counters.Snapshot()
-	if c, ok := p.watermark.done(); ok {
-		run.Cursor = c
-	}
+	run.Cursor = p.resumeCursorLocked()
 	return run
 }
 
-// loop takes orders, never more than there are free workers, until a batch comes back
-// short, the context ends (drain, then ErrInterrupted) or a fatal error stops it.
-func (p *pass) loop(ctx context.Context) error {
-	s := p.settings
-	source := SourceReconcile
-	if p.run.Mode == ModeBackfill {
-		source = SourceBackfill
+// resumeCursorLocked is where a resumed pass starts again: every account resumes from one
+// cursor, so it is the earliest position before which an account that is still working has
+// finished everything (or where this pass began, for an account with nothing finished yet).
+// Accounts that drained no longer hold it back.
+func (p *pass) resumeCursorLocked() Cursor {
+	var (
+		cur             Cursor
+		haveCur         bool
+		latest          = p.run.Cursor
+		start           = p.run.Cursor
+		anyStillWorking bool
+	)
+	for _, k := range p.accounts {
+		pos, ok := start, false
+		if m := p.marks[k]; m != nil {
+			if c, done := m.done(); done {
+				pos, ok = c, true
+			}
+		}
+		if ok && latest.Before(pos) {
+			latest = pos
+		}
+		if p.drained[k] {
+			continue
+		}
+		anyStillWorking = true
+		if !haveCur || pos.Before(cur) {
+			cur, haveCur = pos, true
+		}
 	}
+	if !anyStillWorking {
+		return latest
+	}
+	return cur
+}
+
+// loop runs one taking loop per account, each with its own workers, so that one account's
+// latency, throttling or failures never hold the workers another account needs. It returns
+// when every account has drained, the context ends (drain, then ErrInterrupted) or a fatal
+// error stops all of them.
+func (p *pass) loop(ctx context.Context) error {
 	// Workers run on their own context: a signal stops the taking at once but lets
 	// in-flight checks finish, for DrainTimeout at most.
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -277,7 +341,7 @@ func (p *pass) loop(ctx context.Context) error {
 	go func() {
 		select {
 		case <-ctx.Done():
-			timer := time.NewTimer(s.DrainTimeout)
+			timer := time.NewTimer(p.settings.DrainTimeout)
 			defer timer.Stop()
 			select {
 			case <-timer.C:
@@ -288,50 +352,98 @@ func (p *pass) loop(ctx context.Context) error {
 		}
 	}()
 
-	var (
-		wg       sync.WaitGroup
-		fatalMu  sync.Mutex
-		fatalErr error
-	)
-	stop := make(chan struct{})
-	setFatal := func(err error) {
-		fatalMu.Lock()
-		defer fatalMu.Unlock()
-		if fatalErr == nil {
-			fatalErr = err
-			close(stop)
-		}
+	f := &fatalLatch{stop: make(chan struct{})}
+	var wg sync.WaitGroup
+	for _, k := range p.accounts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.takeLoop(ctx, workCtx, k, f)
+		}()
 	}
+	wg.Wait()
+	if err := f.get(); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	return nil
+}
+
+// fatalLatch keeps the first error that must stop the whole pass.
+type fatalLatch struct {
+	mu   sync.Mutex
+	err  error
+	stop chan struct{} // closed on the first error
+}
+
+func (f *fatalLatch) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+		close(f.stop)
+	}
+}
+
+func (f *fatalLatch) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// takeLoop takes one account's orders, never more than it has free workers, until a batch
+// comes back short, ctx ends or the latch trips. It returns once its workers are done.
+func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fatalLatch) {
+	s := p.settings
+	source := SourceReconcile
+	if p.run.Mode == ModeBackfill {
+		source = SourceBackfill
+	}
+	var wg sync.WaitGroup
 	slots := make(chan struct{}, s.Concurrency)
 	passStart := s.Now()
 	cursor := p.run.Cursor
 	lastSave := time.Now()
+	p.mu.Lock()
+	mark := &watermark{}
+	p.marks[acct] = mark
+	p.mu.Unlock()
+	drained := false
+	defer func() {
+		wg.Wait()
+		if drained {
+			p.mu.Lock()
+			p.drained[acct] = true
+			p.mu.Unlock()
+		}
+	}()
 
-take:
 	for {
 		// Wait for one free worker, then take as many as are free.
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
-			break take
-		case <-stop:
-			break take
+			return
+		case <-fatal.stop:
+			return
 		}
 		// A signal or a fatal error may have come while a worker freed up: select picks at
 		// random among ready cases, so look again before taking more.
 		select {
 		case <-ctx.Done():
 			<-slots
-			break take
-		case <-stop:
+			return
+		case <-fatal.stop:
 			<-slots
-			break take
+			return
 		default:
 		}
 		free := p.gatherFree(slots)
 		now := s.Now()
 		q := TakeQuery{Mode: p.run.Mode, Now: now, PassStart: passStart, Grace: s.Grace, Lookback: s.Lookback,
-			From: p.run.WindowFrom, To: p.run.WindowTo, After: cursor, Shard: p.run.Shard, Limit: free,
+			From: p.run.WindowFrom, To: p.run.WindowTo, After: cursor, Shard: p.run.Shard, Account: acct, Limit: free,
 			Lease: s.Lease, Owner: fmt.Sprintf("run-%d", p.run.ID), DryRun: p.run.DryRun}
 		// Taken on the work context: a take cancelled halfway could lease rows it never
 		// returns. Whatever it returns is checked, even if a signal came meanwhile.
@@ -340,8 +452,8 @@ take:
 			for i := 0; i < free; i++ {
 				<-slots
 			}
-			setFatal(fmt.Errorf("take due orders: %w", err))
-			break take
+			fatal.set(fmt.Errorf("take due orders of %s: %w", acct, err))
+			return
 		}
 		for i := len(orders); i < free; i++ {
 			<-slots
@@ -349,14 +461,20 @@ take:
 		for _, o := range orders {
 			pos := Cursor{CreatedAt: o.CreatedAt, ID: o.ID}
 			cursor = pos
-			ticket := p.track(pos)
+			p.mu.Lock()
+			ticket := mark.add(pos)
+			p.mu.Unlock()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer func() { <-slots }()
-				defer p.finish(ticket)
+				defer func() {
+					p.mu.Lock()
+					mark.complete(ticket)
+					p.mu.Unlock()
+				}()
 				if err := p.check(workCtx, o, source, q.Owner); err != nil {
-					setFatal(err)
+					fatal.set(err)
 				}
 			}()
 		}
@@ -365,17 +483,10 @@ take:
 			lastSave = time.Now()
 		}
 		if len(orders) < free {
-			break
+			drained = true
+			return
 		}
 	}
-	wg.Wait()
-	if fatalErr != nil {
-		return fatalErr
-	}
-	if ctx.Err() != nil {
-		return ErrInterrupted
-	}
-	return nil
 }
 
 // gatherFree collects the worker slots that are free now, having taken one already. When
@@ -416,18 +527,6 @@ func (p *pass) saveProgress(ctx context.Context) {
 	if err := p.runs.SaveProgress(ctx, p.snapshot()); err != nil && ctx.Err() == nil {
 		p.log.Warn().Err(err).Msg("could not save run progress")
 	}
-}
-
-func (p *pass) track(c Cursor) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.watermark.add(c)
-}
-
-func (p *pass) finish(ticket int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.watermark.complete(ticket)
 }
 
 // check asks the platform about one order and applies the answer. It returns an error only
@@ -481,13 +580,11 @@ func (p *pass) check(ctx context.Context, o Order, source Source, owner string) 
 // the platform and confirms with a second query. A close that loses to a payment is fine:
 // the confirming query sees the payment and the order is repaired instead.
 func (p *pass) ask(ctx context.Context, o Order, expired bool, log zerolog.Logger) (Result, bool, error) {
-	client, ok := p.clients[o.Platform]
+	client, ok := p.clients[AccountKey{Platform: o.Platform, MerchantID: o.MerchantID}]
 	if !ok {
-		return Result{}, false, &PlatformError{Platform: o.Platform, Kind: KindPermanent, Message: "platform not configured in this process"}
-	}
-	if client.MerchantID() != o.MerchantID {
+		// Takes are per account, so this is a bug, not a configuration gap.
 		return Result{}, false, &PlatformError{Platform: o.Platform, Kind: KindPermanent,
-			Message: fmt.Sprintf("order belongs to merchant %s; this process speaks for %s", o.MerchantID, client.MerchantID())}
+			Message: fmt.Sprintf("no client for merchant account %s:%s", o.Platform, o.MerchantID)}
 	}
 	res, err := client.Query(ctx, o.OutTradeNo)
 	if err != nil {

@@ -66,6 +66,14 @@ func (c Cursor) String() string {
 	return c.CreatedAt.UTC().Format(time.RFC3339Nano) + "/" + fmt.Sprint(c.ID)
 }
 
+// Before reports whether c comes before d in (created_at, id) order.
+func (c Cursor) Before(d Cursor) bool {
+	if !c.CreatedAt.Equal(d.CreatedAt) {
+		return c.CreatedAt.Before(d.CreatedAt)
+	}
+	return c.ID < d.ID
+}
+
 // ParseCursor reads a saved cursor.
 func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
@@ -121,6 +129,9 @@ type Run struct {
 	DryRun     bool
 	Error      string
 	Counts     CounterValues
+	// Unconfigured lists the pending orders in the run's window that wait for an account
+	// this process does not have (not stored; for the log and the gauge).
+	Unconfigured []AccountCount
 }
 
 // TakeQuery selects the next orders of a pass.
@@ -134,7 +145,10 @@ type TakeQuery struct {
 	From, To time.Time
 	After    Cursor
 	Shard    Shard
-	Limit    int
+	// Account is the merchant account whose orders are taken: a pass dispatches per account
+	// so a slow or throttled account never holds the workers another needs.
+	Account AccountKey
+	Limit   int
 	Lease    time.Duration
 	Owner    string
 	// DryRun reads without taking a lease: a dry run writes nothing.
@@ -159,6 +173,23 @@ type WorkQueue interface {
 	Take(ctx context.Context, q TakeQuery) ([]Order, error)
 	// Checked releases the lease and schedules the next check of a still-pending order.
 	Checked(ctx context.Context, c CheckRecord) error
+	// Unconfigured counts the PENDING orders created in [from, to) of this shard whose
+	// account is not among the given ones: orders no pass of this process can check.
+	Unconfigured(ctx context.Context, from, to time.Time, shard Shard, configured []AccountKey) ([]AccountCount, error)
+}
+
+// AccountKey names one merchant account: an order's (platform, merchant_id).
+type AccountKey struct {
+	Platform   Platform
+	MerchantID string
+}
+
+func (k AccountKey) String() string { return string(k.Platform) + ":" + k.MerchantID }
+
+// AccountCount is how many orders one account has.
+type AccountCount struct {
+	Account AccountKey
+	Orders  int64
 }
 
 // RunLog records passes in reconcile_runs.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/payrecon/payrecon/reconcile"
 )
 
@@ -46,6 +48,10 @@ func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Or
 			AND (last_checked_at IS NULL OR last_checked_at < $9)`
 		args = append(args, q.Now.Add(-q.Grace), q.Now.Add(-q.Lookback), q.PassStart)
 	}
+	if q.Account.MerchantID != "" {
+		args = append(args, string(q.Account.Platform), q.Account.MerchantID)
+		filter += fmt.Sprintf(` AND platform = $%d AND merchant_id = $%d`, len(args)-1, len(args))
+	}
 	selectDue := `SELECT id FROM payment_orders
 		WHERE ` + filter + `
 		  AND (created_at, id) > ($1, $2)
@@ -79,6 +85,36 @@ func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Or
 		}
 		return out[i].ID < out[j].ID
 	})
+	return out, nil
+}
+
+// Unconfigured implements reconcile.WorkQueue: one grouped count over the pending orders of
+// the window and shard, leaving out the configured accounts.
+func (s *Store) Unconfigured(ctx context.Context, from, to time.Time, shard reconcile.Shard, configured []reconcile.AccountKey) ([]reconcile.AccountCount, error) {
+	platforms, merchants := make([]string, len(configured)), make([]string, len(configured))
+	for i, k := range configured {
+		platforms[i], merchants[i] = string(k.Platform), k.MerchantID
+	}
+	if shard.Count == 0 {
+		shard = reconcile.Shard{Index: 0, Count: 1}
+	}
+	var rows []struct {
+		Platform   string `db:"platform"`
+		MerchantID string `db:"merchant_id"`
+		Orders     int64  `db:"orders"`
+	}
+	err := s.db.SelectContext(ctx, &rows, `SELECT platform, merchant_id, count(*) AS orders FROM payment_orders
+		WHERE status = 'PENDING' AND created_at >= $1 AND created_at < $2 AND shard_hash % $3 = $4
+		  AND (platform, merchant_id) NOT IN (SELECT * FROM unnest($5::text[], $6::text[]))
+		GROUP BY platform, merchant_id ORDER BY platform, merchant_id`,
+		from, to, shard.Count, shard.Index, pq.Array(platforms), pq.Array(merchants))
+	if err != nil {
+		return nil, fmt.Errorf("count orders of unconfigured accounts: %w", err)
+	}
+	out := make([]reconcile.AccountCount, len(rows))
+	for i, r := range rows {
+		out[i] = reconcile.AccountCount{Account: reconcile.AccountKey{Platform: reconcile.Platform(r.Platform), MerchantID: r.MerchantID}, Orders: r.Orders}
+	}
 	return out, nil
 }
 

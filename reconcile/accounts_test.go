@@ -1,0 +1,134 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// stuckPlatform answers nothing until released: an account whose platform hangs.
+type stuckPlatform struct {
+	*scriptedPlatform
+	release chan struct{}
+	waited  atomic.Int64
+}
+
+func (s *stuckPlatform) Query(ctx context.Context, otn string) (reconcile.Result, error) {
+	s.waited.Add(1)
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return s.scriptedPlatform.Query(ctx, otn)
+}
+
+// A slow account never holds the workers another account needs: with every worker of the
+// stuck account blocked, the other account's orders are all repaired, and only then is the
+// stuck one let go.
+func TestSlowAccountDoesNotHoldAnotherAccountsWorkers(t *testing.T) {
+	t.Parallel()
+	p := setupPass(t, func(s *reconcile.RunnerSettings) { s.Concurrency = 4 })
+	slow := &stuckPlatform{scriptedPlatform: newScripted(reconcile.Alipay, "2021000000000009"), release: make(chan struct{})}
+	fast := newScripted(reconcile.WechatPay, "1900000001")
+	for i := range 20 {
+		otn := fmt.Sprintf("SLOW-%02d", i)
+		p.order(orderSpec{otn: otn, merchant: slow.merchant, createdAgo: time.Duration(60-i) * time.Minute})
+		slow.set(otn, reconcile.StatePaid, "TS-"+otn, 8880)
+		otn = fmt.Sprintf("FAST-%02d", i)
+		p.order(orderSpec{otn: otn, platform: reconcile.WechatPay, merchant: fast.merchant, createdAgo: time.Duration(59-i) * time.Minute})
+		fast.set(otn, reconcile.StatePaid, "TF-"+otn, 8880)
+	}
+	var fastDone atomic.Int64
+	obs := observerFunc(func(c reconcile.Check) {
+		if c.Order.MerchantID == fast.merchant && c.Applied.Outcome == reconcile.OutcomeApplied && fastDone.Add(1) == 20 {
+			close(slow.release)
+		}
+	})
+	runner := reconcile.NewRunner(p.applier, p.store, p.store.Runs(), p.store.Locker(),
+		[]reconcile.PlatformClient{slow, fast}, p.rs, obs, zerolog.Nop())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := runner.Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeOnce})
+	if err != nil {
+		t.Fatalf("pass: %v (the fast account waited behind the stuck one)", err)
+	}
+	if run.Counts.Repaired != 40 || fastDone.Load() != 20 {
+		t.Fatalf("repaired %d (fast %d), want 40 (20)", run.Counts.Repaired, fastDone.Load())
+	}
+	if got := slow.waited.Load(); got < 4 {
+		t.Fatalf("the stuck account had %d orders in flight; the test needs its workers all busy", got)
+	}
+}
+
+type observerFunc func(reconcile.Check)
+
+func (f observerFunc) Checked(c reconcile.Check) { f(c) }
+
+// Orders of accounts this process has no credentials for are not taken; the run says how
+// many wait, per account.
+func TestUnconfiguredAccountsAreCountedNotTaken(t *testing.T) {
+	t.Parallel()
+	p := setupPass(t)
+	p.order(orderSpec{otn: "MINE"})
+	p.ali.set("MINE", reconcile.StatePaid, "T-MINE", 8880)
+	for i := range 3 {
+		p.order(orderSpec{otn: fmt.Sprintf("THEIRS-%d", i), merchant: "2021000000000077"})
+	}
+	p.order(orderSpec{otn: "WX-THEIRS", platform: reconcile.WechatPay, merchant: "1900000099"})
+	p.order(orderSpec{otn: "OLD-THEIRS", merchant: "2021000000000077", createdAgo: 100 * time.Hour}) // outside the lookback
+	run := p.pass(reconcile.PassSpec{})
+	if run.Counts.Scanned != 1 || run.Counts.Repaired != 1 {
+		t.Fatalf("counts %+v: only the configured account's order is checked", run.Counts)
+	}
+	want := []reconcile.AccountCount{
+		{Account: reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: "2021000000000077"}, Orders: 3},
+		{Account: reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: "1900000099"}, Orders: 1},
+	}
+	if fmt.Sprint(run.Unconfigured) != fmt.Sprint(want) {
+		t.Fatalf("unconfigured = %v, want %v", run.Unconfigured, want)
+	}
+	if n := p.count(`SELECT count(*) FROM payment_orders WHERE merchant_id <> $1 AND (last_checked_at IS NOT NULL OR lease_owner IS NOT NULL)`, testMerchant); n != 0 {
+		t.Fatalf("%d orders of unconfigured accounts were touched", n)
+	}
+}
+
+// A backfill over two accounts that is interrupted resumes from a cursor that skips nothing
+// either account had not finished.
+func TestResumeAcrossAccountsSkipsNothing(t *testing.T) {
+	t.Parallel()
+	p := setupPass(t, func(s *reconcile.RunnerSettings) { s.Concurrency = 2 })
+	other := newScripted(reconcile.WechatPay, "1900000001")
+	p.ali.latency = 5 * time.Millisecond
+	other.latency = 40 * time.Millisecond // falls behind
+	from := time.Now().Add(-3 * time.Hour)
+	for i := range 30 {
+		otn := fmt.Sprintf("A-%02d", i)
+		p.order(orderSpec{otn: otn, createdAgo: time.Duration(120-2*i) * time.Minute})
+		p.ali.set(otn, reconcile.StatePaid, "TA-"+otn, 8880)
+		otn = fmt.Sprintf("W-%02d", i)
+		p.order(orderSpec{otn: otn, platform: reconcile.WechatPay, merchant: other.merchant, createdAgo: time.Duration(119-2*i) * time.Minute})
+		other.set(otn, reconcile.StatePaid, "TW-"+otn, 8880)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	obs := &cancelAfter{n: 25, cancel: cancel}
+	clients := []reconcile.PlatformClient{p.ali, other}
+	runner := reconcile.NewRunner(p.applier, p.store, p.store.Runs(), p.store.Locker(), clients, p.rs, obs, zerolog.Nop())
+	run, err := runner.Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeBackfill, From: from, To: time.Now()})
+	if !errors.Is(err, reconcile.ErrInterrupted) {
+		t.Fatalf("err %v, want interrupted", err)
+	}
+	runner = reconcile.NewRunner(p.applier, p.store, p.store.Runs(), p.store.Locker(), clients, p.rs, nil, zerolog.Nop())
+	if _, err := runner.Pass(context.Background(), reconcile.PassSpec{Mode: reconcile.ModeBackfill, Resume: run.ID}); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if n := p.count(`SELECT count(*) FROM payment_orders WHERE status = 'PAID'`); n != 60 {
+		t.Fatalf("after resume %d of 60 paid: the cursor skipped orders of the slower account", n)
+	}
+}

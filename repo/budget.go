@@ -1,0 +1,148 @@
+package repo
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// BudgetOptions configure a RedisBudget.
+type BudgetOptions struct {
+	// Key names the account's budget in Redis (prefix + platform + ":" + merchant id).
+	Key string
+	// QPS is the account's budget: calls per second for every process together.
+	QPS float64
+	// Burst is how many calls may go at once after a pause (GCRA burst); default
+	// reconcile.BudgetBurst(QPS).
+	Burst int
+	// Shards is how many processes split the work (the n of --shard i/n). With Redis
+	// unreachable each process falls back to a local bucket at QPS/Shards, so together they
+	// still stay within the budget.
+	Shards int
+	// CallTimeout bounds each Redis call (default 100ms).
+	CallTimeout time.Duration
+	// RetryRedisAfter is how long the fallback is used before Redis is asked again (1s).
+	RetryRedisAfter time.Duration
+	Logger          zerolog.Logger
+}
+
+// RedisBudget is one merchant account's platform call budget shared by every process through
+// Redis (GCRA, one key per account), so k pods, backfill shards and `serve --schedule`
+// together stay within the account's QPS and together spend it. Within a process one
+// goroutine at a time asks Redis (the others queue locally), so waiting callers cost no Redis
+// calls and no CPU. Redis down or slow: a local bucket at QPS/Shards takes over and Redis is
+// asked again a second later.
+type RedisBudget struct {
+	limiter *redis_rate.Limiter
+	key     string
+	limit   redis_rate.Limit
+	local   *rate.Limiter
+	timeout time.Duration
+	retry   time.Duration
+	log     zerolog.Logger
+
+	turn      chan struct{} // one Redis asker per process
+	downUntil atomic.Int64  // unix nanos until which the local bucket is used
+	failures  atomic.Int64
+	lastLog   atomic.Int64
+}
+
+// NewRedisBudget builds the budget of one account.
+func NewRedisBudget(rdb *redis.Client, opts BudgetOptions) *RedisBudget {
+	if opts.Shards < 1 {
+		opts.Shards = 1
+	}
+	if opts.Burst < 1 {
+		opts.Burst = reconcile.BudgetBurst(opts.QPS)
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 100 * time.Millisecond
+	}
+	if opts.RetryRedisAfter <= 0 {
+		opts.RetryRedisAfter = time.Second
+	}
+	// GCRA wants a whole number of calls per period; 1000 s periods keep fractional QPS
+	// (0.5, 12.5) exact to a thousandth.
+	limit := redis_rate.Limit{Rate: max(1, int(math.Round(opts.QPS*1000))), Period: 1000 * time.Second, Burst: opts.Burst}
+	localQPS := opts.QPS / float64(opts.Shards)
+	return &RedisBudget{
+		limiter: redis_rate.NewLimiter(rdb),
+		key:     opts.Key,
+		limit:   limit,
+		local:   rate.NewLimiter(rate.Limit(localQPS), reconcile.BudgetBurst(localQPS)),
+		timeout: opts.CallTimeout,
+		retry:   opts.RetryRedisAfter,
+		log:     opts.Logger,
+		turn:    make(chan struct{}, 1),
+	}
+}
+
+// Wait implements platformclient.Budget.
+func (b *RedisBudget) Wait(ctx context.Context) error {
+	select {
+	case b.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-b.turn }()
+	for {
+		if time.Now().UnixNano() < b.downUntil.Load() {
+			return b.local.Wait(ctx)
+		}
+		rctx, cancel := context.WithTimeout(ctx, b.timeout)
+		res, err := b.limiter.Allow(rctx, b.key, b.limit)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			b.fallBack(err)
+			continue
+		}
+		if res.Allowed > 0 {
+			return nil
+		}
+		if err := sleepCtx(ctx, res.RetryAfter); err != nil {
+			return err
+		}
+	}
+}
+
+// Failures is how many times Redis could not answer and the local bucket paced instead.
+func (b *RedisBudget) Failures() int64 { return b.failures.Load() }
+
+// UsingFallback reports whether the local bucket paces calls now.
+func (b *RedisBudget) UsingFallback() bool { return time.Now().UnixNano() < b.downUntil.Load() }
+
+func (b *RedisBudget) fallBack(err error) {
+	b.failures.Add(1)
+	now := time.Now()
+	b.downUntil.Store(now.Add(b.retry).UnixNano())
+	// One line per interval, not one per call.
+	if last := b.lastLog.Load(); now.UnixNano()-last > int64(10*time.Second) && b.lastLog.CompareAndSwap(last, now.UnixNano()) {
+		b.log.Warn().Err(err).Str("budget", b.key).Float64("local_qps", float64(b.local.Limit())).
+			Msg("call budget: Redis unreachable; pacing with a local share of the budget")
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
