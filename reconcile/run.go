@@ -149,8 +149,8 @@ type TakeQuery struct {
 	// so a slow or throttled account never holds the workers another needs.
 	Account AccountKey
 	Limit   int
-	Lease    time.Duration
-	Owner    string
+	Lease   time.Duration
+	Owner   string
 	// DryRun reads without taking a lease: a dry run writes nothing.
 	DryRun bool
 }
