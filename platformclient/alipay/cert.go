@@ -75,7 +75,7 @@ func ParseCertificate(data []byte) (*x509.Certificate, error) {
 	if len(trimmed) == 0 {
 		return nil, errors.New("empty file")
 	}
-	der := trimmed
+	der := data // untrimmed: DER may well end in a byte that looks like a space
 	if bytes.Contains(trimmed, []byte("-----BEGIN")) {
 		block, _ := pem.Decode(trimmed)
 		if block == nil {
@@ -85,7 +85,7 @@ func ParseCertificate(data []byte) (*x509.Certificate, error) {
 			return nil, fmt.Errorf("PEM block is %q, want CERTIFICATE", block.Type)
 		}
 		der = block.Bytes
-	} else if trimmed[0] != 0x30 { // DER starts with a SEQUENCE
+	} else if data[0] != 0x30 { // DER starts with a SEQUENCE
 		return nil, errors.New("neither PEM nor DER")
 	}
 	c, err := x509.ParseCertificate(der)
