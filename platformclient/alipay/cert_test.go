@@ -13,6 +13,7 @@ import (
 	"encoding/asn1"
 	"encoding/hex"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
 	"os/exec"
@@ -354,5 +355,56 @@ func TestNewCertModeErrorsNameTheField(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.prefix) {
 			t.Errorf("error %v, want prefix %q", err, c.prefix)
 		}
+	}
+}
+
+func TestConfigCertMode(t *testing.T) {
+	key := rsaKey(t, 0)
+	certPEM, _ := mkCert(t, &x509.Certificate{SerialNumber: big.NewInt(5), Subject: pkix.Name{CommonName: "c"}}, nil, &key.PublicKey, key)
+	m, err := NewCertMode(certPEM, certPEM, certPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Certificate mode needs no Alipay public key.
+	cfg := Config{AppID: "2021000000000001", PrivateKey: key, Cert: m}
+	if _, err := New(cfg); err != nil {
+		t.Fatalf("cert mode without AlipayPublicKey: %v", err)
+	}
+	s := fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg)
+	if !strings.Contains(s, "Mode:certificate(app_cert_sn="+m.AppCertSN) || strings.Contains(s, "BEGIN") {
+		t.Fatalf("String: %s", s)
+	}
+	if s := (Config{}).String(); !strings.Contains(s, "Mode:public-key") {
+		t.Fatalf("String: %s", s)
+	}
+	for name, bad := range map[string]*CertMode{
+		"no SNs":            {AlipayCerts: m.AlipayCerts},
+		"no Alipay cert":    {AppCertSN: "a", RootCertSN: "r"},
+		"ambiguous current": {AppCertSN: "a", RootCertSN: "r", AlipayCerts: map[string]*rsa.PublicKey{"x": &key.PublicKey, "y": &key.PublicKey}},
+		"current not held":  {AppCertSN: "a", RootCertSN: "r", AlipayCertSN: "z", AlipayCerts: map[string]*rsa.PublicKey{"x": &key.PublicKey}},
+	} {
+		if _, err := New(Config{AppID: "2021000000000001", PrivateKey: key, Cert: bad}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	// One certificate and no AlipayCertSN: that one is current.
+	one := &CertMode{AppCertSN: "a", RootCertSN: "r", AlipayCerts: map[string]*rsa.PublicKey{"x": &key.PublicKey}}
+	if _, err := New(Config{AppID: "2021000000000001", PrivateKey: key, Cert: one}); err != nil || one.defaultSN() != "x" {
+		t.Fatalf("single certificate: %v", err)
+	}
+	if _, err := New(Config{AppID: "2021000000000001", PrivateKey: key}); err == nil || !strings.Contains(err.Error(), SettingPublicKey) {
+		t.Fatalf("public-key mode without a public key: %v", err)
+	}
+}
+
+// Envelope.CertSN is read from beside sign, and the node stays byte-exact.
+func TestExtractResponseCertSN(t *testing.T) {
+	body := []byte(`{"alipay_trade_query_response":{"code":"10000","msg":"Success"},"alipay_cert_sn":"abc123","sign":"c2ln"}`)
+	env, err := ExtractResponse(body, MethodTradeQuery)
+	if err != nil || env.CertSN != "abc123" || env.Sign != "c2ln" || string(env.Node) != `{"code":"10000","msg":"Success"}` {
+		t.Fatalf("%+v %v", env, err)
+	}
+	if _, err := ExtractResponse([]byte(`{"alipay_trade_query_response":{},"alipay_cert_sn":7}`), MethodTradeQuery); err == nil {
+		t.Fatal("a numeric alipay_cert_sn was accepted")
 	}
 }

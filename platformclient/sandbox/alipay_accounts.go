@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -63,6 +64,21 @@ func (a AlipayAccount) String() string {
 
 // GoString keeps %#v from dumping the keys too.
 func (a AlipayAccount) GoString() string { return a.String() }
+
+// MarshalJSON keeps an account that ends up in a JSON log field from carrying its keys
+// (encoding/json would write D and the primes in decimal).
+func (a AlipayAccount) MarshalJSON() ([]byte, error) { return json.Marshal(a.String()) }
+
+// String never prints the CA key.
+func (f *AlipayCertFiles) String() string {
+	return "sandbox.AlipayCertFiles{root, app, Alipay and CA certificates [CA key REDACTED]}"
+}
+
+// GoString keeps %#v from dumping the CA key.
+func (f *AlipayCertFiles) GoString() string { return f.String() }
+
+// MarshalJSON keeps the CA key out of JSON.
+func (f *AlipayCertFiles) MarshalJSON() ([]byte, error) { return json.Marshal(f.String()) }
 
 // GenerateAlipayAccount makes an app with fresh keys (bits 2048 when zero) and, in
 // certificate mode, a fresh chain: an RSA root and an ECDSA root, an "Alipay CA" under the
