@@ -2,6 +2,7 @@ package alipay
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -14,7 +15,11 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +29,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Published SNs of published test certificates (see testdata/README.md).
@@ -406,5 +412,66 @@ func TestExtractResponseCertSN(t *testing.T) {
 	}
 	if _, err := ExtractResponse([]byte(`{"alipay_trade_query_response":{},"alipay_cert_sn":7}`), MethodTradeQuery); err == nil {
 		t.Fatal("a numeric alipay_cert_sn was accepted")
+	}
+}
+
+// Which key verifies an answer in certificate mode: the one its alipay_cert_sn names, the
+// configured one when it names none; an SN not held is KindConfig naming it.
+func TestCertModeAnswerKeySelection(t *testing.T) {
+	app, current, older := rsaKey(t, 0), rsaKey(t, 1), rsaKey(t, 2)
+	node := `{"code":"10000","msg":"Success","out_trade_no":"K1","trade_no":"2024","trade_status":"WAIT_BUYER_PAY","total_amount":"1.00"}`
+	var (
+		mu       sync.Mutex
+		signWith *rsa.PrivateKey
+		certSN   string
+		sent     url.Values
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		mu.Lock()
+		defer mu.Unlock()
+		sent = r.PostForm
+		sig, _ := platformclient.SignSHA256(signWith, []byte(node))
+		sn := ""
+		if certSN != "" {
+			sn = `,"alipay_cert_sn":"` + certSN + `"`
+		}
+		_, _ = io.WriteString(w, `{"alipay_trade_query_response":`+node+sn+`,"sign":"`+sig+`"}`)
+	}))
+	defer srv.Close()
+	c, err := New(Config{Gateway: srv.URL, AppID: "2021000000000001", PrivateKey: app, MaxRetries: -1,
+		Cert: &CertMode{AppCertSN: "appsn", RootCertSN: "r1_r2", AlipayCertSN: "current",
+			AlipayCerts: map[string]*rsa.PublicKey{"current": &current.PublicKey, "older": &older.PublicKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		key    *rsa.PrivateKey
+		sn     string
+		want   reconcile.PlatformErrorKind // 0: a result
+		inText string
+	}{
+		{"named SN", older, "older", 0, ""},
+		{"no SN: the configured certificate", current, "", 0, ""},
+		{"no SN, signed by another held certificate", older, "", reconcile.KindBadSignature, ""},
+		{"named SN, signed by another key", current, "older", reconcile.KindBadSignature, ""},
+		{"unknown SN", current, "rotated-sn-42", reconcile.KindConfig, "rotated-sn-42"},
+	} {
+		mu.Lock()
+		signWith, certSN = tc.key, tc.sn
+		mu.Unlock()
+		res, err := c.Query(context.Background(), "K1")
+		if got := reconcile.PlatformErrorKindOf(err); got != tc.want || (tc.want == 0) != (res.State == reconcile.StateOpen) {
+			t.Errorf("%s: %+v, %v", tc.name, res, err)
+		}
+		if tc.inText != "" && !strings.Contains(fmt.Sprint(err), tc.inText) {
+			t.Errorf("%s: error does not name the SN: %v", tc.name, err)
+		}
+		mu.Lock()
+		if sent.Get("app_cert_sn") != "appsn" || sent.Get("alipay_root_cert_sn") != "r1_r2" || VerifyRequest(&app.PublicKey, sent) != nil {
+			t.Errorf("%s: request carried %q %q or its sign does not cover them", tc.name, sent.Get("app_cert_sn"), sent.Get("alipay_root_cert_sn"))
+		}
+		mu.Unlock()
 	}
 }
