@@ -59,6 +59,10 @@ func classify(n commonNode) *reconcile.PlatformError {
 		switch {
 		case sub == subInvalidAppID:
 			return mk(reconcile.KindConfig, fmt.Sprintf("%s (check %s)", msg, SettingAppID))
+		case strings.Contains(sub, "cert-sn") || strings.Contains(sub, "cert_sn"):
+			// The gateway refused our app_cert_sn or alipay_root_cert_sn: the certificate
+			// files do not belong to this app, or the app is not in certificate mode.
+			return mk(reconcile.KindConfig, fmt.Sprintf("%s (Alipay refused the certificate SNs: check %s and %s belong to %s, and that the app uses certificate mode)", msg, SettingAppCert, SettingRootCert, SettingAppID))
 		case sub == subInvalidSignature || strings.HasPrefix(sub, "isv.invalid-signature"):
 			return mk(reconcile.KindConfig, fmt.Sprintf("%s (Alipay rejected our signature: check %s matches the app public key uploaded to Alipay for %s)", msg, SettingPrivateKey, SettingAppID))
 		}

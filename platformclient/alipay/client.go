@@ -157,8 +157,12 @@ func (c *Client) call(ctx context.Context, method string, biz map[string]string)
 		return answer{}, platformclient.NewError(reconcile.Alipay, reconcile.KindRetryable, "UNPARSEABLE", "unreadable response node", err)
 	}
 	if env.Sign != "" {
-		if err := VerifyNode(c.cfg.AlipayPublicKey, env.Node, env.Sign); err != nil {
-			return answer{}, c.badSignature(method, a, "answer signature does not verify with "+SettingPublicKey)
+		key, keyName, err := c.cfg.answerKey(env.CertSN)
+		if err != nil {
+			return answer{}, err
+		}
+		if err := VerifyNode(key, env.Node, env.Sign); err != nil {
+			return answer{}, c.badSignature(method, a, "answer signature does not verify with "+keyName)
 		}
 		a.verified = true
 	}
@@ -180,6 +184,11 @@ func (c *Client) requestParams(method string, biz map[string]string) (url.Values
 	p.Set("timestamp", c.cfg.Now().In(platformclient.ChinaTime).Format(platformclient.ChinaTimeLayout))
 	p.Set("version", "1.0")
 	p.Set("biz_content", bizJSON)
+	if c.cfg.Cert != nil {
+		// Signed like every other parameter: the gateway checks both against the app.
+		p.Set("app_cert_sn", c.cfg.Cert.AppCertSN)
+		p.Set("alipay_root_cert_sn", c.cfg.Cert.RootCertSN)
+	}
 	if err := SignRequest(c.cfg.PrivateKey, p); err != nil {
 		return nil, platformclient.NewError(reconcile.Alipay, reconcile.KindConfig, "",
 			fmt.Sprintf("cannot sign the request: check %s", SettingPrivateKey), nil)

@@ -8,6 +8,13 @@
 // official SDKs' one retry after replacing `\/` by `/`. A success answer that does not
 // verify is never turned into a Result.
 //
+// Both credential modes: public-key mode (Config.AlipayPublicKey) and certificate mode
+// (Config.Cert, built by NewCertMode from the app, Alipay and root certificate files).
+// Certificate mode adds app_cert_sn and alipay_root_cert_sn to every request and verifies
+// each answer with the Alipay certificate its alipay_cert_sn names; an SN we do not hold
+// means Alipay rotated its certificate and is a KindConfig error naming it. CertSN and
+// RootCertSN compute the SNs exactly as the official Java SDK does.
+//
 // Errors: every method returns *reconcile.PlatformError. KindConfig messages name the
 // setting to fix (RECONCILER_ALIPAY_APP_ID, RECONCILER_ALIPAY_PRIVATE_KEY_FILE, ...).
 // ParseNotify's errors also carry ErrBadSignature or ErrMalformed (the platformclient

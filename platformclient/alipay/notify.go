@@ -2,6 +2,7 @@ package alipay
 
 import (
 	"crypto/rsa"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -34,7 +35,7 @@ func ParseNotify(body []byte, alipayPublicKey *rsa.PublicKey) (reconcile.Result,
 	if err != nil {
 		return reconcile.Result{}, platformclient.Malformed(reconcile.Alipay, "notification is not a form")
 	}
-	return parseNotifyForm(form, body, alipayPublicKey)
+	return verifiedNotify(form, body, alipayPublicKey, SettingPublicKey)
 }
 
 // ParseNotifyForm is ParseNotify for a form already parsed (r.PostForm); raw is the body,
@@ -43,12 +44,14 @@ func ParseNotifyForm(form url.Values, raw []byte, alipayPublicKey *rsa.PublicKey
 	if raw == nil {
 		raw = []byte(form.Encode())
 	}
-	return parseNotifyForm(form, raw, alipayPublicKey)
+	return verifiedNotify(form, raw, alipayPublicKey, SettingPublicKey)
 }
 
-// ParseNotify verifies a notification with the client's Alipay public key.
+// ParseNotify verifies a notification with the client's Alipay public key, or in
+// certificate mode with the key of the Alipay certificate (the one its alipay_cert_sn
+// names, if it carries one).
 func (c *Client) ParseNotify(body []byte) (reconcile.Result, error) {
-	res, err := ParseNotify(body, c.cfg.AlipayPublicKey)
+	res, err := c.parseNotify(body)
 	if err != nil && reconcile.PlatformErrorKindOf(err) == reconcile.KindBadSignature {
 		c.log.Error().Str("event", "bad_signature").Str("raw_digest", platformclient.Digest(body)).
 			Msg("alipay notification failed signature verification; refused")
@@ -56,7 +59,29 @@ func (c *Client) ParseNotify(body []byte) (reconcile.Result, error) {
 	return res, err
 }
 
-func parseNotifyForm(form url.Values, raw []byte, pub *rsa.PublicKey) (reconcile.Result, error) {
+func (c *Client) parseNotify(body []byte) (reconcile.Result, error) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return reconcile.Result{}, platformclient.Malformed(reconcile.Alipay, "notification is not a form")
+	}
+	key, keyName, err := c.cfg.answerKey(form.Get("alipay_cert_sn"))
+	if err != nil {
+		// Forged or from a rotated certificate we do not hold: either way not verifiable,
+		// and Alipay retries once the operator installed the new certificate.
+		var pe *reconcile.PlatformError
+		msg := "notification names an unknown alipay_cert_sn"
+		if errors.As(err, &pe) {
+			msg = pe.Message
+		}
+		return reconcile.Result{}, platformclient.NewError(reconcile.Alipay, reconcile.KindBadSignature, "UNKNOWN_ALIPAY_CERT_SN",
+			msg, platformclient.ErrBadSignature)
+	}
+	return verifiedNotify(form, body, key, keyName)
+}
+
+// verifiedNotify checks the sign with pub (keyName says which configured key that is) and
+// reads the form.
+func verifiedNotify(form url.Values, raw []byte, pub *rsa.PublicKey, keyName string) (reconcile.Result, error) {
 	if form.Get("sign") == "" {
 		return reconcile.Result{}, platformclient.BadSignature(reconcile.Alipay, "notification carries no sign")
 	}
@@ -64,7 +89,7 @@ func parseNotifyForm(form url.Values, raw []byte, pub *rsa.PublicKey) (reconcile
 		return reconcile.Result{}, platformclient.BadSignature(reconcile.Alipay, fmt.Sprintf("notification sign_type %q, want RSA2", st))
 	}
 	if err := VerifyNotifyParams(pub, form); err != nil {
-		return reconcile.Result{}, platformclient.BadSignature(reconcile.Alipay, "notification signature does not verify with "+SettingPublicKey)
+		return reconcile.Result{}, platformclient.BadSignature(reconcile.Alipay, "notification signature does not verify with "+keyName)
 	}
 
 	res := reconcile.Result{

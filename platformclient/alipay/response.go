@@ -19,6 +19,9 @@ type Envelope struct {
 	Name string          // the node's key: alipay_trade_query_response or error_response
 	Node json.RawMessage // the node's value exactly as sent, from '{' to its matching '}'
 	Sign string          // empty when the answer carried none
+	// CertSN is alipay_cert_sn, beside sign in certificate mode: the SN of the Alipay
+	// certificate whose key signed the node. Empty in public-key mode.
+	CertSN string
 }
 
 // ResponseNodeName is the key of a method's response node: alipay.trade.query ->
@@ -50,6 +53,11 @@ func ExtractResponse(body []byte, method string) (Envelope, error) {
 	if raw, ok := top["sign"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if err := json.Unmarshal(raw, &env.Sign); err != nil {
 			return Envelope{}, errors.New("sign is not a string")
+		}
+	}
+	if raw, ok := top["alipay_cert_sn"]; ok && !bytes.Equal(raw, []byte("null")) {
+		if err := json.Unmarshal(raw, &env.CertSN); err != nil {
+			return Envelope{}, errors.New("alipay_cert_sn is not a string")
 		}
 	}
 	return env, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/payrecon/payrecon/platformclient"
@@ -85,7 +86,10 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 	if biz.TradeNo != "" { // trade_no wins when both are given
 		outTradeNo, _ = s.outTradeNoOf(reconcile.Alipay, biz.TradeNo)
 	}
-	rq := request{platform: reconcile.Alipay, key: orderKey{reconcile.Alipay, outTradeNo}, isQuery: method == alipay.MethodTradeQuery}
+	appID := p.Get("app_id")
+	// The account is the app_id as sent, known or not, so per-account caps and faults apply
+	// before the gateway looks at credentials, as a throttle in front of it would.
+	rq := request{platform: reconcile.Alipay, merchant: appID, key: orderKey{reconcile.Alipay, outTradeNo}, isQuery: method == alipay.MethodTradeQuery}
 	f, hasFault, throttled := s.admit(rq)
 	if hasFault && s.transportFault(w, r, f) {
 		return
@@ -94,7 +98,12 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 	if method == alipay.MethodTradeQuery || method == alipay.MethodTradeClose {
 		nodeName = alipay.ResponseNodeName(method)
 	}
-	reply := func(node []byte) { s.writeAlipay(w, rq.key, nodeName, node, f) }
+	app := s.alipay.get(appID)
+	signer := app
+	if signer == nil { // an unknown app still gets an answer signed as the default app's
+		signer = s.alipay.get(s.alipay.defaultID)
+	}
+	reply := func(node []byte) { s.writeAlipay(w, rq.key, nodeName, node, f, signer) }
 
 	if throttled || f.RateLimited {
 		reply(alipayErrors["aop.call-limited"].node())
@@ -114,20 +123,28 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 	case nodeName == "error_response":
 		reply(alipayErrors["isv.invalid-method"].node())
 		return
-	case p.Get("app_id") != s.id.AlipayAppID:
+	case app == nil:
 		reply(alipayErrors["isv.invalid-app-id"].node())
 		return
 	case p.Get("sign_type") != "RSA2":
 		reply(alipayErrors["isv.invalid-signature-type"].node())
 		return
-	case alipay.VerifyRequest(&s.keys.AlipayAppKey.PublicKey, p) != nil:
+	case alipay.VerifyRequest(&app.AppKey.PublicKey, p) != nil:
 		e := alipayErrors["isv.invalid-signature"]
 		e[3] += "，网关生成的验签字符串为：" + alipay.SignContent(p, "sign")
 		reply(e.node())
 		return
-	case biz.OutTradeNo == "" && biz.TradeNo == "":
+	}
+	if e, refused := alipayCertSNRefusal(app, p); refused {
+		reply(e.node())
+		return
+	}
+	if biz.OutTradeNo == "" && biz.TradeNo == "" {
 		reply(alipayErrors["ACQ.INVALID_PARAMETER"].node())
 		return
+	}
+	if outTradeNo != "" && s.alipay.owner(s.lookup(reconcile.Alipay, outTradeNo)) != app.AppID {
+		outTradeNo = "" // another app's trade: this app finds nothing
 	}
 	if method == alipay.MethodTradeClose {
 		reply(s.alipayCloseNode(outTradeNo, biz.OutTradeNo))
@@ -197,10 +214,30 @@ func (s *Sandbox) alipayCloseNode(outTradeNo, asked string) []byte {
 	return object(field{"code", "10000"}, field{"msg", "Success"}, field{"out_trade_no", outTradeNo}, field{"trade_no", sc.TradeNo})
 }
 
-// writeAlipay signs the node with "Alipay's" key (or applies the signature faults) and
-// writes {"<node name>":<node>,"sign":"..."}.
-func (s *Sandbox) writeAlipay(w http.ResponseWriter, k orderKey, nodeName string, node []byte, f Fault) {
-	key := s.keys.AlipayPlatformKey
+// alipayCertSNRefusal is the gateway's answer to an app in certificate mode whose request
+// lacks app_cert_sn or alipay_root_cert_sn, or names other certificates than the app's.
+func alipayCertSNRefusal(app *alipayApp, p url.Values) (alipayError, bool) {
+	if app.certMode == nil {
+		return alipayError{}, false
+	}
+	switch {
+	case p.Get("app_cert_sn") == "":
+		return alipayError{"40002", "Invalid Arguments", "isv.app-cert-sn-invalid", "应用证书序列号app_cert_sn缺失"}, true
+	case p.Get("app_cert_sn") != app.certMode.AppCertSN:
+		return alipayError{"40002", "Invalid Arguments", "isv.app-cert-sn-invalid", "应用证书序列号app_cert_sn与应用不匹配"}, true
+	case p.Get("alipay_root_cert_sn") == "":
+		return alipayError{"40002", "Invalid Arguments", "isv.alipay-root-cert-sn-invalid", "支付宝根证书序列号alipay_root_cert_sn缺失"}, true
+	case p.Get("alipay_root_cert_sn") != app.certMode.RootCertSN:
+		return alipayError{"40002", "Invalid Arguments", "isv.alipay-root-cert-sn-invalid", "支付宝根证书序列号alipay_root_cert_sn无效"}, true
+	}
+	return alipayError{}, false
+}
+
+// writeAlipay signs the node with the app's "Alipay" key (or applies the signature faults)
+// and writes {"<node name>":<node>,"sign":"..."}, with "alipay_cert_sn" before sign for an
+// app in certificate mode.
+func (s *Sandbox) writeAlipay(w http.ResponseWriter, k orderKey, nodeName string, node []byte, f Fault, app *alipayApp) {
+	key := app.PlatformKey
 	if f.BadSignature {
 		key = otherKey(s.keys, reconcile.Alipay)
 	}
@@ -221,6 +258,11 @@ func (s *Sandbox) writeAlipay(w http.ResponseWriter, k orderKey, nodeName string
 	b.WriteString(nodeName)
 	b.WriteString(`":`)
 	b.Write(wire)
+	if sn := app.alipayCertSN(); sn != "" {
+		b.WriteString(`,"alipay_cert_sn":"`)
+		b.WriteString(sn)
+		b.WriteString(`"`)
+	}
 	if !f.Unsigned {
 		b.WriteString(`,"sign":"`)
 		b.WriteString(sig)

@@ -242,6 +242,11 @@ func (s *Sandbox) alipayCallback(cb Callback, sc Scenario) (outgoing, error) {
 	if cb.RawState != "" {
 		status = cb.RawState
 	}
+	// Sent as, and signed for, the app the order belongs to.
+	app := s.alipay.get(s.alipay.owner(sc))
+	if app == nil {
+		return outgoing{}, fmt.Errorf("callback for alipay %q: its app %s is not played by the sandbox", cb.OutTradeNo, sc.MerchantID)
+	}
 	china := func(t time.Time) string { return t.In(platformclient.ChinaTime).Format(platformclient.ChinaTimeLayout) }
 	now := s.now()
 	amount := reconcile.FormatYuan(sc.AmountMinor)
@@ -249,8 +254,8 @@ func (s *Sandbox) alipayCallback(cb Callback, sc Scenario) (outgoing, error) {
 	f.Set("notify_time", china(now))
 	f.Set("notify_type", "trade_status_sync")
 	f.Set("notify_id", "2024"+randomAlnum(30))
-	f.Set("app_id", s.id.AlipayAppID)
-	f.Set("auth_app_id", s.id.AlipayAppID)
+	f.Set("app_id", app.AppID)
+	f.Set("auth_app_id", app.AppID)
 	f.Set("charset", "utf-8")
 	f.Set("version", "1.0")
 	f.Set("sign_type", "RSA2")
@@ -258,7 +263,7 @@ func (s *Sandbox) alipayCallback(cb Callback, sc Scenario) (outgoing, error) {
 	f.Set("out_trade_no", cb.OutTradeNo)
 	f.Set("trade_status", status)
 	f.Set("total_amount", amount)
-	f.Set("seller_id", s.id.AlipaySellerID)
+	f.Set("seller_id", app.SellerID)
 	f.Set("buyer_id", "2088102177846880")
 	f.Set("subject", "payrecon sandbox order")
 	created := now
@@ -275,7 +280,7 @@ func (s *Sandbox) alipayCallback(cb Callback, sc Scenario) (outgoing, error) {
 	if status == alipay.StatusTradeClosed {
 		f.Set("gmt_close", china(now))
 	}
-	if err := alipay.SignNotify(s.keys.AlipayPlatformKey, f); err != nil {
+	if err := alipay.SignNotify(app.PlatformKey, f); err != nil {
 		return outgoing{}, err
 	}
 	return outgoing{

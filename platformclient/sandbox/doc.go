@@ -15,6 +15,13 @@
 // encrypted JSON), with duplicates and shuffled order, on each platform's retry schedule
 // (compressible by a factor) until acknowledged.
 //
+// Alipay apps: the default app (Keys, Identity) in public-key mode, plus Options.Accounts.Alipay,
+// each in public-key or certificate mode (GenerateAlipayAccount makes one, with its own
+// root chain, "Alipay CA", app and Alipay certificates). The gateway picks the app by
+// app_id, checks app_cert_sn and alipay_root_cert_sn in certificate mode, and signs as that
+// app's Alipay certificate (alipay_cert_sn beside sign); Scenario.MerchantID gives an order
+// to an app. RotateAlipayCert, AlipayAccountConfig, WriteAlipayAccountFiles.
+//
 // Go API: New, SetScenario, SetFault, SetQPSCap, QueryCount, Deliver, AlipayConfig and
 // WechatPayConfig (ready client configurations pointing at a base URL), WriteKeyFiles.
 // JSON control API under /sandbox/ (see control.go). Standalone: Main or Run, which the

@@ -29,21 +29,7 @@ func secrets(k *sandbox.Keys) map[string]string {
 	out := map[string]string{}
 	for name, key := range map[string]*rsa.PrivateKey{"alipay app": k.AlipayAppKey, "alipay platform": k.AlipayPlatformKey,
 		"wechat merchant": k.WechatMerchantKey, "wechat platform": k.WechatPlatformKey} {
-		pkcs8, _ := x509.MarshalPKCS8PrivateKey(key)
-		for form, body := range map[string]string{
-			"pkcs8 body": base64.StdEncoding.EncodeToString(pkcs8),
-			"pkcs1 body": base64.StdEncoding.EncodeToString(x509.MarshalPKCS1PrivateKey(key)),
-		} {
-			// Any 40-character window of the body would give it away; sample several.
-			for i := 400; i+40 <= len(body) && i < 1200; i += 200 {
-				out[fmt.Sprintf("%s %s @%d", name, form, i)] = body[i : i+40]
-			}
-		}
-		d := key.D.Bytes()
-		out[name+" D base64"] = base64.StdEncoding.EncodeToString(d)[:40]
-		out[name+" D hex"] = hex.EncodeToString(d)[:40]
-		out[name+" D decimal"] = key.D.String()[:40]
-		out[name+" P decimal"] = key.Primes[0].String()[:40]
+		addKeySecrets(out, name, key)
 	}
 	out["api v3 key"] = string(k.WechatAPIv3Key)
 	out["api v3 key base64"] = base64.StdEncoding.EncodeToString(k.WechatAPIv3Key)
@@ -174,6 +160,137 @@ func TestNoKeyMaterialInLogsOrErrors(t *testing.T) {
 		t.Fatalf("too little captured to prove anything: %d texts, log %d bytes", len(texts), logs.Len())
 	}
 	for name, secret := range secrets(k) {
+		if strings.Contains(all, secret) {
+			t.Errorf("%s found in logs or errors", name)
+		}
+	}
+}
+
+// addKeySecrets adds the forms one private key could leak in.
+func addKeySecrets(out map[string]string, name string, key *rsa.PrivateKey) {
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(key)
+	for form, body := range map[string]string{
+		"pkcs8 body": base64.StdEncoding.EncodeToString(pkcs8),
+		"pkcs1 body": base64.StdEncoding.EncodeToString(x509.MarshalPKCS1PrivateKey(key)),
+	} {
+		// Any 40-character window of the body would give it away; sample several (1024-bit
+		// keys have shorter bodies, so start early enough for them too).
+		for i := 200; i+40 <= len(body) && i < 1200; i += 200 {
+			out[fmt.Sprintf("%s %s @%d", name, form, i)] = body[i : i+40]
+		}
+	}
+	d := key.D.Bytes()
+	out[name+" D base64"] = base64.StdEncoding.EncodeToString(d)[:40]
+	out[name+" D hex"] = hex.EncodeToString(d)[:40]
+	out[name+" D decimal"] = key.D.String()[:40]
+	out[name+" P decimal"] = key.Primes[0].String()[:40]
+}
+
+// TestNoKeyMaterialInAlipayAccountPaths drives the several-app and certificate-mode paths
+// (cert SN refusals, rotation, another app's key, certificate files holding keys) and scans
+// logs and errors for every app's keys and the CA key.
+func TestNoKeyMaterialInAlipayAccountPaths(t *testing.T) {
+	sb, base := newAccountsSandbox(t)
+	cert, pk := testAlipayAccounts(t)
+	var logs syncBuffer
+	log := zerolog.New(&logs).Level(zerolog.TraceLevel)
+	ctx := context.Background()
+	var texts []string
+	record := func(err error) {
+		if err != nil {
+			texts = append(texts, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
+		}
+	}
+	client := func(appID string, mod func(*alipay.Config)) *alipay.Client {
+		cfg, err := sb.AlipayAccountConfig(appID, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Logger, cfg.MaxRetries = log, -1
+		if mod != nil {
+			mod(&cfg)
+		}
+		texts = append(texts, fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg))
+		b, _ := json.Marshal(cfg)
+		texts = append(texts, string(b))
+		c, err := alipay.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, a := range []sandbox.AlipayAccount{cert, pk} {
+		texts = append(texts, fmt.Sprint(a), fmt.Sprintf("%+v", a), fmt.Sprintf("%#v", a), fmt.Sprintf("%v %+v %#v", a.Cert, a.Cert, a.Cert))
+		log.Info().Interface("account", a).Interface("cert", a.Cert).Msg("a careless caller logs an account")
+		sb.SetScenario(reconcile.Alipay, "LEAK-"+a.AppID, sandbox.Scenario{MerchantID: a.AppID, State: sandbox.StatePaid, AmountMinor: 1})
+	}
+	calls := []struct {
+		appID string
+		mod   func(*alipay.Config)
+	}{
+		{certAppID, func(c *alipay.Config) { c.Cert.AppCertSN = "0123456789abcdef0123456789abcdef" }},
+		{certAppID, func(c *alipay.Config) { c.Cert.RootCertSN = "" + "x" }},
+		{certAppID, func(c *alipay.Config) { c.Cert.AlipayCerts[c.Cert.AlipayCertSN] = &pk.PlatformKey.PublicKey }},
+		{pkAppID, func(c *alipay.Config) { c.AlipayPublicKey = &cert.PlatformKey.PublicKey }},
+		{pkAppID, func(c *alipay.Config) { c.PrivateKey = cert.AppKey }},
+		{certAppID, nil},
+	}
+	var clients []*alipay.Client
+	for _, c := range calls {
+		clients = append(clients, client(c.appID, c.mod))
+	}
+	for i, c := range clients {
+		_, err := c.Query(ctx, "LEAK-"+calls[i].appID)
+		record(err)
+		record(c.Close(ctx, "LEAK-"+calls[i].appID))
+	}
+	if err := sb.RotateAlipayCert(certAppID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := clients[len(clients)-1].Query(ctx, "LEAK-"+certAppID) // holds the old certificate
+	record(err)
+	_, err = clients[len(clients)-1].ParseNotify([]byte("app_id=" + certAppID + "&out_trade_no=1&alipay_cert_sn=ffff&sign=AAAA"))
+	record(err)
+	record(sb.RotateAlipayCert(pkAppID))
+
+	// Certificate files holding keys, or keys where certificates belong.
+	keyPEM, _ := platformclient.EncodePrivateKeyPEM(cert.Cert.CAKey)
+	appKeyPEM, _ := platformclient.EncodePrivateKeyPEM(cert.AppKey)
+	_, err = alipay.NewCertMode(appKeyPEM, cert.Cert.AlipayCertPEM, cert.Cert.RootCertPEM)
+	record(err)
+	_, err = alipay.NewCertMode(cert.Cert.AppCertPEM, keyPEM, cert.Cert.RootCertPEM)
+	record(err)
+	_, err = alipay.NewCertMode(cert.Cert.AppCertPEM, cert.Cert.AlipayCertPEM, append(append([]byte(nil), cert.Cert.RootCertPEM...), keyPEM...))
+	record(err)
+	_, err = alipay.ParseCertificate(keyPEM[30 : len(keyPEM)-30])
+	record(err)
+	_, err = alipay.RootCertSN(keyPEM)
+	record(err)
+
+	all := logs.String() + "\n" + strings.Join(texts, "\n")
+	if !strings.Contains(all, "rotated") || !strings.Contains(all, `"event":"bad_signature"`) || !strings.Contains(all, "app_cert_file: ") || len(texts) < 40 {
+		t.Fatalf("too little captured to prove anything: %d texts, log %d bytes", len(texts), logs.Len())
+	}
+	secretsOf := map[string]string{}
+	for _, a := range []sandbox.AlipayAccount{cert, pk} {
+		addKeySecrets(secretsOf, a.AppID+" app", a.AppKey)
+		addKeySecrets(secretsOf, a.AppID+" platform", a.PlatformKey)
+	}
+	addKeySecrets(secretsOf, "alipay CA", cert.Cert.CAKey)
+	if rotated, ok := sb.AlipayAccount(certAppID); ok {
+		addKeySecrets(secretsOf, "rotated platform", rotated.PlatformKey)
+	}
+	flat := strings.ReplaceAll(string(keyPEM), "\n", "")
+	found := 0
+	for name, secret := range secretsOf {
+		if strings.HasPrefix(name, "alipay CA pkcs8") && strings.Contains(flat, secret) {
+			found++
+		}
+	}
+	if found == 0 {
+		t.Fatal("the secret patterns do not match the PEM they come from")
+	}
+	for name, secret := range secretsOf {
 		if strings.Contains(all, secret) {
 			t.Errorf("%s found in logs or errors", name)
 		}

@@ -44,6 +44,7 @@ type Sandbox struct {
 	closed   chan struct{}
 	closeMu  sync.Once
 	wg       sync.WaitGroup // callback deliveries
+	alipay   *alipayApps    // the Alipay apps played, by app_id (alipay_accounts.go)
 
 	mu         sync.Mutex
 	orders     map[orderKey]*order
@@ -87,6 +88,9 @@ func New(opts Options) (*Sandbox, error) {
 		s.cbClient = &http.Client{Timeout: 5 * time.Second}
 	}
 	s.resetLocked()
+	if err := s.initAlipayApps(opts.Accounts.Alipay); err != nil {
+		return nil, err
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/gateway.do", s.serveAlipay)
 	s.mux.HandleFunc("GET /v3/pay/transactions/out-trade-no/{no}", s.serveWechatQuery)
