@@ -719,3 +719,44 @@ func TestWriteWechatAccountFiles(t *testing.T) {
 		}
 	}
 }
+
+// A caller that gives up while the certificates download has not seen a bad signature:
+// the query is retryable, and so is the callback (WeChat Pay sends it again).
+func TestWechatSlowDownloadIsNotABadSignature(t *testing.T) {
+	b := newWechatBench(t)
+	ctx := context.Background()
+	c := b.client(t, certMchID, func(cfg *wechatpay.Config) { cfg.Timeout, cfg.MaxRetries = 300*time.Millisecond, -1 })
+	// The order's own (harmless) fault shields the query from the merchant's hang, which
+	// then only the certificate download meets.
+	b.sb.SetScenario(reconcile.WechatPay, "SLOW-1", sandbox.Scenario{MerchantID: certMchID, State: sandbox.StatePaid, AmountMinor: 1,
+		Fault: &sandbox.Fault{Latency: sandbox.Duration(time.Nanosecond)}})
+	b.sb.SetAccountFault(reconcile.WechatPay, certMchID, sandbox.Fault{Hang: true})
+	res, err := c.Query(ctx, "SLOW-1")
+	wantKind(t, err, reconcile.KindRetryable)
+	wantNoResult(t, res)
+
+	// A fresh client, whose first download meets the hang while the callback waits for it.
+	fresh := b.client(t, certMchID, nil)
+	sink := &notifySink{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ctx, cancel := context.WithTimeout(r.Context(), 100*time.Millisecond)
+		defer cancel()
+		_, err := fresh.ParseNotifyContext(ctx, r.Header, body)
+		sink.mu.Lock()
+		sink.errs = append(sink.errs, err)
+		sink.mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	d, err := b.sb.Deliver(ctx, sandbox.DeliveryOptions{URL: srv.URL, MaxAttempts: 1}, sandbox.Callback{Platform: reconcile.WechatPay, OutTradeNo: "SLOW-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.errs) != 1 || kindOf(sink.errs[0]) != reconcile.KindRetryable || errors.Is(sink.errs[0], platformclient.ErrBadSignature) {
+		t.Fatalf("callback during a slow download: %v", sink.errs)
+	}
+}

@@ -146,11 +146,26 @@ func (c *Client) call(ctx context.Context, method, pathAndQuery string, body []b
 	if err != nil || a.status/100 != 2 {
 		return a, err
 	}
-	if err := c.verifier(ctx).Verify(a.header, a.raw); err != nil {
-		return answer{}, c.badSignature(a, err.Error())
+	if err := c.verify(ctx, a); err != nil {
+		return answer{}, err
 	}
 	a.verified = true
 	return a, nil
+}
+
+// verify checks an answer's signature. A caller that gave up while the platform
+// certificates were being downloaded has learnt nothing about the signature: that is a
+// retryable failure, not a bad signature.
+func (c *Client) verify(ctx context.Context, a answer) error {
+	err := c.verifier(ctx).Verify(a.header, a.raw)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
+			"gave up waiting for the platform certificates that verify the answer", ctx.Err())
+	}
+	return c.badSignature(a, err.Error())
 }
 
 // send sends one signed request and reads the answer, verifying nothing: a 5xx or 429

@@ -130,7 +130,10 @@ func (c *Client) ParseNotify(h http.Header, body []byte) (reconcile.Result, erro
 	return c.ParseNotifyContext(ctx, h, body)
 }
 
-// ParseNotifyContext is ParseNotify; ctx bounds a certificate download it waits for.
+// ParseNotifyContext is ParseNotify; ctx bounds a certificate download it waits for. Its
+// errors carry ErrBadSignature (answer 401) or ErrMalformed (answer 400), or are
+// KindRetryable when ctx ended while the certificates were downloading (answer 5xx:
+// WeChat Pay sends the callback again).
 func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []byte) (reconcile.Result, error) {
 	if len(c.cfg.APIv3Key) != APIv3KeySize {
 		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindConfig, "",
@@ -138,6 +141,11 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 	}
 	nv := &NotifyVerifier{verifier: c.verifier(ctx), apiV3Key: c.cfg.APIv3Key}
 	res, err := nv.ParseNotify(h, body)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ErrBadSignature) {
+		// Cut short while the certificates were downloading: WeChat Pay will send it again.
+		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
+			"gave up waiting for the platform certificates that verify the callback", ctx.Err())
+	}
 	if err != nil && reconcile.PlatformErrorKindOf(err) == reconcile.KindBadSignature {
 		c.log.Error().Str("event", "bad_signature").Str("raw_digest", platformclient.Digest(body)).
 			Str("serial", quoteSerial(h.Get(HeaderSerial))).Err(err).

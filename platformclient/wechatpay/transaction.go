@@ -115,8 +115,8 @@ func (c *Client) queryResult(ctx context.Context, a answer, wantOutTradeNo strin
 		if a.status == http.StatusNotFound && a.apiErr.Code == "ORDER_NOT_EXIST" {
 			// Not-found lets the reconciler close an expired order: when signed, it must verify.
 			if hasSignatureHeaders(a.header) {
-				if err := c.verifier(ctx).Verify(a.header, a.raw); err != nil {
-					return reconcile.Result{}, c.badSignature(a, err.Error())
+				if err := c.verify(ctx, a); err != nil {
+					return reconcile.Result{}, err
 				}
 			}
 			return reconcile.Result{
