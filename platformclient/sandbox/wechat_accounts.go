@@ -450,3 +450,19 @@ func (s *Sandbox) wechatMerchantOf(authorization string) (*wechatMerchant, strin
 	}
 	return s.wechat.byID(a.MchID), a.MchID
 }
+
+// wechatMerchantInfo describes every merchant for the control API: ids, mode and serials,
+// never a key.
+func (s *Sandbox) wechatMerchantInfo() []map[string]any {
+	out := make([]map[string]any, 0, len(s.wechat.order))
+	for _, m := range s.wechat.order {
+		a := m.account()
+		serials := make([]string, len(a.Certificates))
+		for i, c := range a.Certificates {
+			serials[i] = c.Serial
+		}
+		out = append(out, map[string]any{"mchid": a.MchID, "appid": a.AppID, "mode": a.Mode, "serial_no": a.MerchantSerial,
+			"public_key_id": a.PublicKeyID, "certificate_serials": serials})
+	}
+	return out
+}

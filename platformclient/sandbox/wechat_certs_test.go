@@ -656,6 +656,22 @@ func TestSandboxWechatMerchantsAreSeparate(t *testing.T) {
 		t.Fatalf("a request naming another merchant's key: %v", err)
 	}
 
+	// The control API lists the merchants with their modes and serials.
+	resp, err := http.Get(b.url + "/sandbox/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, a := range testWechatAccounts(t) {
+		if !strings.Contains(string(info), `"mode": "`+string(a.Mode)+`"`) || !strings.Contains(string(info), a.MchID) {
+			t.Fatalf("control info lacks %s: %s", a.MchID, info)
+		}
+	}
+	if !strings.Contains(string(info), testAccount(t, certMchID).Certificates[0].Serial) {
+		t.Fatalf("control info lacks the certificate serial: %s", info)
+	}
+
 	if _, err := b.sb.WechatAccountConfig("1999999999", b.url); err == nil {
 		t.Fatal("a config for a merchant nobody plays")
 	}
