@@ -96,9 +96,8 @@ func GenerateWechatAccount(mchID, appID string, mode WechatMode, bits int) (Wech
 	if err != nil {
 		return WechatAccount{}, fmt.Errorf("generate merchant key: %w", err)
 	}
-	a := WechatAccount{MchID: mchID, AppID: appID, MerchantKey: merchantKey, MerchantSerial: newCertificateSerial().Text(16),
+	a := WechatAccount{MchID: mchID, AppID: appID, MerchantKey: merchantKey, MerchantSerial: strings.ToUpper(newCertificateSerial().Text(16)),
 		APIv3Key: []byte(randomAlnum(wechatpay.APIv3KeySize)), Mode: mode}
-	a.MerchantSerial = strings.ToUpper(a.MerchantSerial)
 	if mode.hasPublicKey() {
 		if a.PublicKey, err = rsa.GenerateKey(rand.Reader, bits); err != nil {
 			return WechatAccount{}, fmt.Errorf("generate public key: %w", err)
@@ -241,8 +240,11 @@ func (m *wechatMerchant) account() WechatAccount {
 	return a
 }
 
-// owns reports whether an order is this merchant's.
-func (m *wechatMerchant) owns(sc Scenario, ms *wechatMerchants) bool { return ms.owner(sc) == m }
+func (m *wechatMerchant) countDownload() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.downloads++
+}
 
 // knowsSerial reports whether a request's Wechatpay-Serial names one of this merchant's
 // verifying keys, and whether it is the public key id.
@@ -412,22 +414,14 @@ func (s *Sandbox) WriteWechatAccountFiles(dir, baseURL string) ([]map[string]any
 		if a.AppID != "" {
 			e["appid"] = a.AppID
 		}
-		files := []struct {
-			path string
-			data []byte
-			mode os.FileMode
-		}{{prefix + "_apiclient_key.pem", priv, 0o600}, {prefix + "_apiv3.key", a.APIv3Key, 0o600}}
+		files := []keyFile{{prefix + "_apiclient_key.pem", priv, 0o600}, {prefix + "_apiv3.key", a.APIv3Key, 0o600}}
 		if a.Mode.hasPublicKey() {
 			pub, err := platformclient.EncodePublicKeyPEM(&a.PublicKey.PublicKey)
 			if err != nil {
 				return nil, err
 			}
 			e["public_key_id"], e["public_key_file"] = a.PublicKeyID, prefix+"_pub_key.pem"
-			files = append(files, struct {
-				path string
-				data []byte
-				mode os.FileMode
-			}{prefix + "_pub_key.pem", pub, 0o644})
+			files = append(files, keyFile{prefix + "_pub_key.pem", pub, 0o644})
 		}
 		for _, f := range files {
 			if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
@@ -440,6 +434,13 @@ func (s *Sandbox) WriteWechatAccountFiles(dir, baseURL string) ([]map[string]any
 		entries = append(entries, e)
 	}
 	return entries, nil
+}
+
+// keyFile is one file WriteWechatAccountFiles writes.
+type keyFile struct {
+	path string
+	data []byte
+	mode os.FileMode
 }
 
 // wechatMerchantOf is the merchant whose Authorization a request carries, if any.

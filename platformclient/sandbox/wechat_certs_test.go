@@ -322,8 +322,16 @@ func TestWechatCertificateModeEndToEnd(t *testing.T) {
 	if !c.KnowsSerial(ctx, acct.Certificates[0].Serial) || !c.KnowsSerial(ctx, strings.ToLower(acct.Certificates[0].Serial)) {
 		t.Fatal("KnowsSerial: its own certificate")
 	}
-	if c.KnowsSerial(ctx, testKeys(t).WechatPublicKeyID) || c.KnowsSerial(ctx, "") {
-		t.Fatal("KnowsSerial: another merchant's public key id, or nothing")
+	// The callback endpoint asks every account about a serial: an unknown one costs each
+	// account one download per interval, however often it is asked.
+	b.clock.Advance(wechatpay.DefaultCertificateRefreshMin)
+	for range 5 {
+		if c.KnowsSerial(ctx, testKeys(t).WechatPublicKeyID) || c.KnowsSerial(ctx, "") {
+			t.Fatal("KnowsSerial: another merchant's public key id, or nothing")
+		}
+	}
+	if n := b.sb.CertificateDownloads(certMchID); n != 2 {
+		t.Fatalf("%d certificate downloads after asking about unknown serials, want 2", n)
 	}
 }
 

@@ -145,7 +145,7 @@ func (s *Sandbox) serveWechatQuery(w http.ResponseWriter, r *http.Request) {
 	if outTradeNo != "" {
 		sc = s.lookup(reconcile.WechatPay, outTradeNo)
 	}
-	if sc.State == StateNotFound || !c.merchant.owns(sc, s.wechat) {
+	if sc.State == StateNotFound || s.wechat.owner(sc) != c.merchant {
 		s.writeWechatError(w, c, wechatErrors["ORDER_NOT_EXIST"])
 		return
 	}
@@ -156,9 +156,7 @@ func (s *Sandbox) serveWechatQuery(w http.ResponseWriter, r *http.Request) {
 // certificates sealed with its API v3 key, signed like any answer.
 func (s *Sandbox) serveWechatCertificates(w http.ResponseWriter, r *http.Request) {
 	if m, _ := s.wechatMerchantOf(r.Header.Get("Authorization")); m != nil {
-		m.mu.Lock()
-		m.downloads++
-		m.mu.Unlock()
+		m.countDownload()
 	}
 	c := s.wechatAdmit(w, r, "", false)
 	if c == nil {
@@ -186,7 +184,7 @@ func (s *Sandbox) serveWechatClose(w http.ResponseWriter, r *http.Request) {
 		s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", "请求体mchid错误"})
 		return
 	}
-	if sc := s.lookup(reconcile.WechatPay, outTradeNo); sc.State != StateNotFound && !c.merchant.owns(sc, s.wechat) {
+	if sc := s.lookup(reconcile.WechatPay, outTradeNo); sc.State != StateNotFound && s.wechat.owner(sc) != c.merchant {
 		s.writeWechatError(w, c, wechatErrors["ORDER_NOT_EXIST"])
 		return
 	}
