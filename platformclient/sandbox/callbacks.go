@@ -301,9 +301,14 @@ func (s *Sandbox) wechatCallback(cb Callback, sc Scenario) (outgoing, error) {
 	if cb.RawState != "" {
 		sc.RawState = cb.RawState
 	}
-	plain := s.wechatTransaction(cb.OutTradeNo, sc)
+	m := s.wechat.owner(sc)
+	if m == nil {
+		return outgoing{}, fmt.Errorf("callback for %q: the sandbox plays no WeChat Pay merchant %s", cb.OutTradeNo, sc.MerchantID)
+	}
+	acct := m.account()
+	plain := s.wechatTransaction(acct, cb.OutTradeNo, sc)
 	nonce := randomAlnum(12)
-	ct, err := wechatpay.EncryptResource(s.keys.WechatAPIv3Key, "transaction", nonce, plain)
+	ct, err := wechatpay.EncryptResource(acct.APIv3Key, "transaction", nonce, plain)
 	if err != nil {
 		return outgoing{}, err
 	}
@@ -323,13 +328,14 @@ func (s *Sandbox) wechatCallback(cb Callback, sc Scenario) (outgoing, error) {
 			field{"original_type", "transaction"}, field{"algorithm", wechatpay.AlgorithmAESGCM},
 			field{"ciphertext", ct}, field{"associated_data", "transaction"}, field{"nonce", nonce}))},
 	)
+	key, serial := m.callbackSigner()
 	return outgoing{
 		cb:       cb,
 		body:     body,
 		schedule: WechatRetrySchedule,
 		header: func() (http.Header, error) {
 			h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"Mozilla/4.0"}}
-			err := wechatpay.SignResponse(h, s.keys.WechatPlatformKey, s.keys.WechatPublicKeyID, s.now(), body)
+			err := wechatpay.SignResponse(h, key, serial, s.now(), body)
 			return h, err
 		},
 		acked: func(status int, _ []byte) bool { return status/100 == 2 },

@@ -11,7 +11,7 @@ import (
 
 // The control API, mounted under /sandbox/ (all bodies JSON):
 //
-//	GET    /sandbox/                                  identity, serial, public key id (no secrets)
+//	GET    /sandbox/                                  identity, serial, public key id, WeChat Pay merchants (no secrets)
 //	PUT    /sandbox/scenarios/{platform}/{no}         body: Scenario
 //	GET    /sandbox/scenarios/{platform}/{no}         the order's scenario
 //	POST   /sandbox/scenarios                         body: [{"platform","out_trade_no", Scenario fields...}]
@@ -44,7 +44,8 @@ func (s *Sandbox) ctlInfo(w http.ResponseWriter, _ *http.Request) {
 		"wechatpay_serial_no":     s.keys.WechatMerchantSerial,
 		"wechatpay_public_key_id": s.keys.WechatPublicKeyID,
 		"alipay_gateway_path":     "/gateway.do",
-		"wechatpay_paths":         []string{"/v3/pay/transactions/out-trade-no/{out_trade_no}", "/v3/pay/transactions/id/{transaction_id}", "/v3/pay/transactions/out-trade-no/{out_trade_no}/close"},
+		"wechatpay_paths":         []string{"/v3/pay/transactions/out-trade-no/{out_trade_no}", "/v3/pay/transactions/id/{transaction_id}", "/v3/pay/transactions/out-trade-no/{out_trade_no}/close", "/v3/certificates"},
+		"wechatpay_merchants":     s.wechatMerchantInfo(),
 	})
 }
 

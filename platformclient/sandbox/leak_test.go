@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,7 @@ func secrets(k *sandbox.Keys) map[string]string {
 		"wechat merchant": k.WechatMerchantKey, "wechat platform": k.WechatPlatformKey} {
 		addKeySecrets(out, name, key)
 	}
-	out["api v3 key"] = string(k.WechatAPIv3Key)
-	out["api v3 key base64"] = base64.StdEncoding.EncodeToString(k.WechatAPIv3Key)
-	out["api v3 key hex"] = hex.EncodeToString(k.WechatAPIv3Key)
+	apiV3KeySecrets(out, "api v3 key", k.WechatAPIv3Key)
 	return out
 }
 
@@ -292,6 +291,118 @@ func TestNoKeyMaterialInAlipayAccountPaths(t *testing.T) {
 	}
 	for name, secret := range secretsOf {
 		if strings.Contains(all, secret) {
+			t.Errorf("%s found in logs or errors", name)
+		}
+	}
+}
+
+func accountSecrets(out map[string]string, a sandbox.WechatAccount) {
+	addKeySecrets(out, a.MchID+" merchant", a.MerchantKey)
+	if a.PublicKey != nil {
+		addKeySecrets(out, a.MchID+" public key", a.PublicKey)
+	}
+	for _, c := range a.Certificates {
+		addKeySecrets(out, a.MchID+" certificate "+c.Serial, c.Key)
+	}
+	apiV3KeySecrets(out, a.MchID+" api v3 key", a.APIv3Key)
+}
+
+func apiV3KeySecrets(out map[string]string, name string, key []byte) {
+	out[name] = string(key)
+	out[name+" base64"] = base64.StdEncoding.EncodeToString(key)
+	out[name+" hex"] = hex.EncodeToString(key)
+}
+
+func TestNoKeyMaterialInLogsOrErrorsCertificates(t *testing.T) {
+	b := newWechatBench(t)
+	ctx := context.Background()
+	var logs syncBuffer
+	log := zerolog.New(&logs).Level(zerolog.TraceLevel)
+	var texts []string
+	record := func(err error) {
+		if err != nil {
+			texts = append(texts, err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err))
+		}
+	}
+	secret := secrets(testKeys(t))
+	for _, a := range testWechatAccounts(t) {
+		accountSecrets(secret, a)
+		texts = append(texts, a.String(), fmt.Sprintf("%+v", a), fmt.Sprintf("%#v", a))
+	}
+	mk := func(mchID string, mod func(*wechatpay.Config)) *wechatpay.Client {
+		return b.client(t, mchID, func(cfg *wechatpay.Config) {
+			cfg.Logger, cfg.MaxRetries = log, -1
+			if mod != nil {
+				mod(cfg)
+			}
+			texts = append(texts, cfg.String(), fmt.Sprintf("%#v", *cfg))
+		})
+	}
+	for _, mchID := range []string{certMchID, migratingMchID} {
+		b.paid("LEAKC-"+mchID, mchID)
+		for i, f := range []sandbox.Fault{{HTTPStatus: 502}, {BadSignature: true}, {TamperBody: true}, {Unsigned: true},
+			{StaleTimestamp: true}, {SignTest: true}, {WrongSerial: true}, {RateLimited: true}, {ErrorCode: "SIGN_ERROR"}} {
+			// A fresh client, so every fault meets a first download.
+			c := mk(mchID, func(cfg *wechatpay.Config) { cfg.PlatformPublicKey, cfg.PublicKeyID = nil, "" })
+			b.sb.SetAccountFault(reconcile.WechatPay, mchID, f)
+			_, err := c.Query(ctx, "LEAKC-"+mchID)
+			record(err)
+			b.sb.SetAccountFault(reconcile.WechatPay, mchID, sandbox.Fault{})
+			_, err = c.Query(ctx, "LEAKC-"+mchID)
+			record(err)
+			c.KnowsSerial(ctx, fmt.Sprintf("UNKNOWN%02d", i))
+		}
+		// Another merchant's API v3 key: a secret too, so a leak of the configured key shows.
+		wrongV3 := mk(mchID, func(cfg *wechatpay.Config) { cfg.APIv3Key = testAccount(t, pubKeyMchID).APIv3Key })
+		_, err := wrongV3.Query(ctx, "LEAKC-"+mchID)
+		record(err)
+		sink := deliver(t, b, wrongV3, "LEAKC-"+mchID, "LEAKC-"+mchID)
+		for _, err := range sink.errs {
+			record(err)
+		}
+	}
+	if err := b.sb.RotateWechatCertificate(certMchID); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Hour)
+	c := mk(certMchID, nil)
+	_, err := c.Query(ctx, "LEAKC-"+certMchID)
+	record(err)
+	sink := deliver(t, b, c, "LEAKC-"+migratingMchID, "LEAKC-"+migratingMchID)
+	for _, err := range sink.errs {
+		record(err)
+	}
+	_, err = wechatpay.New(wechatpay.Config{MchID: "1", SerialNo: "A", PrivateKey: testAccount(t, certMchID).MerchantKey,
+		APIv3Key: testAccount(t, certMchID).APIv3Key[:20]})
+	record(err)
+	dir := t.TempDir()
+	entries, err := b.sb.WriteWechatAccountFiles(dir, b.url)
+	record(err)
+	texts = append(texts, fmt.Sprint(entries))
+
+	// The patterns themselves are right: they are found in the files the keys were written to.
+	for _, e := range entries {
+		priv, _ := os.ReadFile(e["private_key_file"].(string))
+		v3, _ := os.ReadFile(e["apiv3_key_file"].(string))
+		flat := strings.ReplaceAll(string(priv), "\n", "") + string(v3)
+		found := 0
+		for name, s := range secret {
+			if strings.HasPrefix(name, e["mchid"].(string)) && strings.Contains(flat, s) {
+				found++
+			}
+		}
+		if found < 2 {
+			t.Fatalf("%s: the secret patterns do not match the files they come from", e["mchid"])
+		}
+	}
+
+	all := logs.String() + "\n" + strings.Join(texts, "\n")
+	if !strings.Contains(logs.String(), `"event":"bad_signature"`) || !strings.Contains(logs.String(), "certificate download failed") ||
+		!strings.Contains(logs.String(), "platform certificates downloaded") || len(texts) < 60 {
+		t.Fatalf("too little captured to prove anything: %d texts, log %d bytes", len(texts), logs.Len())
+	}
+	for name, s := range secret {
+		if strings.Contains(all, s) {
 			t.Errorf("%s found in logs or errors", name)
 		}
 	}

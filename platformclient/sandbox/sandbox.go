@@ -41,6 +41,7 @@ type Sandbox struct {
 	now      func() time.Time
 	cbClient *http.Client
 	mux      *http.ServeMux
+	wechat   *wechatMerchants // the default merchant and Options.Accounts.WechatPay, by mchid
 	closed   chan struct{}
 	closeMu  sync.Once
 	wg       sync.WaitGroup // callback deliveries
@@ -91,11 +92,16 @@ func New(opts Options) (*Sandbox, error) {
 	if err := s.initAlipayApps(opts.Accounts.Alipay); err != nil {
 		return nil, err
 	}
+	var err error
+	if s.wechat, err = newWechatMerchants(keys, s.id, opts.Accounts.WechatPay); err != nil {
+		return nil, err
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/gateway.do", s.serveAlipay)
 	s.mux.HandleFunc("GET /v3/pay/transactions/out-trade-no/{no}", s.serveWechatQuery)
 	s.mux.HandleFunc("GET /v3/pay/transactions/id/{id}", s.serveWechatQuery)
 	s.mux.HandleFunc("POST /v3/pay/transactions/out-trade-no/{no}/close", s.serveWechatClose)
+	s.mux.HandleFunc("GET "+wechatpay.CertificatesPath, s.serveWechatCertificates)
 	s.mountControl(s.mux)
 	return s, nil
 }
@@ -286,6 +292,7 @@ func (s *Sandbox) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resetLocked()
+	s.wechat.resetCounts()
 }
 
 func (s *Sandbox) resetLocked() {

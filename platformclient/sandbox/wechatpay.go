@@ -48,6 +48,11 @@ type wechatCall struct {
 	key   orderKey
 	fault Fault
 	body  []byte
+	// merchant is the account the Authorization names (nil when it names none the sandbox
+	// plays: the answer is then signed as the default merchant's).
+	merchant *wechatMerchant
+	// namesPublicKey: the request's Wechatpay-Serial is the merchant's public key id.
+	namesPublicKey bool
 }
 
 // wechatAdmit runs what every API v3 request goes through: header checks, counting, the QPS
@@ -59,7 +64,9 @@ func (s *Sandbox) wechatAdmit(w http.ResponseWriter, r *http.Request, outTradeNo
 		return nil
 	}
 	c := &wechatCall{key: orderKey{reconcile.WechatPay, outTradeNo}, body: body}
-	f, hasFault, throttled := s.admit(request{platform: reconcile.WechatPay, key: c.key, isQuery: isQuery})
+	var mchID string
+	c.merchant, mchID = s.wechatMerchantOf(r.Header.Get("Authorization"))
+	f, hasFault, throttled := s.admit(request{platform: reconcile.WechatPay, merchant: mchID, key: c.key, isQuery: isQuery})
 	c.fault = f
 	if hasFault && s.transportFault(w, r, f) {
 		return nil
@@ -76,27 +83,37 @@ func (s *Sandbox) wechatAdmit(w http.ResponseWriter, r *http.Request, outTradeNo
 		s.writeWechatError(w, c, wechatErrorFor(f.ErrorCode))
 		return nil
 	}
-	if e, ok := s.checkWechatAuth(r, body); !ok {
+	if e, ok := s.checkWechatAuth(c.merchant, r, body); !ok {
 		s.writeWechatError(w, c, e)
 		return nil
 	}
-	if mchid := r.URL.Query().Get("mchid"); isQuery && mchid != s.id.WechatMchID {
+	if serial := r.Header.Get(wechatpay.HeaderSerial); serial != "" {
+		known, publicKey := c.merchant.knowsSerial(serial)
+		if !known {
+			s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", "Wechatpay-Serial对应的平台证书或公钥不存在"})
+			return nil
+		}
+		c.namesPublicKey = publicKey
+	}
+	if mchid := r.URL.Query().Get("mchid"); isQuery && mchid != c.merchant.acct.MchID {
 		s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", "mchid与Authorization中商户号不一致"})
 		return nil
 	}
 	return c
 }
 
-// checkWechatAuth verifies the Authorization header as WeChat Pay does.
-func (s *Sandbox) checkWechatAuth(r *http.Request, body []byte) (wechatError, bool) {
+// checkWechatAuth verifies the Authorization header as WeChat Pay does, for the merchant
+// it names.
+func (s *Sandbox) checkWechatAuth(m *wechatMerchant, r *http.Request, body []byte) (wechatError, bool) {
 	sign := func(msg string) wechatError { return wechatError{401, "SIGN_ERROR", msg} }
 	a, err := wechatpay.ParseAuthorization(r.Header.Get("Authorization"))
 	if err != nil {
 		return sign("错误的签名，验签失败: Http头Authorization值格式错误"), false
 	}
-	if a.MchID != s.id.WechatMchID {
+	if m == nil {
 		return sign("商户号不存在或商户证书序列号不匹配"), false
 	}
+	acct := m.account()
 	ts, err := strconv.ParseInt(a.Timestamp, 10, 64)
 	if err != nil {
 		return sign("Http头Authorization中的timestamp格式错误"), false
@@ -104,11 +121,11 @@ func (s *Sandbox) checkWechatAuth(r *http.Request, body []byte) (wechatError, bo
 	if d := s.now().Sub(time.Unix(ts, 0)); d >= 5*time.Minute || d <= -5*time.Minute {
 		return sign("Http头Authorization中的timestamp与发起请求的时间不得超过5分钟"), false
 	}
-	if !strings.EqualFold(a.SerialNo, s.keys.WechatMerchantSerial) {
+	if !strings.EqualFold(a.SerialNo, acct.MerchantSerial) {
 		return sign("商户证书序列号有误"), false
 	}
 	msg := wechatpay.RequestMessage(r.Method, r.RequestURI, a.Timestamp, a.NonceStr, body)
-	if platformclient.VerifySHA256(&s.keys.WechatMerchantKey.PublicKey, msg, a.Signature) != nil {
+	if platformclient.VerifySHA256(&acct.MerchantKey.PublicKey, msg, a.Signature) != nil {
 		return sign("签名错误"), false
 	}
 	return wechatError{}, true
@@ -128,11 +145,29 @@ func (s *Sandbox) serveWechatQuery(w http.ResponseWriter, r *http.Request) {
 	if outTradeNo != "" {
 		sc = s.lookup(reconcile.WechatPay, outTradeNo)
 	}
-	if sc.State == StateNotFound {
+	if sc.State == StateNotFound || s.wechat.owner(sc) != c.merchant {
 		s.writeWechatError(w, c, wechatErrors["ORDER_NOT_EXIST"])
 		return
 	}
-	s.writeWechat(w, c, http.StatusOK, s.wechatTransaction(outTradeNo, sc))
+	s.writeWechat(w, c, http.StatusOK, s.wechatTransaction(c.merchant.account(), outTradeNo, sc))
+}
+
+// serveWechatCertificates answers GET /v3/certificates: the merchant's platform
+// certificates sealed with its API v3 key, signed like any answer.
+func (s *Sandbox) serveWechatCertificates(w http.ResponseWriter, r *http.Request) {
+	if m, _ := s.wechatMerchantOf(r.Header.Get("Authorization")); m != nil {
+		m.countDownload()
+	}
+	c := s.wechatAdmit(w, r, "", false)
+	if c == nil {
+		return
+	}
+	body, err := c.merchant.certificateList()
+	if err != nil {
+		s.writeWechatError(w, c, wechatErrors["SYSTEM_ERROR"])
+		return
+	}
+	s.writeWechat(w, c, http.StatusOK, body)
 }
 
 // serveWechatClose answers POST /v3/pay/transactions/out-trade-no/{no}/close.
@@ -145,8 +180,12 @@ func (s *Sandbox) serveWechatClose(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		MchID string `json:"mchid"`
 	}
-	if json.Unmarshal(c.body, &req) != nil || req.MchID != s.id.WechatMchID {
+	if json.Unmarshal(c.body, &req) != nil || req.MchID != c.merchant.acct.MchID {
 		s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", "请求体mchid错误"})
+		return
+	}
+	if sc := s.lookup(reconcile.WechatPay, outTradeNo); sc.State != StateNotFound && s.wechat.owner(sc) != c.merchant {
+		s.writeWechatError(w, c, wechatErrors["ORDER_NOT_EXIST"])
 		return
 	}
 	switch s.closeOrder(reconcile.WechatPay, outTradeNo) {
@@ -171,7 +210,7 @@ func wechatStateWord(sc Scenario) string {
 }
 
 // wechatTransaction is the query answer (and the callback plaintext) for an order.
-func (s *Sandbox) wechatTransaction(outTradeNo string, sc Scenario) []byte {
+func (s *Sandbox) wechatTransaction(acct WechatAccount, outTradeNo string, sc Scenario) []byte {
 	state := wechatStateWord(sc)
 	desc := map[string]string{
 		wechatpay.StateSuccess: "支付成功", wechatpay.StateNotPay: "未支付", wechatpay.StateClosed: "已关闭",
@@ -196,8 +235,8 @@ func (s *Sandbox) wechatTransaction(outTradeNo string, sc Scenario) []byte {
 		amount = json.RawMessage(object(field{"total", sc.AmountMinor}, field{"currency", currency}, field{"payer_currency", currency}))
 	}
 	return object(
-		field{"amount", amount}, field{"appid", s.id.WechatAppID}, field{"attach", ""}, field{"bank_type", bank},
-		field{"mchid", s.id.WechatMchID}, field{"out_trade_no", outTradeNo}, field{"payer", payer},
+		field{"amount", amount}, field{"appid", acct.AppID}, field{"attach", ""}, field{"bank_type", bank},
+		field{"mchid", acct.MchID}, field{"out_trade_no", outTradeNo}, field{"payer", payer},
 		field{"promotion_detail", json.RawMessage("[]")}, field{"success_time", successTime},
 		field{"trade_state", state}, field{"trade_state_desc", desc}, field{"trade_type", tradeType},
 		field{"transaction_id", txID},
@@ -208,14 +247,19 @@ func (s *Sandbox) writeWechatError(w http.ResponseWriter, c *wechatCall, e wecha
 	s.writeWechat(w, c, e.status, object(field{"code", e.code}, field{"message", e.message}))
 }
 
-// writeWechat signs an answer with "WeChat Pay's" key (error answers too, as the platform
-// does), applying the signature faults, and writes it.
+// writeWechat signs an answer with "WeChat Pay's" key for the merchant (error answers too,
+// as the platform does), applying the signature faults, and writes it.
 func (s *Sandbox) writeWechat(w http.ResponseWriter, c *wechatCall, status int, body []byte) {
 	f := c.fault
 	h := w.Header()
 	h.Set(wechatpay.HeaderRequestID, "08"+randomAlnum(30))
 	if !f.Unsigned {
-		key, keyID, now := s.keys.WechatPlatformKey, s.keys.WechatPublicKeyID, s.now()
+		m := c.merchant
+		if m == nil {
+			m = s.wechat.defaultMerchant()
+		}
+		key, keyID := m.answerSigner(c.namesPublicKey)
+		now := s.now()
 		if f.BadSignature {
 			key = otherKey(s.keys, reconcile.WechatPay)
 		}

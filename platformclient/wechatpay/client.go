@@ -24,10 +24,10 @@ const UserAgent = "payrecon/1.0 (+https://github.com/payrecon/payrecon)"
 // Client speaks to WeChat Pay API v3 for one merchant. Safe for concurrent use; share one
 // per process so its token bucket and circuit breaker see every call.
 type Client struct {
-	cfg      Config
-	policy   *platformclient.Policy
-	verifier Verifier
-	log      zerolog.Logger
+	cfg    Config
+	policy *platformclient.Policy
+	certs  certificateSet
+	log    zerolog.Logger
 }
 
 var _ reconcile.PlatformClient = (*Client)(nil)
@@ -39,9 +39,8 @@ func New(cfg Config) (*Client, error) {
 	}
 	log := cfg.Logger.With().Str("platform", string(reconcile.WechatPay)).Str("mchid", cfg.MchID).Logger()
 	return &Client{
-		cfg:      cfg,
-		log:      log,
-		verifier: Verifier{PublicKey: cfg.PlatformPublicKey, PublicKeyID: cfg.PublicKeyID, Now: cfg.Now},
+		cfg: cfg,
+		log: log,
 		policy: platformclient.NewPolicy(platformclient.PolicyConfig{
 			Platform:   reconcile.WechatPay,
 			QPS:        cfg.QPS,
@@ -86,7 +85,7 @@ func (c *Client) query(ctx context.Context, path, wantOutTradeNo string) (reconc
 		if err != nil {
 			return err
 		}
-		res, err = c.queryResult(a, wantOutTradeNo)
+		res, err = c.queryResult(ctx, a, wantOutTradeNo)
 		return err
 	})
 	if err != nil {
@@ -143,6 +142,35 @@ type apiError struct {
 // call sends one signed request. A 2xx answer is verified before it is returned; a 5xx or
 // 429 comes back as an error already, other error answers are left to the caller.
 func (c *Client) call(ctx context.Context, method, pathAndQuery string, body []byte) (answer, error) {
+	a, err := c.send(ctx, method, pathAndQuery, body)
+	if err != nil || a.status/100 != 2 {
+		return a, err
+	}
+	if err := c.verify(ctx, a); err != nil {
+		return answer{}, err
+	}
+	a.verified = true
+	return a, nil
+}
+
+// verify checks an answer's signature. A caller that gave up while the platform
+// certificates were being downloaded has learnt nothing about the signature: that is a
+// retryable failure, not a bad signature.
+func (c *Client) verify(ctx context.Context, a answer) error {
+	err := c.verifier(ctx).Verify(a.header, a.raw)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
+			"gave up waiting for the platform certificates that verify the answer", ctx.Err())
+	}
+	return c.badSignature(a, err.Error())
+}
+
+// send sends one signed request and reads the answer, verifying nothing: a 5xx or 429
+// comes back as an error, every other answer to the caller.
+func (c *Client) send(ctx context.Context, method, pathAndQuery string, body []byte) (answer, error) {
 	full := c.cfg.BaseURL + pathAndQuery
 	var rdr io.Reader
 	if body != nil {
@@ -162,6 +190,11 @@ func (c *Client) call(ctx context.Context, method, pathAndQuery string, body []b
 	req.Header.Set("Authorization", auth)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
+	if c.cfg.PublicKeyID != "" {
+		// Names the key we verify with: a merchant migrating from platform certificates gets
+		// answers signed with the public key only when the request asks for it.
+		req.Header.Set(HeaderSerial, c.cfg.PublicKeyID)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -180,10 +213,6 @@ func (c *Client) call(ctx context.Context, method, pathAndQuery string, body []b
 	}
 	a := answer{status: resp.StatusCode, header: resp.Header, raw: raw}
 	if a.status/100 == 2 {
-		if err := c.verifier.Verify(resp.Header, raw); err != nil {
-			return answer{}, c.badSignature(a, err.Error())
-		}
-		a.verified = true
 		return a, nil
 	}
 	_ = json.Unmarshal(raw, &a.apiErr) // classification only; a proxy's HTML page has no code

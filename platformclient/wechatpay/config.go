@@ -29,6 +29,12 @@ const (
 	SettingAPIv3Key    = "RECONCILER_WECHATPAY_APIV3_KEY_FILE"
 )
 
+// Platform certificate refresh defaults (Config.CertificateRefresh, CertificateRefreshMin).
+const (
+	DefaultCertificateRefresh    = 12 * time.Hour
+	DefaultCertificateRefreshMin = time.Minute
+)
+
 // APIv3KeySize is the length of the API v3 key: it is the AES-256-GCM key of callbacks.
 const APIv3KeySize = 32
 
@@ -40,11 +46,23 @@ type Config struct {
 	SerialNo   string
 	PrivateKey *rsa.PrivateKey // the merchant API private key (apiclient_key.pem)
 	// PlatformPublicKey is the WeChat Pay public key that signs answers and callbacks, and
-	// PublicKeyID its id (PUB_KEY_ID_...), which answers name in Wechatpay-Serial.
+	// PublicKeyID its id (PUB_KEY_ID_...), which answers name in Wechatpay-Serial and every
+	// request names too. Both or neither: without them the client verifies with platform
+	// certificates only (the older mode), which needs APIv3Key.
 	PlatformPublicKey *rsa.PublicKey
 	PublicKeyID       string
-	// APIv3Key decrypts callbacks (32 bytes). Optional for querying only.
+	// APIv3Key decrypts callbacks and downloaded platform certificates (32 bytes). With it,
+	// answers and callbacks signed by a platform certificate verify too (a merchant in
+	// certificate mode, or migrating to the public key). Optional for a public-key client
+	// that only queries.
 	APIv3Key []byte
+	// CertificateRefresh is how old the downloaded platform certificates may get before the
+	// next verification that needs one downloads them again; default 12h.
+	CertificateRefresh time.Duration
+	// CertificateRefreshMin is the least time between two certificate downloads, so a
+	// stream of unknown serials (or a failing download) costs one call per interval, not one
+	// per message; default 1 minute.
+	CertificateRefreshMin time.Duration
 	// AppID, when set, is the appid callbacks and answers are expected to name (not enforced
 	// here: the apply path compares Result.SellerID).
 	AppID      string
@@ -104,14 +122,24 @@ func (c *Config) validate() error {
 	if c.PrivateKey == nil {
 		errs = append(errs, fmt.Errorf("%s is required (the merchant API private key)", SettingPrivateKey))
 	}
-	if c.PlatformPublicKey == nil {
-		errs = append(errs, fmt.Errorf("%s is required (the WeChat Pay public key)", SettingPublicKey))
-	}
-	if strings.TrimSpace(c.PublicKeyID) == "" {
-		errs = append(errs, fmt.Errorf("%s is required (PUB_KEY_ID_...)", SettingPublicKeyID))
+	c.PublicKeyID = strings.TrimSpace(c.PublicKeyID)
+	switch {
+	case c.PlatformPublicKey != nil && c.PublicKeyID == "":
+		errs = append(errs, fmt.Errorf("%s is required with %s (PUB_KEY_ID_...)", SettingPublicKeyID, SettingPublicKey))
+	case c.PlatformPublicKey == nil && c.PublicKeyID != "":
+		errs = append(errs, fmt.Errorf("%s is required with %s (the WeChat Pay public key)", SettingPublicKey, SettingPublicKeyID))
+	case c.PlatformPublicKey == nil && len(c.APIv3Key) == 0:
+		errs = append(errs, fmt.Errorf("%s and %s are required, or %s to verify with platform certificates",
+			SettingPublicKey, SettingPublicKeyID, SettingAPIv3Key))
 	}
 	if len(c.APIv3Key) != 0 && len(c.APIv3Key) != APIv3KeySize {
 		errs = append(errs, fmt.Errorf("%s: the API v3 key must be %d bytes, got %d", SettingAPIv3Key, APIv3KeySize, len(c.APIv3Key)))
+	}
+	if c.CertificateRefresh <= 0 {
+		c.CertificateRefresh = DefaultCertificateRefresh
+	}
+	if c.CertificateRefreshMin <= 0 {
+		c.CertificateRefreshMin = DefaultCertificateRefreshMin
 	}
 	if c.QPS < 0 {
 		errs = append(errs, errors.New("RECONCILER_WECHATPAY_QPS must not be negative"))

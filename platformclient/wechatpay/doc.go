@@ -3,10 +3,17 @@
 //
 // Requests carry the WECHATPAY2-SHA256-RSA2048 Authorization header, signed over
 // "METHOD\nPATH?QUERY\nTIMESTAMP\nNONCE\nBODY\n" with the merchant key. Answers (2xx, like
-// wechatpay-go) and callbacks are verified over "TIMESTAMP\nNONCE\nBODY\n" with the WeChat
-// Pay public key: Wechatpay-Serial must equal the configured public key id, the timestamp
-// must be within 300 s of now, and WECHATPAY/SIGNTEST/ probe signatures always fail.
-// Platform certificates (the older scheme) are not supported: configure the public key.
+// wechatpay-go) and callbacks are verified over "TIMESTAMP\nNONCE\nBODY\n": the timestamp
+// must be within 300 s of now, WECHATPAY/SIGNTEST/ probe signatures always fail, and the
+// Wechatpay-Serial header picks the key. The configured public key id selects the WeChat
+// Pay public key, which every request names in its own Wechatpay-Serial header. Any other
+// serial selects a platform certificate (the older scheme, and merchants migrating from
+// it): with an API v3 key configured, the client downloads GET /v3/certificates through
+// the same call policy as queries, decrypts them with the API v3 key, keeps the newest
+// few, downloads again when a serial is unknown or the set is 12 h old (one download at a
+// time, at most one a minute), keeps the last good set when a download fails, and refuses
+// a serial the list does not explain. With both a public key and an API v3 key, either
+// signer is accepted.
 //
 // Error answers (non-2xx) are read to classify the failure only. The one error answer that
 // becomes a Result, 404 ORDER_NOT_EXIST, is verified too when it carries signature headers,

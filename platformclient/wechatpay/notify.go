@@ -1,6 +1,7 @@
 package wechatpay
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rsa"
@@ -44,8 +45,10 @@ type Resource struct {
 	Nonce          string `json:"nonce"`
 }
 
-// NotifyVerifier reads payment callbacks: it needs no merchant private key, so a callback
-// endpoint can hold only what it must.
+// NotifyVerifier reads payment callbacks signed with the WeChat Pay public key: it needs no
+// merchant private key, so a callback endpoint can hold only what it must. Callbacks signed
+// with a platform certificate (certificate mode, or a merchant migrating) need the
+// certificates downloaded, which takes the merchant key: use Client.ParseNotify for those.
 type NotifyVerifier struct {
 	verifier Verifier
 	apiV3Key []byte
@@ -113,15 +116,39 @@ func (v *NotifyVerifier) open(h http.Header, body []byte) ([]byte, Notification,
 	return plain, n, nil
 }
 
-// ParseNotify reads a payment callback with the client's keys.
+// NotifyTimeout bounds how long ParseNotify may spend, a certificate download included:
+// WeChat Pay wants its answer within 5 s.
+const NotifyTimeout = 4 * time.Second
+
+// ParseNotify reads a payment callback with the client's keys, in every mode: a callback
+// signed with the public key or with a platform certificate verifies (downloading the
+// certificates when the serial is new, as answers do). It is ParseNotifyContext bounded by
+// NotifyTimeout.
 func (c *Client) ParseNotify(h http.Header, body []byte) (reconcile.Result, error) {
-	nv, err := NewNotifyVerifier(c.cfg.PlatformPublicKey, c.cfg.PublicKeyID, c.cfg.APIv3Key, c.cfg.Now)
-	if err != nil {
-		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindConfig, "", err.Error(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), NotifyTimeout)
+	defer cancel()
+	return c.ParseNotifyContext(ctx, h, body)
+}
+
+// ParseNotifyContext is ParseNotify; ctx bounds a certificate download it waits for. Its
+// errors carry ErrBadSignature (answer 401) or ErrMalformed (answer 400), or are
+// KindRetryable when ctx ended while the certificates were downloading (answer 5xx:
+// WeChat Pay sends the callback again).
+func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []byte) (reconcile.Result, error) {
+	if len(c.cfg.APIv3Key) != APIv3KeySize {
+		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindConfig, "",
+			fmt.Sprintf("%s is required to read callbacks", SettingAPIv3Key), nil)
 	}
+	nv := &NotifyVerifier{verifier: c.verifier(ctx), apiV3Key: c.cfg.APIv3Key}
 	res, err := nv.ParseNotify(h, body)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ErrBadSignature) {
+		// Cut short while the certificates were downloading: WeChat Pay will send it again.
+		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
+			"gave up waiting for the platform certificates that verify the callback", ctx.Err())
+	}
 	if err != nil && reconcile.PlatformErrorKindOf(err) == reconcile.KindBadSignature {
 		c.log.Error().Str("event", "bad_signature").Str("raw_digest", platformclient.Digest(body)).
+			Str("serial", quoteSerial(h.Get(HeaderSerial))).Err(err).
 			Msg("wechatpay callback failed signature verification; refused")
 	}
 	return res, err

@@ -90,15 +90,21 @@ func ParseAuthorization(h string) (AuthFields, error) {
 	return f, nil
 }
 
-// Verifier checks WeChat Pay signatures on answers and callbacks.
+// Verifier checks WeChat Pay signatures on answers and callbacks. The Wechatpay-Serial
+// header picks the key: the public key when it names PublicKeyID, otherwise the platform
+// certificate of that serial, if Certificate is set.
 type Verifier struct {
 	PublicKey   *rsa.PublicKey
 	PublicKeyID string
+	// Certificate finds the key of the platform certificate with this serial (upper-case
+	// hex). Nil: only the public key verifies.
+	Certificate func(serial string) (*rsa.PublicKey, bool)
 	Now         func() time.Time
 }
 
 // Verify checks the signature headers over body. The error says which check failed,
-// never anything about the key.
+// never anything about the key. The cheap checks come first, so a probe or a stale
+// message never makes Certificate download anything.
 func (v Verifier) Verify(h http.Header, body []byte) error {
 	ts, nonce, sig, serial := h.Get(HeaderTimestamp), h.Get(HeaderNonce), h.Get(HeaderSignature), h.Get(HeaderSerial)
 	if ts == "" || nonce == "" || sig == "" || serial == "" {
@@ -106,9 +112,6 @@ func (v Verifier) Verify(h http.Header, body []byte) error {
 	}
 	if strings.HasPrefix(sig, SignTestPrefix) {
 		return errors.New("signature is a WECHATPAY/SIGNTEST/ probe")
-	}
-	if !strings.EqualFold(serial, v.PublicKeyID) {
-		return fmt.Errorf("Wechatpay-Serial %q is not the configured public key id (%s)", serial, SettingPublicKeyID)
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
@@ -121,10 +124,42 @@ func (v Verifier) Verify(h http.Header, body []byte) error {
 	if skew := now().Sub(time.Unix(sec, 0)); skew >= MaxClockSkew || skew <= -MaxClockSkew {
 		return fmt.Errorf("Wechatpay-Timestamp is %s away from now (limit %s)", skew.Round(time.Second), MaxClockSkew)
 	}
-	if err := platformclient.VerifySHA256(v.PublicKey, ResponseMessage(ts, nonce, body), sig); err != nil {
-		return fmt.Errorf("signature does not verify with %s", SettingPublicKey)
+	key, signer, err := v.keyFor(serial)
+	if err != nil {
+		return err
+	}
+	if err := platformclient.VerifySHA256(key, ResponseMessage(ts, nonce, body), sig); err != nil {
+		return fmt.Errorf("signature does not verify with %s", signer)
 	}
 	return nil
+}
+
+// keyFor picks the verifying key a Wechatpay-Serial names, and says which it is.
+func (v Verifier) keyFor(serial string) (*rsa.PublicKey, string, error) {
+	if v.PublicKeyID != "" && strings.EqualFold(serial, v.PublicKeyID) {
+		return v.PublicKey, SettingPublicKey, nil
+	}
+	if v.Certificate == nil {
+		return nil, "", fmt.Errorf("Wechatpay-Serial %q is not the configured public key id (%s)", quoteSerial(serial), SettingPublicKeyID)
+	}
+	serial = NormalizeSerial(serial)
+	if key, ok := v.Certificate(serial); ok {
+		return key, "platform certificate " + serial, nil
+	}
+	return nil, "", fmt.Errorf("Wechatpay-Serial %q names neither the configured public key id nor a platform certificate WeChat Pay lists", quoteSerial(serial))
+}
+
+// NormalizeSerial is a certificate serial as WeChat Pay prints it: upper-case hex, no
+// surrounding space.
+func NormalizeSerial(serial string) string { return strings.ToUpper(strings.TrimSpace(serial)) }
+
+// quoteSerial bounds what an untrusted header can put in a log line.
+func quoteSerial(serial string) string {
+	const limit = 64
+	if len(serial) > limit {
+		return serial[:limit] + "..."
+	}
+	return serial
 }
 
 // SignResponse sets the four signature headers on h for body, as WeChat Pay does (the

@@ -1,6 +1,7 @@
 package wechatpay
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -109,13 +110,13 @@ func (t Transaction) toResult() (reconcile.Result, error) {
 
 // queryResult turns a query answer into a Result: a verified 2xx transaction, or the
 // not-found answer.
-func (c *Client) queryResult(a answer, wantOutTradeNo string) (reconcile.Result, error) {
+func (c *Client) queryResult(ctx context.Context, a answer, wantOutTradeNo string) (reconcile.Result, error) {
 	if a.status/100 != 2 {
 		if a.status == http.StatusNotFound && a.apiErr.Code == "ORDER_NOT_EXIST" {
 			// Not-found lets the reconciler close an expired order: when signed, it must verify.
 			if hasSignatureHeaders(a.header) {
-				if err := c.verifier.Verify(a.header, a.raw); err != nil {
-					return reconcile.Result{}, c.badSignature(a, err.Error())
+				if err := c.verify(ctx, a); err != nil {
+					return reconcile.Result{}, err
 				}
 			}
 			return reconcile.Result{
