@@ -54,7 +54,7 @@ type ApplyOptions struct {
 	Order *Order
 }
 
-// Account is what the configuration says about our own account on one platform.
+// Account is what the configuration says about one of our merchant accounts.
 type Account struct {
 	// SellerID, when set, must equal the seller (Alipay seller_id) or app id (WeChat appid)
 	// that a result names; a difference is a MERCHANT_MISMATCH.
@@ -76,7 +76,7 @@ type ApplierSettings struct {
 	ClaimLease  time.Duration // PROCESSING lease, default 60s
 	ClaimTTL    time.Duration // DONE retention, default 25h
 	OrderTTL    time.Duration // expiry of orders without expires_at, default 2h
-	Accounts    map[Platform]Account
+	Accounts    map[AccountKey]Account
 	Now         func() time.Time
 }
 
@@ -212,7 +212,7 @@ func (a *Applier) noSuchOrder(ctx context.Context, r Result, opt ApplyOptions) (
 
 // checkPayment is step 2: a paid result must match the order and our account exactly.
 func (a *Applier) checkPayment(r Result, o Order) (MismatchKind, map[string]any) {
-	if want := a.settings.Accounts[r.Platform].SellerID; want != "" && r.SellerID != "" && r.SellerID != want {
+	if want := a.settings.Accounts[AccountKey{Platform: r.Platform, MerchantID: r.MerchantID}].SellerID; want != "" && r.SellerID != "" && r.SellerID != want {
 		return MismatchMerchant, map[string]any{"expected_seller": want, "seller": r.SellerID}
 	}
 	if got := r.CurrencyOrDefault(); got != o.Currency {

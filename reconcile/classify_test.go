@@ -70,7 +70,7 @@ func TestFindingsChangeNoState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, withRedis, func(s *reconcile.ApplierSettings) {
-				s.Accounts = map[reconcile.Platform]reconcile.Account{reconcile.Alipay: {SellerID: tc.seller}}
+				s.Accounts = map[reconcile.AccountKey]reconcile.Account{{Platform: reconcile.Alipay, MerchantID: "2021000000000001"}: {SellerID: tc.seller}}
 			})
 			otn := "M-1"
 			tc.order.otn = otn

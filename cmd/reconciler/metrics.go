@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo"
 )
@@ -19,8 +20,11 @@ type metrics struct {
 	checks       *prometheus.CounterVec   // platform, outcome
 	findings     *prometheus.CounterVec   // platform, kind
 	callbacks    *prometheus.CounterVec   // platform, result
-	platformDur  *prometheus.HistogramVec // platform, op
-	platformErrs *prometheus.CounterVec   // platform, class
+	platformDur  *prometheus.HistogramVec // platform, merchant_id, op
+	platformErrs *prometheus.CounterVec   // platform, merchant_id, class
+	throttles    *prometheus.CounterVec   // platform, merchant_id
+	budgetWait   *prometheus.CounterVec   // platform, merchant_id
+	unconfigured *prometheus.GaugeVec     // platform, merchant_id
 	oldestAge    prometheus.Gauge
 	lastSuccess  prometheus.Gauge
 	runCounts    *prometheus.GaugeVec // counter
@@ -37,11 +41,20 @@ func newMetrics() *metrics {
 		Help: "Callbacks received, by what we answered (acked, refused_signature, refused_malformed, refused_busy, refused_error)."},
 		[]string{"platform", "result"})
 	m.platformDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payrecon_platform_request_duration_seconds",
-		Help: "Platform calls (with their retries), by operation.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)},
-		[]string{"platform", "op"})
+		Help: "Platform calls (with their retries and budget waits), by merchant account and operation.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)},
+		[]string{"platform", "merchant_id", "op"})
 	m.platformErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_platform_errors_total",
-		Help: "Failed platform calls by error class (retryable, rate_limited, bad_signature, config, unavailable, permanent)."},
-		[]string{"platform", "class"})
+		Help: "Failed platform calls by merchant account and error class (retryable, rate_limited, bad_signature, config, unavailable, permanent)."},
+		[]string{"platform", "merchant_id", "class"})
+	m.throttles = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_platform_throttled_total",
+		Help: "Throttle answers (WeChat Pay 429, Alipay 40005) by merchant account: slow down, never a result."},
+		[]string{"platform", "merchant_id"})
+	m.budgetWait = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_platform_budget_wait_seconds_total",
+		Help: "Time platform calls spent waiting for the merchant account's shared call budget."},
+		[]string{"platform", "merchant_id"})
+	m.unconfigured = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_unconfigured_pending_orders",
+		Help: "PENDING orders in the last pass's window whose merchant account is not configured: no pass checks them."},
+		[]string{"platform", "merchant_id"})
 	m.oldestAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_oldest_pending_order_age_seconds",
 		Help: "Age of the oldest PENDING order inside the lookback window."})
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_last_success_timestamp_seconds",
@@ -49,16 +62,17 @@ func newMetrics() *metrics {
 	m.runCounts = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_last_run_orders",
 		Help: "Counters of the last pass (scanned, repaired, closed, unchanged, still_pending, mismatches, claimed_elsewhere, errors)."},
 		[]string{"counter"})
-	m.reg.MustRegister(m.checks, m.findings, m.callbacks, m.platformDur, m.platformErrs, m.oldestAge, m.runCounts,
+	m.reg.MustRegister(m.checks, m.findings, m.callbacks, m.platformDur, m.platformErrs, m.throttles, m.budgetWait,
+		m.unconfigured, m.oldestAge, m.runCounts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// watchBreaker exports a platform's circuit breaker state (1 = open).
-func (m *metrics) watchBreaker(p reconcile.Platform, state func() string) {
+// watchBreaker exports a merchant account's circuit breaker state (1 = open).
+func (m *metrics) watchBreaker(p reconcile.Platform, merchantID string, state func() string) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "payrecon_platform_breaker_open",
-		Help:        "1 while the platform's circuit breaker is open (calls fail fast), 0.5 half-open, 0 closed.",
-		ConstLabels: prometheus.Labels{"platform": string(p)}}, func() float64 {
+		Help:        "1 while the merchant account's circuit breaker is open (calls fail fast), 0.5 half-open, 0 closed.",
+		ConstLabels: prometheus.Labels{"platform": string(p), "merchant_id": merchantID}}, func() float64 {
 		switch state() {
 		case "open":
 			return 1
@@ -103,7 +117,28 @@ func checkOutcome(c reconcile.Check) string {
 	return "unchanged"
 }
 
+// timeBudget counts the time an account's calls wait for its budget.
+func (m *metrics) timeBudget(acct reconcile.AccountKey, b platformclient.Budget) platformclient.Budget {
+	return &timedBudget{Budget: b, wait: m.budgetWait.WithLabelValues(string(acct.Platform), acct.MerchantID)}
+}
+
+type timedBudget struct {
+	platformclient.Budget
+	wait prometheus.Counter
+}
+
+func (b *timedBudget) Wait(ctx context.Context) error {
+	start := time.Now()
+	err := b.Budget.Wait(ctx)
+	b.wait.Add(time.Since(start).Seconds())
+	return err
+}
+
 func (m *metrics) recordRun(run reconcile.Run) {
+	m.unconfigured.Reset()
+	for _, u := range run.Unconfigured {
+		m.unconfigured.WithLabelValues(string(u.Account.Platform), u.Account.MerchantID).Set(float64(u.Orders))
+	}
 	c := run.Counts
 	for name, v := range map[string]int64{"scanned": c.Scanned, "repaired": c.Repaired, "closed": c.Closed,
 		"unchanged": c.Unchanged, "still_pending": c.StillPending, "mismatches": c.Mismatches,
@@ -123,14 +158,14 @@ type instrumentedClient struct {
 }
 
 func (c *instrumentedClient) observe(op string, start time.Time, err error) {
-	p := string(c.Platform())
-	c.m.platformDur.WithLabelValues(p, op).Observe(time.Since(start).Seconds())
+	p, merchant := string(c.Platform()), c.MerchantID()
+	c.m.platformDur.WithLabelValues(p, merchant, op).Observe(time.Since(start).Seconds())
 	if err != nil {
 		class := reconcile.PlatformErrorKindOf(err).String()
 		if errors.Is(err, context.Canceled) {
 			class = "cancelled"
 		}
-		c.m.platformErrs.WithLabelValues(p, class).Inc()
+		c.m.platformErrs.WithLabelValues(p, merchant, class).Inc()
 	}
 }
 

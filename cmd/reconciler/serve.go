@@ -9,7 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-
+	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,6 +18,8 @@ import (
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/platformclient/alipay"
+	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
 )
 
@@ -126,7 +128,9 @@ func (l cronLogger) Error(err error, msg string, kv ...any) {
 func (a *app) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /notify/alipay", a.notifyAlipay)
+	mux.HandleFunc("POST /notify/alipay/{merchant_id}", a.notifyAlipay)
 	mux.HandleFunc("POST /notify/wechatpay", a.notifyWechatPay)
+	mux.HandleFunc("POST /notify/wechatpay/{merchant_id}", a.notifyWechatPay)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }) //nolint:errcheck
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -169,14 +173,17 @@ func (a *app) notifyAlipay(w http.ResponseWriter, r *http.Request) {
 		}
 		io.WriteString(w, "fail") //nolint:errcheck
 	}
-	if a.alipay == nil {
+	if len(a.alipay) == 0 {
 		reply(false, "refused_not_configured")
 		return
 	}
 	body, err := a.readCallback(w, r)
 	var res reconcile.Result
 	if err == nil {
-		res, err = a.alipay.ParseNotify(body)
+		var c *alipay.Client
+		if c, err = a.alipayAccountFor(r.PathValue("merchant_id"), body); err == nil {
+			res, err = c.ParseNotify(body)
+		}
 	}
 	if err != nil {
 		a.refused(reconcile.Alipay, err, "")
@@ -199,31 +206,84 @@ func (a *app) notifyWechatPay(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(map[string]string{"code": "FAIL", "message": msg}) //nolint:errcheck
 	}
-	if a.wechat == nil {
+	if len(a.wechat) == 0 {
 		reply(http.StatusNotFound, "refused_not_configured", "wechat pay is not configured here")
 		return
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), callbackDeadline)
+	defer cancel()
 	body, err := a.readCallback(w, r)
 	var res reconcile.Result
 	if err == nil {
-		res, err = a.wechat.ParseNotify(r.Header, body)
+		var c *wechatpay.Client
+		if c, err = a.wechatAccountFor(ctx, r.PathValue("merchant_id"), r.Header.Get(wechatpay.HeaderSerial)); err == nil {
+			res, err = c.ParseNotifyContext(ctx, r.Header, body)
+		}
 	}
 	if err != nil {
 		a.refused(reconcile.WechatPay, err, r.Header.Get("Request-Id"))
-		if errors.Is(err, platformclient.ErrBadSignature) {
+		switch {
+		case errors.Is(err, platformclient.ErrBadSignature):
 			reply(http.StatusUnauthorized, "refused_signature", "signature verification failed")
-		} else {
+		case errors.Is(err, platformclient.ErrMalformed):
 			reply(http.StatusBadRequest, "refused_malformed", "malformed notification")
+		default:
+			// Not the notification's fault (certificates still downloading): retry later.
+			reply(http.StatusInternalServerError, "refused_error", "temporarily unable to verify; retry")
 		}
 		return
 	}
-	applied, ack, err := a.settle(r.Context(), res)
+	applied, ack, err := a.settle(ctx, res)
 	a.logCallback(res, applied, ack, err)
 	if ack {
 		reply(http.StatusNoContent, "acked", "")
 		return
 	}
 	reply(http.StatusInternalServerError, settledReason(ack, err), "temporarily unable to process; retry")
+}
+
+// errNoAccount refuses a callback no configured account can read, like a bad signature: an
+// unknown sender is not to be trusted.
+func errNoAccount(p reconcile.Platform, msg string) error {
+	return platformclient.BadSignature(p, "callback: "+msg)
+}
+
+// alipayAccountFor finds the app a notification is for: the one its URL names, else the
+// notification's own app_id (which the signature then covers).
+func (a *app) alipayAccountFor(pathMerchant string, body []byte) (*alipay.Client, error) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, platformclient.Malformed(reconcile.Alipay, "callback body is not a form")
+	}
+	appID := form.Get("app_id")
+	if pathMerchant != "" && appID != pathMerchant {
+		return nil, errNoAccount(reconcile.Alipay, "app_id does not match the notify URL's account")
+	}
+	if c, ok := a.alipay[appID]; ok {
+		return c, nil
+	}
+	return nil, errNoAccount(reconcile.Alipay, "no configured app has the notification's app_id")
+}
+
+// wechatAccountFor finds the merchant a callback is for: the one its URL names, else the one
+// whose public key or platform certificate has the serial that signed it (then that
+// merchant's API v3 key decrypts it).
+func (a *app) wechatAccountFor(ctx context.Context, pathMerchant, serial string) (*wechatpay.Client, error) {
+	for _, c := range a.wechat {
+		if pathMerchant != "" {
+			if c.MerchantID() == pathMerchant {
+				return c, nil
+			}
+			continue
+		}
+		if c.KnowsSerial(ctx, serial) {
+			return c, nil
+		}
+	}
+	if pathMerchant != "" {
+		return nil, errNoAccount(reconcile.WechatPay, "no configured merchant has the notify URL's mchid")
+	}
+	return nil, errNoAccount(reconcile.WechatPay, "no configured merchant knows the signing key's serial")
 }
 
 func refusalReason(err error) string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/platformclient"
@@ -25,8 +26,9 @@ type app struct {
 	rdb     *redis.Client
 	claims  *repo.RedisClaimer // nil: database-only claims
 	applier *reconcile.Applier
-	alipay  *alipay.Client
-	wechat  *wechatpay.Client
+	// One client per merchant account; callbacks find theirs by app_id, serial or path.
+	alipay  map[string]*alipay.Client // by app_id
+	wechat  []*wechatpay.Client       // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics
 }
@@ -34,39 +36,47 @@ type app struct {
 // newApp connects to the database (and Redis), loads the platform keys and builds the apply
 // path. Key and setting problems are *config.Error (exit 2).
 func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: newMetrics()}
-	if withPlatforms {
-		if err := a.buildPlatforms(); err != nil {
-			return nil, err
-		}
-		if len(a.clients) == 0 {
-			return nil, &config.Error{Setting: "RECONCILER_ALIPAY_APP_ID", Msg: "no platform configured: set RECONCILER_ALIPAY_APP_ID and/or RECONCILER_WECHATPAY_MCHID with their keys"}
-		}
-	}
-	db, err := repo.Open(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return nil, err
-	}
-	// Every worker may hold a connection, plus the lock's session and the run record.
-	if n := cfg.Concurrency + 4; n > 32 {
-		db.SetMaxOpenConns(n)
-		db.SetMaxIdleConns(n)
-	}
-	a.store = repo.NewStore(db)
+	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]*alipay.Client{}}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
+		var err error
+		// The client connects lazily: a configuration error below still comes first.
 		a.rdb, err = repo.NewRedisClient(cfg.RedisURL, cfg.RedisTimeout)
 		if err != nil {
-			db.Close()
 			return nil, &config.Error{Setting: "RECONCILER_REDIS_URL", Msg: err.Error()}
 		}
 		a.claims = repo.NewRedisClaimer(a.rdb, repo.RedisOptions{CallTimeout: cfg.RedisTimeout}, log)
 		claimer = a.claims
 		a.metrics.watchClaims(a.claims)
 	}
-	accounts := map[reconcile.Platform]reconcile.Account{
-		reconcile.Alipay:    {SellerID: cfg.Alipay.SellerID},
-		reconcile.WechatPay: {SellerID: cfg.WechatPay.AppID},
+	if withPlatforms {
+		if err := a.buildPlatforms(); err != nil {
+			a.Close()
+			return nil, err
+		}
+		if len(a.clients) == 0 {
+			a.Close()
+			return nil, &config.Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: "no platform account configured: list accounts in RECONCILER_ACCOUNTS_FILE, or set RECONCILER_ALIPAY_APP_ID and/or RECONCILER_WECHATPAY_MCHID with their keys"}
+		}
+	}
+	db, err := repo.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	// Every worker may hold a connection, plus each account's taking loop, the lock's
+	// session and the run record.
+	if n := cfg.Concurrency + cfg.Accounts.Len() + 4; n > 32 {
+		db.SetMaxOpenConns(n)
+		db.SetMaxIdleConns(n)
+	}
+	a.store = repo.NewStore(db)
+	accounts := map[reconcile.AccountKey]reconcile.Account{}
+	for _, x := range cfg.Accounts.Alipay {
+		accounts[reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: x.AppID}] = reconcile.Account{SellerID: x.SellerID}
+	}
+	for _, x := range cfg.Accounts.WechatPay {
+		accounts[reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: x.MchID}] = reconcile.Account{SellerID: x.AppID}
 	}
 	a.applier = reconcile.NewApplier(a.store, claimer, reconcile.ApplierSettings{
 		ClaimPrefix: cfg.ClaimPrefix, ClaimLease: cfg.ClaimLease, ClaimTTL: cfg.ClaimTTL,
@@ -84,68 +94,127 @@ func (a *app) Close() {
 	}
 }
 
-// readKeyFile reads a key file and parses it with parse; errors name the setting and say
-// what is wrong with the format, never the key itself.
-func readKeyFile[K any](setting, path string, parse func([]byte) (K, error)) (K, error) {
+// readAccountFile reads one of an account's files and parses it with parse; errors name the
+// accounts file (or setting), the account and the field, and say what is wrong with the
+// format, never the key itself.
+func readAccountFile[K any](fail func(field, msg string) *config.Error, field, path string, parse func([]byte) (K, error)) (K, error) {
 	var zero K
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return zero, &config.Error{Setting: setting, Msg: fmt.Sprintf("cannot read key file: %v", err)}
+		return zero, fail(field, fmt.Sprintf("cannot read: %v", err))
 	}
-	key, err := parse(b)
+	v, err := parse(b)
 	if err != nil {
-		return zero, &config.Error{Setting: setting, Msg: fmt.Sprintf("%s: %v", path, err)}
+		return zero, fail(field, fmt.Sprintf("%s: %v", path, err))
 	}
-	return key, nil
+	return v, nil
 }
 
 func (a *app) buildPlatforms() error {
-	cfg := a.cfg
-	if cfg.Alipay.Enabled() {
-		priv, err := readKeyFile("RECONCILER_ALIPAY_PRIVATE_KEY_FILE", cfg.Alipay.PrivateKeyFile, platformclient.LoadPrivateKey)
+	for _, acct := range a.cfg.Accounts.Alipay {
+		c, err := a.alipayClient(acct)
 		if err != nil {
 			return err
 		}
-		pub, err := readKeyFile("RECONCILER_ALIPAY_PUBLIC_KEY_FILE", cfg.Alipay.PublicKeyFile, platformclient.LoadPublicKey)
-		if err != nil {
-			return err
-		}
-		a.alipay, err = alipay.New(alipay.Config{
-			Gateway: cfg.Alipay.Gateway, AppID: cfg.Alipay.AppID, PrivateKey: priv,
-			AlipayPublicKey: pub, SellerID: cfg.Alipay.SellerID, QPS: cfg.Alipay.QPS,
-			Timeout: cfg.PlatformTimeout, Logger: a.log,
-		})
-		if err != nil {
-			return &config.Error{Setting: "RECONCILER_ALIPAY_APP_ID", Msg: err.Error()}
-		}
-		a.clients = append(a.clients, a.metrics.instrument(a.alipay))
-		a.metrics.watchBreaker(reconcile.Alipay, a.alipay.BreakerState)
+		a.alipay[acct.AppID] = c
+		a.addClient(c, c.BreakerState)
 	}
-	if cfg.WechatPay.Enabled() {
-		priv, err := readKeyFile("RECONCILER_WECHATPAY_PRIVATE_KEY_FILE", cfg.WechatPay.PrivateKeyFile, platformclient.LoadPrivateKey)
+	for _, acct := range a.cfg.Accounts.WechatPay {
+		c, err := a.wechatClient(acct)
 		if err != nil {
 			return err
 		}
-		pub, err := readKeyFile("RECONCILER_WECHATPAY_PUBLIC_KEY_FILE", cfg.WechatPay.PublicKeyFile, platformclient.LoadPublicKey)
-		if err != nil {
-			return err
-		}
-		v3, err := config.ReadAPIv3Key(cfg.WechatPay.APIv3KeyFile)
-		if err != nil {
-			return &config.Error{Setting: "RECONCILER_WECHATPAY_APIV3_KEY_FILE", Msg: err.Error()}
-		}
-		a.wechat, err = wechatpay.New(wechatpay.Config{
-			BaseURL: cfg.WechatPay.BaseURL, MchID: cfg.WechatPay.MchID, SerialNo: cfg.WechatPay.SerialNo,
-			PrivateKey: priv, PlatformPublicKey: pub, PublicKeyID: cfg.WechatPay.PublicKeyID,
-			APIv3Key: v3, AppID: cfg.WechatPay.AppID, QPS: cfg.WechatPay.QPS, Timeout: cfg.PlatformTimeout, Logger: a.log,
-		})
-		if err != nil {
-			return &config.Error{Setting: "RECONCILER_WECHATPAY_MCHID", Msg: err.Error()}
-		}
-		a.clients = append(a.clients, a.metrics.instrument(a.wechat))
-		a.metrics.watchBreaker(reconcile.WechatPay, a.wechat.BreakerState)
+		a.wechat = append(a.wechat, c)
+		a.addClient(c, c.BreakerState)
 	}
 	return nil
+}
+
+func (a *app) addClient(c reconcile.PlatformClient, breaker func() string) {
+	a.clients = append(a.clients, a.metrics.instrument(c))
+	a.metrics.watchBreaker(c.Platform(), c.MerchantID(), breaker)
+}
+
+func (a *app) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
+	fail := acct.FieldError
+	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
+	if err != nil {
+		return nil, err
+	}
+	cfg := alipay.Config{Gateway: acct.Gateway, AppID: acct.AppID, PrivateKey: priv, SellerID: acct.SellerID,
+		QPS: acct.QPS, Timeout: a.cfg.PlatformTimeout, Logger: a.log,
+		Tuning: a.tuning(reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: acct.AppID}, acct.QPS)}
+	if acct.CertMode() {
+		// Each file is parsed on its own first, so the error names the field at fault.
+		var pems [3][]byte
+		for i, f := range []struct{ field, path string }{{"app_cert_file", acct.AppCertFile},
+			{"alipay_cert_file", acct.AlipayCertFile}, {"alipay_root_cert_file", acct.AlipayRootCertFile}} {
+			parse := func(b []byte) ([]byte, error) { _, err := alipay.ParseCertificate(b); return b, err }
+			if f.field == "alipay_root_cert_file" {
+				parse = func(b []byte) ([]byte, error) { _, err := alipay.RootCertSN(b); return b, err }
+			}
+			if pems[i], err = readAccountFile(fail, f.field, f.path, parse); err != nil {
+				return nil, err
+			}
+		}
+		if cfg.Cert, err = alipay.NewCertMode(pems[0], pems[1], pems[2]); err != nil {
+			return nil, fail("alipay_cert_file", err.Error())
+		}
+	} else if cfg.AlipayPublicKey, err = readAccountFile(fail, "public_key_file", acct.PublicKeyFile, platformclient.LoadPublicKey); err != nil {
+		return nil, err
+	}
+	c, err := alipay.New(cfg)
+	if err != nil {
+		return nil, fail("app_id", err.Error())
+	}
+	return c, nil
+}
+
+func (a *app) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error) {
+	fail := acct.FieldError
+	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
+	if err != nil {
+		return nil, err
+	}
+	v3, err := readAccountFile(fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
+	if err != nil {
+		return nil, err
+	}
+	cfg := wechatpay.Config{BaseURL: acct.BaseURL, MchID: acct.MchID, SerialNo: acct.SerialNo, PrivateKey: priv,
+		APIv3Key: v3, AppID: acct.AppID, QPS: acct.QPS, Timeout: a.cfg.PlatformTimeout, Logger: a.log,
+		Tuning: a.tuning(reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: acct.MchID}, acct.QPS)}
+	// Without a public key the account verifies with platform certificates only; with one,
+	// certificates are still accepted (a merchant migrating to the public key).
+	if acct.PublicKeyFile != "" {
+		if cfg.PlatformPublicKey, err = readAccountFile(fail, "public_key_file", acct.PublicKeyFile, platformclient.LoadPublicKey); err != nil {
+			return nil, err
+		}
+		cfg.PublicKeyID = acct.PublicKeyID
+	}
+	c, err := wechatpay.New(cfg)
+	if err != nil {
+		return nil, fail("mchid", err.Error())
+	}
+	return c, nil
+}
+
+// tuning gives an account's client its share of the call budget and its throttle counter.
+// With Redis, every process calling for the account takes from one budget held there;
+// without it, this shard paces at QPS/n so that n shards together stay within the budget.
+func (a *app) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuning {
+	var budget platformclient.Budget
+	if a.rdb != nil {
+		budget = repo.NewRedisBudget(a.rdb, repo.BudgetOptions{
+			Key: a.cfg.RatePrefix + string(acct.Platform) + ":" + acct.MerchantID, QPS: qps,
+			Shards: a.cfg.Shard.Count, CallTimeout: a.cfg.RedisTimeout, Logger: a.log})
+	} else {
+		share := qps / float64(max(1, a.cfg.Shard.Count))
+		budget = rate.NewLimiter(rate.Limit(share), reconcile.BudgetBurst(share))
+	}
+	return platformclient.Tuning{
+		Budget:     a.metrics.timeBudget(acct, budget),
+		OnThrottle: func() { a.metrics.throttles.WithLabelValues(string(acct.Platform), acct.MerchantID).Inc() },
+	}
 }
 
 // runner builds the pass runner over the app's parts.

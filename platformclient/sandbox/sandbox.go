@@ -151,6 +151,8 @@ func (s *Sandbox) WechatPayConfig(baseURL string) wechatpay.Config {
 func (s *Sandbox) Env(baseURL string, files KeyFiles) []string {
 	base := strings.TrimRight(baseURL, "/")
 	return []string{
+		// The sandbox speaks plain http on loopback; production URLs must be https.
+		"RECONCILER_ALLOW_INSECURE_PLATFORM=true",
 		"RECONCILER_ALIPAY_GATEWAY=" + base + "/gateway.do",
 		"RECONCILER_ALIPAY_APP_ID=" + s.id.AlipayAppID,
 		"RECONCILER_ALIPAY_PRIVATE_KEY_FILE=" + files.AlipayPrivateKey,
