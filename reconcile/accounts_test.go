@@ -131,4 +131,10 @@ func TestResumeAcrossAccountsSkipsNothing(t *testing.T) {
 	if n := p.count(`SELECT count(*) FROM payment_orders WHERE status = 'PAID'`); n != 60 {
 		t.Fatalf("after resume %d of 60 paid: the cursor skipped orders of the slower account", n)
 	}
+	// ... and checked nothing twice: each account resumed from its own position.
+	for i := range 30 {
+		if q := p.ali.count(p.ali.queries, fmt.Sprintf("A-%02d", i)) + other.count(other.queries, fmt.Sprintf("W-%02d", i)); q != 2 {
+			t.Errorf("orders A-%02d and W-%02d were asked %d times in all, want once each", i, i, q)
+		}
+	}
 }

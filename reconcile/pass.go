@@ -152,7 +152,7 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 		Str("cursor", run.Cursor.String()).Msg("pass started")
 
 	run.Unconfigured = r.countUnconfigured(ctx, run, log)
-	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{}, drained: map[AccountKey]bool{}}
+	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{}}
 	p.counters.Scanned.Store(run.Counts.Scanned) // a resumed backfill keeps counting
 	p.counters.Repaired.Store(run.Counts.Repaired)
 	p.counters.Closed.Store(run.Counts.Closed)
@@ -278,10 +278,8 @@ type pass struct {
 
 	mu  sync.Mutex
 	run Run
-	// marks track each account's finished orders; drained accounts have taken and finished
-	// everything they will in this pass.
-	marks   map[AccountKey]*watermark
-	drained map[AccountKey]bool
+	// marks track each account's finished orders.
+	marks map[AccountKey]*watermark
 }
 
 func (p *pass) snapshot() Run {
@@ -293,40 +291,22 @@ func (p *pass) snapshot() Run {
 	return run
 }
 
-// resumeCursorLocked is where a resumed pass starts again: every account resumes from one
-// cursor, so it is the earliest position before which an account that is still working has
-// finished everything (or where this pass began, for an account with nothing finished yet).
-// Accounts that drained no longer hold it back.
-func (p *pass) resumeCursorLocked() Cursor {
-	var (
-		cur             Cursor
-		haveCur         bool
-		latest          = p.run.Cursor
-		start           = p.run.Cursor
-		anyStillWorking bool
-	)
+// resumeCursorLocked is where each account resumes: the last position before which it has
+// finished everything (where this pass began, for an account with nothing finished yet).
+func (p *pass) resumeCursorLocked() Cursors {
+	out := Cursors{}
 	for _, k := range p.accounts {
-		pos, ok := start, false
+		pos := p.run.Cursor.For(k)
 		if m := p.marks[k]; m != nil {
 			if c, done := m.done(); done {
-				pos, ok = c, true
+				pos = c
 			}
 		}
-		if ok && latest.Before(pos) {
-			latest = pos
-		}
-		if p.drained[k] {
-			continue
-		}
-		anyStillWorking = true
-		if !haveCur || pos.Before(cur) {
-			cur, haveCur = pos, true
+		if !pos.IsZero() {
+			out[k] = pos
 		}
 	}
-	if !anyStillWorking {
-		return latest
-	}
-	return cur
+	return out
 }
 
 // loop runs one taking loop per account, each with its own workers, so that one account's
@@ -404,21 +384,13 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fa
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, s.Concurrency)
 	passStart := s.Now()
-	cursor := p.run.Cursor
+	cursor := p.run.Cursor.For(acct)
 	lastSave := time.Now()
 	p.mu.Lock()
 	mark := &watermark{}
 	p.marks[acct] = mark
 	p.mu.Unlock()
-	drained := false
-	defer func() {
-		wg.Wait()
-		if drained {
-			p.mu.Lock()
-			p.drained[acct] = true
-			p.mu.Unlock()
-		}
-	}()
+	defer wg.Wait()
 
 	for {
 		// Wait for one free worker, then take as many as are free.
@@ -483,7 +455,6 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fa
 			lastSave = time.Now()
 		}
 		if len(orders) < free {
-			drained = true
 			return
 		}
 	}

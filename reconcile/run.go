@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"sort"
+	"strings"
 	"context"
 	"crypto/md5"
 	"encoding/binary"
@@ -96,6 +98,73 @@ func ParseCursor(s string) (Cursor, error) {
 	return Cursor{}, fmt.Errorf("bad cursor %q", s)
 }
 
+// Cursors are a backfill's resume points, one per merchant account: the accounts advance
+// independently, so one shared position would either skip orders of the slower account or
+// check the faster one's again. The zero AccountKey holds a position that applies to every
+// account (a cursor saved before accounts had their own).
+type Cursors map[AccountKey]Cursor
+
+// For is where account k resumes.
+func (cs Cursors) For(k AccountKey) Cursor {
+	if c, ok := cs[k]; ok {
+		return c
+	}
+	return cs[AccountKey{}]
+}
+
+// Min is the earliest resume point: every order before it is done.
+func (cs Cursors) Min() Cursor {
+	var out Cursor
+	for _, c := range cs {
+		if out.IsZero() || c.Before(out) {
+			out = c
+		}
+	}
+	return out
+}
+
+// String renders the cursors as saved in reconcile_runs.cursor:
+// "alipay:2021...=2026-11-29T13:54:23.0226Z/4;wechatpay:1900...=...", sorted by account.
+func (cs Cursors) String() string {
+	parts := make([]string, 0, len(cs))
+	for k, c := range cs {
+		if c.IsZero() {
+			continue
+		}
+		if k == (AccountKey{}) {
+			parts = append(parts, c.String())
+			continue
+		}
+		parts = append(parts, k.String()+"="+c.String())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ";")
+}
+
+// ParseCursors reads what Cursors.String wrote, or a single cursor (for every account).
+func ParseCursors(s string) (Cursors, error) {
+	out := Cursors{}
+	if s == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ";") {
+		key := AccountKey{}
+		if acct, pos, ok := strings.Cut(part, "="); ok {
+			p, m, ok := strings.Cut(acct, ":")
+			if !ok || m == "" {
+				return nil, fmt.Errorf("bad cursor %q: account %q is not platform:merchant_id", s, acct)
+			}
+			key, part = AccountKey{Platform: Platform(p), MerchantID: m}, pos
+		}
+		c, err := ParseCursor(part)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = c
+	}
+	return out, nil
+}
+
 // Counters are the reconcile_runs counters, safe for concurrent increments.
 type Counters struct {
 	Scanned, Repaired, Closed, Unchanged, StillPending, Mismatches, ClaimedElsewhere, Errors atomic.Int64
@@ -125,7 +194,7 @@ type Run struct {
 	WindowFrom time.Time
 	WindowTo   time.Time
 	Shard      Shard
-	Cursor     Cursor
+	Cursor     Cursors
 	DryRun     bool
 	Error      string
 	Counts     CounterValues

@@ -212,7 +212,7 @@ func (r *Runs) LoadRun(ctx context.Context, id int64) (reconcile.Run, error) {
 	if err != nil {
 		return reconcile.Run{}, fmt.Errorf("load run %d: %w", id, err)
 	}
-	cur, err := reconcile.ParseCursor(row.Cursor.String)
+	cur, err := reconcile.ParseCursors(row.Cursor.String)
 	if err != nil {
 		return reconcile.Run{}, fmt.Errorf("run %d: %w", id, err)
 	}

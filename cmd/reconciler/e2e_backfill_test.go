@@ -254,20 +254,28 @@ func TestE2EBackfillResume(t *testing.T) {
 	if r.Cursor == "" {
 		t.Fatalf("interrupted backfill saved no cursor: %s", r)
 	}
-	cursor, err := reconcile.ParseCursor(r.Cursor)
+	cursors, err := reconcile.ParseCursors(r.Cursor)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var done []string // orders at or before the cursor
-	if err := e.db.Select(&done, `SELECT out_trade_no FROM payment_orders WHERE (created_at, id) <= ($1, $2) ORDER BY created_at, id`,
-		cursor.CreatedAt, cursor.ID); err != nil {
-		t.Fatal(err)
+	// Each account resumes from its own position: the orders at or before it are done.
+	var done []string
+	for k, c := range cursors {
+		if k == (reconcile.AccountKey{}) {
+			t.Fatalf("cursor %q is not per account", r.Cursor)
+		}
+		var mine []string
+		if err := e.db.Select(&mine, `SELECT out_trade_no FROM payment_orders WHERE platform = $1 AND merchant_id = $2
+			AND (created_at, id) <= ($3, $4) ORDER BY created_at, id`, string(k.Platform), k.MerchantID, c.CreatedAt, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		done = append(done, mine...)
 	}
 	if len(done) < 8 || len(done) >= n {
-		t.Fatalf("%d orders before the saved cursor %s; want at least the 8 asked and not all %d", len(done), r.Cursor, n)
+		t.Fatalf("%d orders before the saved cursors %s; want at least the 8 asked and not all %d", len(done), r.Cursor, n)
 	}
 	if r.Scanned != int64(len(done)) {
-		t.Errorf("interrupted run scanned %d, but %d orders lie before its cursor (concurrency 1: the cursor is the last checked)", r.Scanned, len(done))
+		t.Errorf("interrupted run scanned %d, but %d orders lie before its cursors (concurrency 1: each cursor is its account's last checked)", r.Scanned, len(done))
 	}
 	e.invariants()
 

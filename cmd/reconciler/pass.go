@@ -202,7 +202,7 @@ func newProgress(ctx context.Context, a *app, spec reconcile.PassSpec, w io.Writ
 	from, to, after := spec.From, spec.To, reconcile.Cursor{}
 	if spec.Resume != 0 {
 		if run, err := a.store.Runs().LoadRun(ctx, spec.Resume); err == nil {
-			from, to, after = run.WindowFrom, run.WindowTo, run.Cursor
+			from, to, after = run.WindowFrom, run.WindowTo, run.Cursor.Min() // an upper bound: accounts resume apart
 		}
 	}
 	total, err := a.store.CountWindow(ctx, from, to, spec.Shard, after)
