@@ -1,8 +1,74 @@
 package sandbox
 
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"go.yaml.in/yaml/v3"
+)
+
 // Accounts are the extra merchant accounts a Sandbox plays, beside each platform's default
 // account (the one Keys and Identity describe).
 type Accounts struct {
 	Alipay    []AlipayAccount
 	WechatPay []WechatAccount
+}
+
+// AccountsFileName is the accounts file WriteAccountsFile writes.
+const AccountsFileName = "accounts.yaml"
+
+// WriteAccountsFile writes every account's key and certificate files into dir and an
+// accounts file (RECONCILER_ACCOUNTS_FILE) listing them all, each account with the given
+// qps. It returns the accounts file's path.
+func (s *Sandbox) WriteAccountsFile(dir, baseURL string, qps float64) (string, error) {
+	ali, err := s.WriteAlipayAccountFiles(dir, baseURL)
+	if err != nil {
+		return "", err
+	}
+	wx, err := s.WriteWechatAccountFiles(dir, baseURL)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range append(append([]map[string]any{}, ali...), wx...) {
+		e["qps"] = qps
+	}
+	doc, err := yaml.Marshal(map[string]any{"alipay": ali, "wechatpay": wx})
+	if err != nil {
+		return "", fmt.Errorf("sandbox accounts file: %w", err)
+	}
+	head := []byte("# Written by the payrecon sandbox: every account it plays, for RECONCILER_ACCOUNTS_FILE.\n")
+	path := filepath.Join(dir, AccountsFileName)
+	if err := writeFileMode(path, append(head, doc...), 0o644); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// AccountsEnv lists the RECONCILER_* settings that point a reconciler at this sandbox's
+// accounts through the accounts file.
+func AccountsEnv(accountsFile string) []string {
+	return []string{
+		// The sandbox speaks plain http on loopback; production URLs must be https.
+		"RECONCILER_ALLOW_INSECURE_PLATFORM=true",
+		"RECONCILER_ACCOUNTS_FILE=" + accountsFile,
+	}
+}
+
+// accountFile is one file of an accounts-file entry: the field naming it and its content.
+type accountFile struct {
+	field, path string
+	data        []byte
+	mode        os.FileMode
+}
+
+// writeFileMode writes data with exactly mode, whatever the umask or an older file said.
+func writeFileMode(path string, data []byte, mode os.FileMode) error {
+	if err := os.WriteFile(path, data, mode); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		return fmt.Errorf("chmod %s: %w", filepath.Base(path), err)
+	}
+	return nil
 }

@@ -435,21 +435,3 @@ func (s *Sandbox) WriteAlipayAccountFiles(dir, baseURL string) ([]map[string]any
 	}
 	return entries, nil
 }
-
-// accountFile is one file of an accounts-file entry: the field naming it and its content.
-type accountFile struct {
-	field, path string
-	data        []byte
-	mode        os.FileMode
-}
-
-// writeFileMode writes data with exactly mode, whatever the umask or an older file said.
-func writeFileMode(path string, data []byte, mode os.FileMode) error {
-	if err := os.WriteFile(path, data, mode); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		return fmt.Errorf("chmod %s: %w", filepath.Base(path), err)
-	}
-	return nil
-}

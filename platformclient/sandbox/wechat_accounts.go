@@ -388,16 +388,15 @@ func (s *Sandbox) WechatAccountConfig(mchID, baseURL string) (wechatpay.Config, 
 	return cfg, nil
 }
 
-// WriteWechatAccountFiles writes the key files of every merchant in Options.Accounts into
-// dir (created 0700; private keys and API v3 keys 0600) and returns one accounts-file entry
-// each, in order, with the accounts file's field names. The default merchant is not among
-// them: Env and WriteKeyFiles describe it.
+// WriteWechatAccountFiles writes the key files of every merchant into dir (created 0700;
+// private keys and API v3 keys 0600) and returns one accounts-file entry each, the default
+// merchant first, with the accounts file's field names.
 func (s *Sandbox) WriteWechatAccountFiles(dir, baseURL string) ([]map[string]any, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox accounts dir: %w", err)
 	}
 	var entries []map[string]any
-	for _, m := range s.wechat.order[1:] {
+	for _, m := range s.wechat.order {
 		a := m.account()
 		prefix := filepath.Join(dir, "wechatpay_"+a.MchID)
 		priv, err := platformclient.EncodePrivateKeyPEM(a.MerchantKey)
@@ -414,33 +413,24 @@ func (s *Sandbox) WriteWechatAccountFiles(dir, baseURL string) ([]map[string]any
 		if a.AppID != "" {
 			e["appid"] = a.AppID
 		}
-		files := []keyFile{{prefix + "_apiclient_key.pem", priv, 0o600}, {prefix + "_apiv3.key", a.APIv3Key, 0o600}}
+		files := []accountFile{{"private_key_file", prefix + "_apiclient_key.pem", priv, 0o600}, {"apiv3_key_file", prefix + "_apiv3.key", a.APIv3Key, 0o600}}
 		if a.Mode.hasPublicKey() {
 			pub, err := platformclient.EncodePublicKeyPEM(&a.PublicKey.PublicKey)
 			if err != nil {
 				return nil, err
 			}
-			e["public_key_id"], e["public_key_file"] = a.PublicKeyID, prefix+"_pub_key.pem"
-			files = append(files, keyFile{prefix + "_pub_key.pem", pub, 0o644})
+			e["public_key_id"] = a.PublicKeyID
+			files = append(files, accountFile{"public_key_file", prefix + "_pub_key.pem", pub, 0o644})
 		}
 		for _, f := range files {
-			if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
-				return nil, fmt.Errorf("write %s: %w", filepath.Base(f.path), err)
+			if err := writeFileMode(f.path, f.data, f.mode); err != nil {
+				return nil, err
 			}
-			if err := os.Chmod(f.path, f.mode); err != nil {
-				return nil, fmt.Errorf("chmod %s: %w", filepath.Base(f.path), err)
-			}
+			e[f.field] = f.path
 		}
 		entries = append(entries, e)
 	}
 	return entries, nil
-}
-
-// keyFile is one file WriteWechatAccountFiles writes.
-type keyFile struct {
-	path string
-	data []byte
-	mode os.FileMode
 }
 
 // wechatMerchantOf is the merchant whose Authorization a request carries, if any.

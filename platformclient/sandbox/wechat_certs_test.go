@@ -699,11 +699,11 @@ func TestWriteWechatAccountFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 3 {
-		t.Fatalf("%d entries", len(entries))
+	if len(entries) != 4 || entries[0]["mchid"] != b.sb.Identity().WechatMchID {
+		t.Fatalf("%d entries, the default merchant first: %v", len(entries), entries)
 	}
 	for i, a := range testWechatAccounts(t) {
-		e := entries[i]
+		e := entries[i+1]
 		if e["mchid"] != a.MchID || e["appid"] != a.AppID || e["base_url"] != b.url || e["serial_no"] != a.MerchantSerial {
 			t.Errorf("entry %d: %v", i, e)
 		}
