@@ -35,6 +35,7 @@ type demoOrder struct {
 	createdAgo time.Duration
 	platformSc sandbox.Scenario
 	callback   bool // delivered by the callback storm during the pass
+	second     bool // belongs to the platform's second account (the other credential mode)
 }
 
 func demoOrders() []demoOrder {
@@ -43,7 +44,7 @@ func demoOrders() []demoOrder {
 		for i := 1; i <= n; i++ {
 			prefix := map[reconcile.Platform]string{reconcile.Alipay: "A", reconcile.WechatPay: "W"}[p]
 			out = append(out, demoOrder{story: story, platform: p, otn: fmt.Sprintf("%s-%s-%d", prefix, strings.ReplaceAll(story, " ", "-"), i),
-				amount: amount + int64(i), local: local, createdAgo: ago, platformSc: sc, callback: cb})
+				amount: amount + int64(i), local: local, createdAgo: ago, platformSc: sc, callback: cb, second: i%2 == 0})
 		}
 	}
 	paid := sandbox.Scenario{State: sandbox.StatePaid}
@@ -107,27 +108,36 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	sb, err := sandbox.New(sandbox.Options{Keys: keys, Logger: log})
+	second, err := sandbox.SecondAccounts(0)
+	if err != nil {
+		return err
+	}
+	sb, err := sandbox.New(sandbox.Options{Keys: keys, Logger: log, Accounts: second})
 	if err != nil {
 		return err
 	}
 	defer sb.Close()
-	files, err := sb.WriteKeyFiles(keysDir)
-	if err != nil {
-		return err
-	}
 	sbURL, stopSandbox, err := serveLoopback(sb)
 	if err != nil {
 		return err
 	}
 	defer stopSandbox()
-	say("2. platform sandbox (Alipay + WeChat Pay v3, real signatures) on %s", sbURL)
+	accountsFile, err := sb.WriteAccountsFile(keysDir, sbURL, 50)
+	if err != nil {
+		return err
+	}
+	id := sb.Identity()
+	say("2. platform sandbox (Alipay + WeChat Pay v3, real signatures) on %s, two accounts per platform:\n"+
+		"   alipay    %s (public key), %s (certificate mode: app_cert_sn, alipay_root_cert_sn)\n"+
+		"   wechatpay %s (WeChat Pay public key), %s (platform certificates from /v3/certificates)",
+		sbURL, id.AlipayAppID, sandbox.SecondAlipayAppID, id.WechatMchID, sandbox.SecondWechatMchID)
 
-	// 3. The reconciler, configured exactly as in production, through RECONCILER_* settings.
+	// 3. The reconciler, configured exactly as in production: RECONCILER_* settings and the
+	// accounts file.
 	env := map[string]string{"RECONCILER_DATABASE_URL": dbURL, "RECONCILER_REDIS_URL": *redisURL,
-		"RECONCILER_CLAIM_PREFIX": "demo:" + dbName + ":pay:notify:", "RECONCILER_CONCURRENCY": "8",
-		"RECONCILER_ALIPAY_QPS": "50", "RECONCILER_WECHATPAY_QPS": "50", "RECONCILER_NOTIFY_WAIT": "1s"}
-	for _, kv := range sb.Env(sbURL, files) {
+		"RECONCILER_CLAIM_PREFIX": "demo:" + dbName + ":pay:notify:", "RECONCILER_RATE_PREFIX": "demo:" + dbName + ":rate:",
+		"RECONCILER_CONCURRENCY": "8", "RECONCILER_NOTIFY_WAIT": "1s"}
+	for _, kv := range sandbox.AccountsEnv(accountsFile) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
@@ -152,7 +162,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	// 4. Seed the mix.
 	orders := demoOrders()
-	if err := seedDemo(ctx, a.store.DB(), sb, orders, cfg); err != nil {
+	if err := seedDemo(ctx, a.store.DB(), sb, orders); err != nil {
 		return err
 	}
 	say("4. seeded %d orders (%s)\n", len(orders), storySummary(orders))
@@ -217,14 +227,14 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	say("\n7. before -> after")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  order\tstory\tplatform says\tbefore\tafter\tchanged\tevents\toutbox")
+	fmt.Fprintln(tw, "  order\taccount\tstory\tplatform says\tbefore\tafter\tchanged\tevents\toutbox")
 	for _, o := range orders {
 		st := after[o.otn]
 		mark := ""
 		if st.status != before[o.otn].status {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", o.otn, o.story, o.platformSc.State, before[o.otn].status, st.status, mark, st.events, st.outbox)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", o.otn, o.merchant(sb), o.story, o.platformSc.State, before[o.otn].status, st.status, mark, st.events, st.outbox)
 	}
 	tw.Flush()
 
@@ -240,8 +250,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
    reconciler backfill --from 2026-11-28 --to 2026-11-29
    reconciler mismatches list                 # finance review; ack / resolve with --by
    reconciler report --format html --out report.html
-   Point RECONCILER_ALIPAY_GATEWAY / RECONCILER_WECHATPAY_BASE_URL at the platforms (the
-   defaults) and the key-file settings at your keys; see README.md and deploy/kubernetes/.`)
+   List your accounts (app ids, mchids, key files, QPS) in RECONCILER_ACCOUNTS_FILE; every
+   process calling for an account shares its QPS through Redis. See README.md and
+   deploy/kubernetes/.`)
 	return nil
 }
 
@@ -327,10 +338,25 @@ func serveLoopback(h http.Handler) (string, func(), error) {
 	}, nil
 }
 
-func seedDemo(ctx context.Context, db *sqlx.DB, sb *sandbox.Sandbox, orders []demoOrder, cfg config.Config) error {
-	merchant := map[reconcile.Platform]string{reconcile.Alipay: cfg.Alipay.AppID, reconcile.WechatPay: cfg.WechatPay.MchID}
+// merchant is the account the order belongs to.
+func (o demoOrder) merchant(sb *sandbox.Sandbox) string {
+	id := sb.Identity()
+	switch {
+	case o.platform == reconcile.Alipay && o.second:
+		return sandbox.SecondAlipayAppID
+	case o.platform == reconcile.Alipay:
+		return id.AlipayAppID
+	case o.second:
+		return sandbox.SecondWechatMchID
+	}
+	return id.WechatMchID
+}
+
+func seedDemo(ctx context.Context, db *sqlx.DB, sb *sandbox.Sandbox, orders []demoOrder) error {
 	for _, o := range orders {
+		merchant := o.merchant(sb)
 		sc := o.platformSc
+		sc.MerchantID = merchant
 		sc.AmountMinor = o.amount
 		if o.story == "amount mismatch" {
 			sc.AmountMinor = o.amount - 100 // the buyer paid one yuan less
@@ -342,7 +368,7 @@ func seedDemo(ctx context.Context, db *sqlx.DB, sb *sandbox.Sandbox, orders []de
 		}
 		_, err := db.ExecContext(ctx, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, platform_trade_no, paid_amount_minor, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $5 = 'PAID' THEN $4::bigint END, now() - $7::interval)`,
-			string(o.platform), merchant[o.platform], o.otn, o.amount, string(o.local), tradeNo, fmt.Sprintf("%d seconds", int(o.createdAgo.Seconds())))
+			string(o.platform), merchant, o.otn, o.amount, string(o.local), tradeNo, fmt.Sprintf("%d seconds", int(o.createdAgo.Seconds())))
 		if err != nil {
 			return fmt.Errorf("seed %s: %w", o.otn, err)
 		}

@@ -15,6 +15,29 @@ type Accounts struct {
 	WechatPay []WechatAccount
 }
 
+// Second accounts the standalone sandbox and the demo play, in the other credential mode.
+const (
+	SecondAlipayAppID    = "2021000122600002"
+	SecondAlipaySellerID = "2088621000000002"
+	SecondWechatMchID    = "1900000002"
+	SecondWechatAppID    = "wxd678efh567hg6788"
+)
+
+// SecondAccounts makes one more account per platform in the credential mode the default
+// accounts do not use: an Alipay app in certificate mode and a WeChat Pay merchant on
+// platform certificates. bits 0 means 2048.
+func SecondAccounts(bits int) (Accounts, error) {
+	ali, err := GenerateAlipayAccount(SecondAlipayAppID, SecondAlipaySellerID, true, bits)
+	if err != nil {
+		return Accounts{}, err
+	}
+	wx, err := GenerateWechatAccount(SecondWechatMchID, SecondWechatAppID, WechatModeCertificate, bits)
+	if err != nil {
+		return Accounts{}, err
+	}
+	return Accounts{Alipay: []AlipayAccount{ali}, WechatPay: []WechatAccount{wx}}, nil
+}
+
 // AccountsFileName is the accounts file WriteAccountsFile writes.
 const AccountsFileName = "accounts.yaml"
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -59,7 +60,13 @@ func Run(ctx context.Context, opts RunOptions) error {
 	} else if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	sb, err := New(Options{Keys: keys, Identity: id, Logger: opts.Logger})
+	// The second account of each platform (the other credential mode) is made anew at every
+	// start; the accounts file written below always describes the running sandbox.
+	second, err := SecondAccounts(0)
+	if err != nil {
+		return err
+	}
+	sb, err := New(Options{Keys: keys, Identity: id, Logger: opts.Logger, Accounts: second})
 	if err != nil {
 		return err
 	}
@@ -68,6 +75,11 @@ func Run(ctx context.Context, opts RunOptions) error {
 		return fmt.Errorf("sandbox: listen %s: %w", opts.Listen, err)
 	}
 	base := baseURL(ln.Addr())
+	accountsFile, err := sb.WriteAccountsFile(filepath.Join(opts.KeysDir, "accounts"), base, 50)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{Handler: sb, ReadHeaderTimeout: 10 * time.Second}
 
 	verb := "loaded from"
@@ -75,7 +87,12 @@ func Run(ctx context.Context, opts RunOptions) error {
 		verb = "generated into"
 	}
 	fmt.Fprintf(opts.Stdout, "sandbox listening on %s (keys %s %s)\n", base, verb, opts.KeysDir)
-	fmt.Fprintf(opts.Stdout, "control API: %s/sandbox/\nsettings for a reconciler:\n", base)
+	fmt.Fprintf(opts.Stdout, "control API: %s/sandbox/\n", base)
+	fmt.Fprintf(opts.Stdout, "settings for a reconciler, every account (two per platform, one in each credential mode):\n")
+	for _, kv := range AccountsEnv(accountsFile) {
+		fmt.Fprintf(opts.Stdout, "  %s\n", kv)
+	}
+	fmt.Fprintf(opts.Stdout, "or only the default account of each platform:\n")
 	for _, kv := range sb.Env(base, files) {
 		fmt.Fprintf(opts.Stdout, "  %s\n", kv)
 	}
