@@ -1,12 +1,12 @@
 package reconcile
 
 import (
-	"sort"
-	"strings"
 	"context"
 	"crypto/md5"
 	"encoding/binary"
 	"fmt"
+	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 )

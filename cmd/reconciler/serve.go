@@ -269,19 +269,26 @@ func (a *app) alipayAccountFor(pathMerchant string, body []byte) (*alipay.Client
 // whose public key or platform certificate has the serial that signed it (then that
 // merchant's API v3 key decrypts it).
 func (a *app) wechatAccountFor(ctx context.Context, pathMerchant, serial string) (*wechatpay.Client, error) {
-	for _, c := range a.wechat {
-		if pathMerchant != "" {
+	if pathMerchant != "" {
+		for _, c := range a.wechat {
 			if c.MerchantID() == pathMerchant {
 				return c, nil
 			}
-			continue
 		}
-		if c.KnowsSerial(ctx, serial) {
+		return nil, errNoAccount(reconcile.WechatPay, "no configured merchant has the notify URL's mchid")
+	}
+	// First what every merchant already holds; only then may a merchant download its
+	// platform certificates (a rotated certificate), so one callback never makes every
+	// merchant download.
+	for _, c := range a.wechat {
+		if c.HoldsSerial(serial) {
 			return c, nil
 		}
 	}
-	if pathMerchant != "" {
-		return nil, errNoAccount(reconcile.WechatPay, "no configured merchant has the notify URL's mchid")
+	for _, c := range a.wechat {
+		if c.KnowsSerial(ctx, serial) {
+			return c, nil
+		}
 	}
 	return nil, errNoAccount(reconcile.WechatPay, "no configured merchant knows the signing key's serial")
 }

@@ -84,6 +84,22 @@ func (c *Client) KnowsSerial(ctx context.Context, serial string) bool {
 	return ok
 }
 
+// HoldsSerial is KnowsSerial without a download: whether serial is this account's public key
+// id or a platform certificate it already holds. A callback endpoint serving several
+// merchants asks every merchant this first, so one merchant's callback never makes the
+// others download their certificates.
+func (c *Client) HoldsSerial(serial string) bool {
+	serial = strings.TrimSpace(serial)
+	if serial == "" {
+		return false
+	}
+	if c.cfg.PublicKeyID != "" && strings.EqualFold(serial, c.cfg.PublicKeyID) {
+		return true
+	}
+	_, ok := c.certs.known(NormalizeSerial(serial))
+	return ok
+}
+
 // verifier verifies answers and callbacks for this account. With an API v3 key, a serial
 // that is not the public key id is looked up among the platform certificates, which are
 // downloaded when missing or old.
