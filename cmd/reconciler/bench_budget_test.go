@@ -262,4 +262,3 @@ func BenchmarkBudget(b *testing.B) {
 		})
 	}
 }
-
