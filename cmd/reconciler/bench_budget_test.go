@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ type platformWorld struct {
 	rec        *callRecorder
 	url        string
 	env        []string // the RECONCILER_* settings naming the accounts
+	directEnv  []string // the same, straight to a sandbox process (no recorder in between)
 	fastMch    string
 	setPaid    func(p reconcile.Platform, merchant, otn string, amount int64)
 	capAccount func(merchant string, qps float64)
@@ -140,12 +142,15 @@ func sandboxProcess(b *testing.B, bin string) *platformWorld {
 		}
 	}
 	return &platformWorld{
-		rec: rec, url: srv.URL, env: names.Env(srv.URL, files), fastMch: names.Identity().WechatMchID,
+		rec: rec, url: srv.URL, env: names.Env(srv.URL, files), directEnv: names.Env(base, files), fastMch: names.Identity().WechatMchID,
 		setPaid: func(p reconcile.Platform, merchant, otn string, amount int64) {
 			control(http.MethodPut, "/sandbox/scenarios/"+string(p)+"/"+otn, sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: amount})
 		},
 		capAccount: func(_ string, qps float64) {
 			control(http.MethodPut, "/sandbox/qps/wechatpay", map[string]float64{"qps": qps})
+		},
+		slowDown: func(_ string, d time.Duration) {
+			control(http.MethodPut, "/sandbox/faults/wechatpay", sandbox.Fault{Latency: sandbox.Duration(d)})
 		},
 	}
 }
@@ -259,6 +264,63 @@ func BenchmarkBudget(b *testing.B) {
 				b.ReportMetric(100*thr, "throttled%")
 				b.ReportMetric(float64(f.peak)/c.qps, "peak1s/Q")
 			}
+		})
+	}
+}
+
+// BenchmarkWorkerCPU runs passes inside the test process (the sandbox in its own process,
+// so the test process is only the worker) and prints CPU per order paced by a budget
+// (L=20ms, Q=100) against unthrottled (L=0). It is here to be profiled:
+//
+//	go test -run '^$' -bench WorkerCPU -benchtime 1x -cpuprofile cpu.out ./cmd/reconciler/
+//	go tool pprof -top -cum reconciler.test cpu.out
+func BenchmarkWorkerCPU(b *testing.B) {
+	bin := benchBinary(b)
+	cases := []struct {
+		name    string
+		orders  int
+		latency time.Duration
+		qps     float64
+	}{
+		{"paced-L20ms-Q100", 1500, 20 * time.Millisecond, 100},
+		{"unthrottled-L0", 4000, 0, 100000},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			db := repotest.NewDB(b)
+			rd := repotest.NewRedis(b)
+			w := sandboxProcess(b, bin)
+			w.capAccount(w.fastMch, c.qps)
+			if c.latency > 0 {
+				w.slowDown(w.fastMch, c.latency)
+			}
+			for i := 0; i < c.orders; i++ {
+				w.setPaid(reconcile.WechatPay, w.fastMch, fmt.Sprintf("BP-%d", i), 1000+int64(i%500))
+			}
+			db.MustExec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
+				SELECT 'wechatpay', $1, 'BP-' || g, 1000 + g % 500, 'PENDING', now() - interval '10 minutes'
+				FROM generate_series(0, $2 - 1) g`, w.fastMch, c.orders)
+			db.MustExec(`VACUUM ANALYZE payment_orders`)
+			env := append(append([]string{}, w.directEnv...), "RECONCILER_DATABASE_URL="+db.URL, "RECONCILER_REDIS_URL="+rd.URL,
+				"RECONCILER_CLAIM_PREFIX="+rd.Prefix, "RECONCILER_RATE_PREFIX="+rd.Prefix+"rate:",
+				"RECONCILER_LOG_FORMAT=json", "RECONCILER_LOG_LEVEL=warn", "RECONCILER_CONCURRENCY=64",
+				fmt.Sprintf("RECONCILER_ALIPAY_QPS=%g", c.qps), fmt.Sprintf("RECONCILER_WECHATPAY_QPS=%g", c.qps))
+			for _, kv := range env {
+				k, v, _ := strings.Cut(kv, "=")
+				b.Setenv(k, v)
+			}
+			_, cpu0 := processStats()
+			start := time.Now()
+			var stdout, stderr bytes.Buffer
+			if code := Main(b.Context(), []string{"run"}, &stdout, &stderr); code != 0 {
+				b.Fatalf("run exited %d\n%s", code, tail(stderr.String(), 20))
+			}
+			_, cpu1 := processStats()
+			wall := time.Since(start)
+			perOrder := (cpu1 - cpu0) / time.Duration(c.orders)
+			fmt.Printf("%-18s %6d orders in %6s (%5.0f/s): cpu/order %s\n", c.name, c.orders, wall.Round(time.Millisecond),
+				float64(c.orders)/wall.Seconds(), perOrder.Round(time.Microsecond))
+			b.ReportMetric(float64(perOrder.Microseconds()), "cpu-us/order")
 		})
 	}
 }
