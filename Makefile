@@ -41,10 +41,14 @@ demo:
 #   RateLimit:        QPS held by 64 callers through one client against the sandbox (10 s)
 #   Pass:             whole passes of `reconciler run` as a separate process vs the sandbox
 #   RecheckSchedule:  24h of 5-minute passes: platform calls with the re-check schedule
+#   Budget:           k = 1, 2, 4, 8 processes sharing one account's QPS, a fast account beside
+#                     a 2 s one, and four processes against a separate sandbox process
+#   WorkerCPU:        CPU per order of a budget-paced pass vs an unthrottled one, in-process
+#                     (profile it: -bench WorkerCPU -cpuprofile cpu.out ./cmd/reconciler/)
 bench:
 	$(SERVICES) sh -c '$(GO) test -run "^$$" -bench "ApplyResult" -benchmem -count=1 ./reconcile/ && \
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./platformclient/... && \
-	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/'
+	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/'
 
 clean:
 	rm -rf bin

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -386,6 +387,7 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fa
 	passStart := s.Now()
 	cursor := p.run.Cursor.For(acct)
 	lastSave := time.Now()
+	clock := &checkClock{}
 	p.mu.Lock()
 	mark := &watermark{}
 	p.marks[acct] = mark
@@ -412,7 +414,7 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fa
 			return
 		default:
 		}
-		free := p.gatherFree(slots)
+		free := p.gatherFree(slots, clock.get())
 		now := s.Now()
 		q := TakeQuery{Mode: p.run.Mode, Now: now, PassStart: passStart, Grace: s.Grace, Lookback: s.Lookback,
 			From: p.run.WindowFrom, To: p.run.WindowTo, After: cursor, Shard: p.run.Shard, Account: acct, Limit: free,
@@ -430,6 +432,7 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fa
 		for i := len(orders); i < free; i++ {
 			<-slots
 		}
+		taken := time.Now()
 		for _, o := range orders {
 			pos := Cursor{CreatedAt: o.CreatedAt, ID: o.ID}
 			cursor = pos
@@ -439,7 +442,7 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fa
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() { <-slots }()
+				defer func() { clock.observe(time.Since(taken)); <-slots }()
 				defer func() {
 					p.mu.Lock()
 					mark.complete(ticket)
@@ -461,10 +464,13 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fa
 }
 
 // gatherFree collects the worker slots that are free now, having taken one already. When
-// workers free up one at a time (the steady state under platform latency), it waits a few
-// milliseconds for a quarter of the pool, so the pass takes orders in batches instead of
-// paying one claiming statement per order.
-func (p *pass) gatherFree(slots chan struct{}) int {
+// workers free up one at a time (the steady state under platform latency or a call budget),
+// it waits for a quarter of the pool, so the pass takes orders in batches instead of paying
+// one claiming statement per order. The wait is batchWait, or a sixteenth of a check when
+// checks are long: a freed worker then idles for a small part of what it is about to do,
+// and under a budget (where checks are long because workers queue for tokens) it costs
+// nothing at all, since the queue keeps the budget spent while the batch fills.
+func (p *pass) gatherFree(slots chan struct{}, checkTime time.Duration) int {
 	free, want := 1, max(1, p.settings.Concurrency/4)
 	var timeout <-chan time.Time
 	for free < p.settings.Concurrency {
@@ -478,7 +484,7 @@ func (p *pass) gatherFree(slots chan struct{}) int {
 			break
 		}
 		if timeout == nil {
-			timeout = time.After(batchWait)
+			timeout = time.After(batchWindow(checkTime))
 		}
 		select {
 		case slots <- struct{}{}:
@@ -491,8 +497,37 @@ func (p *pass) gatherFree(slots chan struct{}) int {
 	return free
 }
 
-// batchWait bounds how long a pass waits to fill a batch.
-const batchWait = 10 * time.Millisecond
+// batchWait bounds how long a pass waits to fill a batch when checks are quick;
+// maxBatchWait bounds it whatever they take.
+const (
+	batchWait    = 10 * time.Millisecond
+	maxBatchWait = 100 * time.Millisecond
+)
+
+// batchWindow is how long a take may wait for more free workers, given the recent time
+// one check takes.
+func batchWindow(checkTime time.Duration) time.Duration {
+	return min(maxBatchWait, max(batchWait, checkTime/16))
+}
+
+// checkClock is a moving average of how long one account's checks take (from the take to
+// the worker's release), read by gatherFree.
+type checkClock struct{ avg atomic.Int64 }
+
+func (c *checkClock) observe(d time.Duration) {
+	for {
+		old := c.avg.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if c.avg.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+func (c *checkClock) get() time.Duration { return time.Duration(c.avg.Load()) }
 
 func (p *pass) saveProgress(ctx context.Context) {
 	if err := p.runs.SaveProgress(ctx, p.snapshot()); err != nil && ctx.Err() == nil {

@@ -49,8 +49,12 @@ type RedisBudget struct {
 	retry   time.Duration
 	log     zerolog.Logger
 
-	turn      chan struct{} // one Redis asker per process
-	downUntil atomic.Int64  // unix nanos until which the local bucket is used
+	turn chan struct{} // one Redis asker per process
+	// notBefore (unix nanos, read and written only by the turn's holder) is the earliest the
+	// next call can be allowed, learnt from the last grant: asking sooner would only earn a
+	// refusal, one more Redis round trip and one more wake-up per call.
+	notBefore int64
+	downUntil atomic.Int64 // unix nanos until which the local bucket is used
 	failures  atomic.Int64
 	lastLog   atomic.Int64
 }
@@ -93,6 +97,9 @@ func (b *RedisBudget) Wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { <-b.turn }()
+	if err := sleepCtx(ctx, time.Until(time.Unix(0, b.notBefore))); err != nil {
+		return err
+	}
 	for {
 		if time.Now().UnixNano() < b.downUntil.Load() {
 			return b.local.Wait(ctx)
@@ -108,12 +115,22 @@ func (b *RedisBudget) Wait(ctx context.Context) error {
 			continue
 		}
 		if res.Allowed > 0 {
+			b.notBefore = time.Now().Add(b.nextGrantIn(res)).UnixNano()
 			return nil
 		}
 		if err := sleepCtx(ctx, res.RetryAfter); err != nil {
 			return err
 		}
 	}
+}
+
+// nextGrantIn is the soonest, after a grant, that Redis can allow the next call: the
+// bucket is full again after ResetAfter, and Burst-1 calls may go before that. Other
+// processes calling meanwhile only push it later, so waiting this long never leaves the
+// budget unspent.
+func (b *RedisBudget) nextGrantIn(res *redis_rate.Result) time.Duration {
+	interval := b.limit.Period / time.Duration(b.limit.Rate)
+	return res.ResetAfter - time.Duration(b.limit.Burst-1)*interval
 }
 
 // Failures is how many times Redis could not answer and the local bucket paced instead.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,5 +132,47 @@ func TestRedisBudgetWaitHonoursTheContext(t *testing.T) {
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("Wait ignored its context for %s", took)
+	}
+}
+
+// commandCounter counts the commands a Redis client sends.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A process alone on its budget asks Redis about once per call: after a grant it waits
+// until the next call can be allowed instead of collecting a refusal first. The budget is
+// still spent.
+func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
+	t.Parallel()
+	r := repotest.NewRedis(t)
+	opt, err := redis.ParseURL(r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	counter := &commandCounter{}
+	c.AddHook(counter)
+	const qps = 50.0
+	b := repo.NewRedisBudget(c, repo.BudgetOptions{Key: r.Prefix + "rate:wechatpay:1900", QPS: qps})
+	const run = 2 * time.Second
+	grants := spend(t, []*repo.RedisBudget{b}, 8, run)
+	asked := counter.n.Load()
+	t.Logf("%d grants, %d Redis commands", len(grants), asked)
+	if float64(asked) > 1.3*float64(len(grants))+2 {
+		t.Errorf("%d Redis commands for %d grants, want about one per grant", asked, len(grants))
+	}
+	if got, want := len(grants), int(0.8*qps*run.Seconds()); got < want {
+		t.Errorf("%d grants in %s, want at least %d", got, run, want)
 	}
 }

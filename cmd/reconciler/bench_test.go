@@ -102,6 +102,9 @@ func runPassBench(b *testing.B, n int, latency time.Duration, qps float64, concu
 
 	env := append(os.Environ(), sb.Env(srv.URL, files)...)
 	env = append(env, "RECONCILER_DATABASE_URL="+db.URL, "RECONCILER_REDIS_URL="+rd.URL, "RECONCILER_CLAIM_PREFIX="+rd.Prefix,
+		// The budget key is this run's own: the default one is shared with every other
+		// process on this Redis and would measure their calls too.
+		"RECONCILER_RATE_PREFIX="+rd.Prefix+"rate:",
 		"RECONCILER_LOG_FORMAT=json", fmt.Sprintf("RECONCILER_CONCURRENCY=%d", concurrency),
 		fmt.Sprintf("RECONCILER_ALIPAY_QPS=%g", qps), fmt.Sprintf("RECONCILER_WECHATPAY_QPS=%g", qps))
 	xacts := func() int64 {
