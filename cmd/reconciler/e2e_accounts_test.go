@@ -191,7 +191,6 @@ func TestE2EAccountsInBothModesRepairedOnce(t *testing.T) {
 	serve.wait(t, 30*time.Second)
 	serve.expect(t, 0)
 
-
 	for i, a := range accounts {
 		for n := range 3 {
 			for _, kind := range []string{"run", "bf", "cb"} {
