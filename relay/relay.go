@@ -132,7 +132,7 @@ func New(store *repo.Store, js jetstream.JetStream, set Settings, obs Observer, 
 
 type nopObserver struct{}
 
-func (nopObserver) Batch(BatchReport)  {}
+func (nopObserver) Batch(BatchReport) {}
 func (nopObserver) Lag(time.Duration) {}
 
 // Pass relays every undispatched row and returns when a batch comes back short. A publish
