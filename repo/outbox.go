@@ -55,9 +55,24 @@ func (s *Store) TakeOutbox(ctx context.Context, limit int) (*OutboxBatch, error)
 	if err != nil {
 		return nil, fmt.Errorf("take outbox batch: begin: %w", err)
 	}
-	b := &OutboxBatch{tx: tx}
-	if err := tx.SelectContext(ctx, &b.Rows, takeOutboxSQL, limit); err != nil {
-		tx.Rollback() //nolint:errcheck // the select error is the one worth reporting
+	b := &OutboxBatch{tx: tx, Rows: make([]OutboxRow, 0, limit)}
+	// Scanned by hand: at relay rates reflection-based scanning is a visible share of the CPU.
+	rows, err := tx.QueryContext(ctx, takeOutboxSQL, limit)
+	if err != nil {
+		tx.Rollback() //nolint:errcheck // the query error is the one worth reporting
+		return nil, fmt.Errorf("take outbox batch: %w", err)
+	}
+	for rows.Next() {
+		var r OutboxRow
+		if err := rows.Scan(&r.ID, &r.OrderID, &r.Kind, &r.Payload, &r.CreatedAt); err != nil {
+			rows.Close()
+			tx.Rollback() //nolint:errcheck
+			return nil, fmt.Errorf("take outbox batch: scan: %w", err)
+		}
+		b.Rows = append(b.Rows, r)
+	}
+	if err := rows.Err(); err != nil {
+		tx.Rollback() //nolint:errcheck
 		return nil, fmt.Errorf("take outbox batch: %w", err)
 	}
 	if len(b.Rows) == 0 {
