@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -263,4 +263,3 @@ func envInt(name string, def int) int {
 	}
 	return def
 }
-
