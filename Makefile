@@ -38,10 +38,13 @@ demo:
 #   RateLimit:        QPS held by 64 callers through one client against the sandbox (10 s)
 #   Pass:             whole passes of `reconciler run` as a separate process vs the sandbox
 #   RecheckSchedule:  24h of 5-minute passes: platform calls with the re-check schedule
+#   RelayThroughput:  100,000 outbox rows: relay msg/s next to bare JetStream async publish
+#   RelayFollowLag:   relay --follow at 1,000 transitions/s: commit -> ack lag p50/p99
 bench:
 	$(SERVICES) sh -c '$(GO) test -run "^$$" -bench "ApplyResult" -benchmem -count=1 ./reconcile/ && \
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./platformclient/... && \
-	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/'
+	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
+	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/'
 
 clean:
 	rm -rf bin
