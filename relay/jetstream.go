@@ -41,7 +41,9 @@ func Connect(url string, o ConnectOptions) (*Conn, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			log.Warn().Err(err).Msg("relay: disconnected from NATS")
+			if err != nil { // nil: our own Close
+				log.Warn().Err(err).Msg("relay: disconnected from NATS")
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info().Str("server", redactURLs(nc.ConnectedUrlRedacted())).Msg("relay: reconnected to NATS")
@@ -80,7 +82,8 @@ func (c *Conn) CheckStream(ctx context.Context, prefix string, kinds []string, h
 			return jetstream.StreamInfo{}, &config.Error{Setting: "RECONCILER_RELAY_SUBJECT_PREFIX", Msg: fmt.Sprintf(
 				"no JetStream stream captures subject %q; create one first (see docs/operations.md), e.g. "+
 					"nats stream add PAYRECON_OUTBOX --subjects '%s>' --dupe-window %s ...", subj, prefix, horizon)}
-		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
+			errors.Is(err, nats.ErrNoResponders): // nobody answers the JetStream API
 			return jetstream.StreamInfo{}, &config.Error{Setting: "RECONCILER_RELAY_URL", Msg: "JetStream is not enabled on this NATS server (start it with -js)"}
 		case err != nil:
 			return jetstream.StreamInfo{}, fmt.Errorf("look up the stream of %s: %w", subj, err)
