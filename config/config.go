@@ -139,7 +139,7 @@ func (c Config) Redacted() string {
 		"alipay-gateway":       RedactURL(c.Alipay.Gateway),
 		"wechatpay-mchid":      c.WechatPay.MchID,
 		"wechatpay-base-url":   RedactURL(c.WechatPay.BaseURL),
-		"relay-url":            RedactURL(c.Relay.URL),
+		"relay-url":            RedactURLs(c.Relay.URL),
 		"relay-subject-prefix": c.Relay.SubjectPrefix,
 	}
 	if c.Timezone != nil {
@@ -158,6 +158,15 @@ func (c Config) Redacted() string {
 		b.WriteString(k + "=" + kv[k])
 	}
 	return b.String()
+}
+
+// RedactURLs masks the passwords of a comma-separated list of URLs (NATS servers).
+func RedactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		parts[i] = RedactURL(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
 }
 
 // RedactURL masks the password (and any secret-looking query parameter) of a URL.

@@ -98,6 +98,13 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"wechatpay-public-key-id":    {"PUB_KEY_ID_1", "PUB_KEY_ID_2", func(c Config) any { return c.WechatPay.PublicKeyID }, "PUB_KEY_ID_1"},
 		"wechatpay-apiv3-key-file":   {v3, v3, func(c Config) any { return c.WechatPay.APIv3KeyFile }, v3},
 		"wechatpay-qps":              {"3", "4", func(c Config) any { return c.WechatPay.QPS }, 3.0},
+		"relay-url":                  {"nats://n1:4222,nats://n2:4222", "tls://x:4222", func(c Config) any { return c.Relay.URL }, "nats://n1:4222,nats://n2:4222"},
+		"relay-subject-prefix":       {"acme.pay.", "x.", func(c Config) any { return c.Relay.SubjectPrefix }, "acme.pay."},
+		"relay-batch":                {"200", "300", func(c Config) any { return c.Relay.Batch }, 200},
+		"relay-window":               {"64", "32", func(c Config) any { return c.Relay.Window }, 64},
+		"relay-ack-timeout":          {"3s", "4s", func(c Config) any { return c.Relay.AckTimeout }, 3 * time.Second},
+		"relay-poll":                 {"250ms", "1s", func(c Config) any { return c.Relay.Poll }, 250 * time.Millisecond},
+		"relay-retry-horizon":        {"15m", "10m", func(c Config) any { return c.Relay.RetryHorizon }, 15 * time.Minute},
 	}
 	base := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db"}
 	for _, s := range settings {

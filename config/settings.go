@@ -209,8 +209,8 @@ var settings = []setting{
 		c.Relay.SubjectPrefix = v
 		return nil
 	}},
-	{"relay-batch", "500", GroupRelay, kString, "outbox rows taken (and locked) per batch", intInto(func(c *Config) *int { return &c.Relay.Batch }, 1, 10000)},
-	{"relay-window", "512", GroupRelay, kString, "publishes awaiting their JetStream acknowledgement at once", intInto(func(c *Config) *int { return &c.Relay.Window }, 1, 65536)},
+	{"relay-batch", "1000", GroupRelay, kString, "outbox rows taken (and locked) per batch", intInto(func(c *Config) *int { return &c.Relay.Batch }, 1, 10000)},
+	{"relay-window", "1024", GroupRelay, kString, "publishes awaiting their JetStream acknowledgement at once", intInto(func(c *Config) *int { return &c.Relay.Window }, 1, 65536)},
 	{"relay-ack-timeout", "10s", GroupRelay, kString, "how long a publish waits for its acknowledgement before its row is left for the next batch", durationInto(func(c *Config) *time.Duration { return &c.Relay.AckTimeout }, false)},
 	{"relay-poll", "5s", GroupRelay, kString, "with --follow, look for undispatched rows this often even when no NOTIFY arrives", durationInto(func(c *Config) *time.Duration { return &c.Relay.Poll }, false)},
 	{"relay-retry-horizon", "2m", GroupRelay, kString, "the longest a published row may wait before it is published again (after a crash or a lost ack); the stream's duplicate window must cover it", durationInto(func(c *Config) *time.Duration { return &c.Relay.RetryHorizon }, false)},

@@ -32,7 +32,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 		rows   = 100_000
 		rounds = 3
 	)
-	batch, workers, window := envInt("RELAY_BENCH_BATCH", 500), envInt("RELAY_BENCH_WORKERS", 2), envInt("RELAY_BENCH_WINDOW", 512)
+	batch, workers, window := envInt("RELAY_BENCH_BATCH", 1000), envInt("RELAY_BENCH_WORKERS", 2), envInt("RELAY_BENCH_WINDOW", 1024)
 	for i := 0; i < b.N; i++ {
 		var ratios []float64
 		var relayRates, bareRates []float64

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -46,11 +45,11 @@ func Connect(url string, o ConnectOptions) (*Conn, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			log.Info().Str("server", redactURLs(nc.ConnectedUrlRedacted())).Msg("relay: reconnected to NATS")
+			log.Info().Str("server", config.RedactURLs(nc.ConnectedUrlRedacted())).Msg("relay: reconnected to NATS")
 		}),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", redactURLs(url), err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", config.RedactURLs(url), err)
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(o.Window),
@@ -105,13 +104,4 @@ func (c *Conn) CheckStream(ctx context.Context, prefix string, kinds []string, h
 				"or lower RECONCILER_RELAY_RETRY_HORIZON", name, info.Config.Duplicates, horizon, name, horizon)}
 	}
 	return *info, nil
-}
-
-// redactURLs masks passwords in a comma-separated list of URLs.
-func redactURLs(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		parts[i] = config.RedactURL(strings.TrimSpace(p))
-	}
-	return strings.Join(parts, ",")
 }

@@ -116,7 +116,7 @@ func New(store *repo.Store, js jetstream.JetStream, set Settings, obs Observer, 
 		set.Workers = 2
 	}
 	if set.Batch < 1 {
-		set.Batch = 500
+		set.Batch = 1000
 	}
 	if set.AckTimeout <= 0 {
 		set.AckTimeout = 10 * time.Second
