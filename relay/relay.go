@@ -135,7 +135,7 @@ type nopObserver struct{}
 func (nopObserver) Batch(BatchReport) {}
 func (nopObserver) Lag(time.Duration) {}
 
-// Pass relays every undispatched row and returns when a batch comes back short. A publish
+// Pass relays every undispatched row and returns when a batch comes back empty. A publish
 // error or a database error stops taking new batches; batches in flight still finish
 // (their acknowledged rows are marked). Cancelling ctx stops taking too: the result is
 // then ctx's error, and nothing half-done is left behind.
@@ -166,7 +166,9 @@ func (r *Relay) Pass(ctx context.Context) (Totals, error) {
 					stopTaking()
 					return
 				}
-				if rep.Taken < r.set.Batch {
+				// Not "a short batch": a batch holds one row per order, so an order's next
+				// row becomes takeable only after this batch; stop when nothing is left.
+				if rep.Taken == 0 {
 					return
 				}
 			}

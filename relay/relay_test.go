@@ -196,6 +196,30 @@ func TestPassPublishesEveryRowInOrderThenMarksIt(t *testing.T) {
 	}
 }
 
+// An order's second row becomes takeable once its first is dispatched: one pass still
+// relays both, in order.
+func TestOnePassRelaysEveryRowOfAnOrderInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	seed(t, b.db.DB, 5, "order.paid", "order.refunded")
+	totals, err := b.relay(t, connect(t, natstest.URL(), 5*time.Second), 100, nil).Pass(context.Background())
+	if err != nil || totals.Published != 10 {
+		t.Fatalf("pass = %+v, %v; want 10 published", totals, err)
+	}
+	paidSeq := map[string]uint64{}
+	for _, m := range b.stream.Messages(t) {
+		order := m.Header.Get(relay.HeaderOrderID)
+		switch m.Header.Get(relay.HeaderKind) {
+		case "order.paid":
+			paidSeq[order] = m.Sequence
+		case "order.refunded":
+			if seq, ok := paidSeq[order]; !ok || seq > m.Sequence {
+				t.Fatalf("order %s: refunded (seq %d) before paid", order, m.Sequence)
+			}
+		}
+	}
+}
+
 // recorder keeps every batch report.
 type recorder struct {
 	mu      sync.Mutex
