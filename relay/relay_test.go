@@ -425,6 +425,45 @@ func TestNATSLostMidBatchLeavesUnacknowledgedRowsForTheNextPass(t *testing.T) {
 	}
 }
 
+// A relay told to stop (SIGTERM) while its batch waits for acknowledgements still marks
+// what JetStream acknowledged, instead of leaving it to be published again.
+func TestCancelledPassMarksWhatWasAcknowledged(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	seed(t, b.db.DB, 50)
+	u, err := url.Parse(natstest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, u.Host)
+	viaProxy := *u
+	viaProxy.Host = proxy.Addr()
+	r := b.relay(t, connect(t, viaProxy.String(), 10*time.Second), 100, nil)
+	proxy.Hold() // the acknowledgements wait in the proxy
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Pass(ctx)
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.stream.Count(t) < 50 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	time.Sleep(50 * time.Millisecond)
+	if n := undispatched(t, b.db.DB); n != 50 {
+		t.Fatalf("%d rows undispatched before the acknowledgements arrived, want 50", n)
+	}
+	proxy.Restore()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled pass = %v, want context.Canceled", err)
+	}
+	if n := undispatched(t, b.db.DB); n != 0 {
+		t.Fatalf("%d acknowledged rows left unmarked after the cancelled pass", n)
+	}
+}
+
 func TestFollowIsWokenByTheTransitionsNotify(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

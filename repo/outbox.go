@@ -51,7 +51,10 @@ type OutboxBatch struct {
 // TakeOutbox locks up to limit undispatched rows (see takeOutboxSQL). The caller must call
 // Dispatched or Release. An empty batch has no transaction left open.
 func (s *Store) TakeOutbox(ctx context.Context, limit int) (*OutboxBatch, error) {
-	tx, err := s.db.BeginTxx(ctx, nil)
+	// database/sql rolls a transaction back when the context of its Begin is cancelled. A
+	// relay told to stop must still mark what JetStream acknowledged, so the transaction
+	// lives until Dispatched or Release; ctx bounds only the take itself.
+	tx, err := s.db.BeginTxx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return nil, fmt.Errorf("take outbox batch: begin: %w", err)
 	}
@@ -60,6 +63,11 @@ func (s *Store) TakeOutbox(ctx context.Context, limit int) (*OutboxBatch, error)
 	rows, err := tx.QueryContext(ctx, takeOutboxSQL, limit)
 	if err != nil {
 		tx.Rollback() //nolint:errcheck // the query error is the one worth reporting
+		if ctx.Err() != nil {
+			// lib/pq reports a cancelled query as its own error (57014); callers branch on
+			// the cancellation.
+			return nil, fmt.Errorf("take outbox batch: %w", ctx.Err())
+		}
 		return nil, fmt.Errorf("take outbox batch: %w", err)
 	}
 	for rows.Next() {
@@ -73,6 +81,9 @@ func (s *Store) TakeOutbox(ctx context.Context, limit int) (*OutboxBatch, error)
 	}
 	if err := rows.Err(); err != nil {
 		tx.Rollback() //nolint:errcheck
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		return nil, fmt.Errorf("take outbox batch: %w", err)
 	}
 	if len(b.Rows) == 0 {
