@@ -1,6 +1,7 @@
 # payrecon. `make test` and `make demo` work on a fresh Debian machine: scripts/with-services.sh
-# uses the PostgreSQL and Redis at RECONCILER_TEST_DATABASE_URL / RECONCILER_TEST_REDIS_URL
-# (default: the standard local ports) or starts private throwaway servers.
+# uses the PostgreSQL, Redis and NATS (JetStream) at RECONCILER_TEST_DATABASE_URL /
+# RECONCILER_TEST_REDIS_URL / RECONCILER_TEST_NATS_URL (default: the standard local ports) or
+# starts private throwaway servers.
 GO       ?= go
 SERVICES := scripts/with-services.sh
 PKGS     := ./...
@@ -19,16 +20,12 @@ fmt-check:
 vet:
 	$(GO) vet $(PKGS)
 
-# The signature tests cross-check against the openssl command; install it where missing.
+# The signature tests cross-check against the openssl command; the alert rules are checked
+# with promtool (Debian package prometheus). Install them where missing, starting no service.
 test-deps:
-	@command -v openssl >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing openssl (signature cross-checks)"; \
-	    (apt-get install -y --no-install-recommends openssl >/dev/null 2>&1 || \
-	     { apt-get update >/dev/null && apt-get install -y --no-install-recommends openssl >/dev/null; }); \
-	  else echo "openssl is missing: sudo apt-get install -y openssl"; exit 2; fi; }
+	@scripts/need-debs.sh openssl:openssl promtool:prometheus
 
-# Every test, with the race detector, against real PostgreSQL and Redis.
+# Every test, with the race detector, against real PostgreSQL, Redis and NATS.
 test: fmt-check vet test-deps
 	$(SERVICES) $(GO) test -race -count=1 -timeout 15m $(PKGS)
 
@@ -45,10 +42,13 @@ demo:
 #                     a 2 s one, and four processes against a separate sandbox process
 #   WorkerCPU:        CPU per order of a budget-paced pass vs an unthrottled one, in-process
 #                     (profile it: -bench WorkerCPU -cpuprofile cpu.out ./cmd/reconciler/)
+#   RelayThroughput:  100,000 outbox rows: relay msg/s next to bare JetStream async publish
+#   RelayFollowLag:   relay --follow at 1,000 transitions/s: commit -> ack lag p50/p99
 bench:
 	$(SERVICES) sh -c '$(GO) test -run "^$$" -bench "ApplyResult" -benchmem -count=1 ./reconcile/ && \
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./platformclient/... && \
-	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/'
+	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
+	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/'
 
 clean:
 	rm -rf bin

@@ -46,6 +46,18 @@ type Config struct {
 	Accounts              Accounts
 	AllowInsecurePlatform bool
 	RatePrefix            string
+	Relay                 Relay
+}
+
+// Relay holds the fulfilment hand-off's settings (`reconciler relay`, `serve --relay`).
+type Relay struct {
+	URL           string        // NATS server(s); empty: no relay configured
+	SubjectPrefix string        // subject = SubjectPrefix + outbox kind
+	Batch         int           // rows taken (and locked) per batch
+	Window        int           // publishes awaiting their acknowledgement at once
+	AckTimeout    time.Duration // how long a publish may wait for its acknowledgement
+	Poll          time.Duration // --follow: look for rows this often even without a NOTIFY
+	RetryHorizon  time.Duration // the longest a published row may wait to be re-published
 }
 
 // Shard is this process's slice of the orders: Index in [0, Count).
@@ -84,24 +96,26 @@ func EnvName(flagName string) string {
 // log. Key files are listed by path only: their contents are never loaded into Config.
 func (c Config) Redacted() string {
 	kv := map[string]string{
-		"database-url":     RedactURL(c.DatabaseURL),
-		"redis-url":        RedactURL(c.RedisURL),
-		"listen":           c.Listen,
-		"claim-prefix":     c.ClaimPrefix,
-		"claim-lease":      c.ClaimLease.String(),
-		"claim-ttl":        c.ClaimTTL.String(),
-		"grace":            c.Grace.String(),
-		"lookback":         c.Lookback.String(),
-		"order-ttl":        c.OrderTTL.String(),
-		"concurrency":      fmt.Sprint(c.Concurrency),
-		"dry-run":          fmt.Sprint(c.DryRun),
-		"pushgateway-url":  RedactURL(c.PushgatewayURL),
-		"platform-timeout": c.PlatformTimeout.String(),
-		"recheck-min":      c.RecheckMin.String(),
-		"recheck-max":      c.RecheckMax.String(),
-		"shard":            c.Shard.String(),
-		"accounts":         c.Accounts.redacted(),
-		"rate-prefix":      c.RatePrefix,
+		"database-url":         RedactURL(c.DatabaseURL),
+		"redis-url":            RedactURL(c.RedisURL),
+		"listen":               c.Listen,
+		"claim-prefix":         c.ClaimPrefix,
+		"claim-lease":          c.ClaimLease.String(),
+		"claim-ttl":            c.ClaimTTL.String(),
+		"grace":                c.Grace.String(),
+		"lookback":             c.Lookback.String(),
+		"order-ttl":            c.OrderTTL.String(),
+		"concurrency":          fmt.Sprint(c.Concurrency),
+		"dry-run":              fmt.Sprint(c.DryRun),
+		"pushgateway-url":      RedactURL(c.PushgatewayURL),
+		"platform-timeout":     c.PlatformTimeout.String(),
+		"recheck-min":          c.RecheckMin.String(),
+		"recheck-max":          c.RecheckMax.String(),
+		"shard":                c.Shard.String(),
+		"accounts":             c.Accounts.redacted(),
+		"rate-prefix":          c.RatePrefix,
+		"relay-url":            RedactURLs(c.Relay.URL),
+		"relay-subject-prefix": c.Relay.SubjectPrefix,
 	}
 	if c.Timezone != nil {
 		kv["timezone"] = c.Timezone.String()
@@ -132,6 +146,15 @@ func (a Accounts) redacted() string {
 		parts = append(parts, fmt.Sprintf("wechatpay:%s(%s,qps=%g,%s)", x.MchID, x.Mode(), x.QPS, RedactURL(x.BaseURL)))
 	}
 	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// RedactURLs masks the passwords of a comma-separated list of URLs (NATS servers).
+func RedactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		parts[i] = RedactURL(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
 }
 
 // RedactURL masks the password (and any secret-looking query parameter) of a URL.

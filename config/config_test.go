@@ -104,6 +104,13 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"alipay-app-cert-file":         {keyFile, keyFile, func(c Config) any { return c.Alipay.AppCertFile }, keyFile},
 		"alipay-alipay-cert-file":      {keyFile, keyFile, func(c Config) any { return c.Alipay.AlipayCertFile }, keyFile},
 		"alipay-alipay-root-cert-file": {keyFile, keyFile, func(c Config) any { return c.Alipay.AlipayRootCertFile }, keyFile},
+		"relay-url":                    {"nats://n1:4222,nats://n2:4222", "tls://x:4222", func(c Config) any { return c.Relay.URL }, "nats://n1:4222,nats://n2:4222"},
+		"relay-subject-prefix":         {"acme.pay.", "x.", func(c Config) any { return c.Relay.SubjectPrefix }, "acme.pay."},
+		"relay-batch":                  {"200", "300", func(c Config) any { return c.Relay.Batch }, 200},
+		"relay-window":                 {"64", "32", func(c Config) any { return c.Relay.Window }, 64},
+		"relay-ack-timeout":            {"3s", "4s", func(c Config) any { return c.Relay.AckTimeout }, 3 * time.Second},
+		"relay-poll":                   {"250ms", "1s", func(c Config) any { return c.Relay.Poll }, 250 * time.Millisecond},
+		"relay-retry-horizon":          {"15m", "10m", func(c Config) any { return c.Relay.RetryHorizon }, 15 * time.Minute},
 	}
 	base := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db"}
 	for _, s := range settings {
@@ -278,7 +285,8 @@ func TestDesignSettingsExist(t *testing.T) {
 		"ALIPAY_GATEWAY", "ALIPAY_APP_ID", "ALIPAY_PRIVATE_KEY_FILE", "ALIPAY_PUBLIC_KEY_FILE", "ALIPAY_QPS",
 		"WECHATPAY_BASE_URL", "WECHATPAY_MCHID", "WECHATPAY_SERIAL_NO", "WECHATPAY_PRIVATE_KEY_FILE",
 		"WECHATPAY_PUBLIC_KEY_FILE", "WECHATPAY_PUBLIC_KEY_ID", "WECHATPAY_APIV3_KEY_FILE", "WECHATPAY_QPS",
-		"ACCOUNTS_FILE", "RATE_PREFIX", "ALLOW_INSECURE_PLATFORM"}
+		"ACCOUNTS_FILE", "RATE_PREFIX", "ALLOW_INSECURE_PLATFORM",
+		"RELAY_URL", "RELAY_SUBJECT_PREFIX"}
 	have := map[string]bool{}
 	for _, n := range Names() {
 		have[EnvName(n)] = true

@@ -30,9 +30,11 @@ const (
 	GroupServe
 	// GroupTime: the time zone dates are read in.
 	GroupTime
+	// GroupRelay: the fulfilment hand-off to NATS JetStream.
+	GroupRelay
 
 	// GroupAll is every setting.
-	GroupAll = GroupDatabase | GroupLog | GroupApply | GroupWorker | GroupPlatforms | GroupServe | GroupTime
+	GroupAll = GroupDatabase | GroupLog | GroupApply | GroupWorker | GroupPlatforms | GroupServe | GroupTime | GroupRelay
 )
 
 type kind int
@@ -200,6 +202,30 @@ var settings = []setting{
 		return nil
 	}},
 	{"wechatpay-qps", "10", GroupPlatforms, kString, "WeChat Pay calls per second for this merchant, shared by every process (see rate-prefix)", qpsInto(func(c *Config) *float64 { return &c.WechatPay.QPS })},
+	{"relay-url", "", GroupRelay, kString, "NATS URL(s) of the JetStream the outbox is relayed to, comma-separated (required by relay and serve --relay)", func(c *Config, v string) error {
+		c.Relay.URL = v
+		for _, u := range strings.Split(v, ",") {
+			if v == "" {
+				break
+			}
+			if err := checkURL(strings.TrimSpace(u), "nats", "tls", "ws", "wss"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{"relay-subject-prefix", "payrecon.", GroupRelay, kString, "subject prefix of relayed messages: subject = prefix + kind (payrecon.order.paid)", func(c *Config, v string) error {
+		if v == "" || strings.ContainsAny(v, " \t\r\n*>") || strings.HasPrefix(v, ".") || strings.Contains(v, "..") {
+			return fmt.Errorf("must be a NATS subject prefix without spaces or wildcards, such as payrecon., got %q", v)
+		}
+		c.Relay.SubjectPrefix = v
+		return nil
+	}},
+	{"relay-batch", "1000", GroupRelay, kString, "outbox rows taken (and locked) per batch", intInto(func(c *Config) *int { return &c.Relay.Batch }, 1, 10000)},
+	{"relay-window", "1024", GroupRelay, kString, "publishes awaiting their JetStream acknowledgement at once", intInto(func(c *Config) *int { return &c.Relay.Window }, 1, 65536)},
+	{"relay-ack-timeout", "10s", GroupRelay, kString, "how long a publish waits for its acknowledgement before its row is left for the next batch", durationInto(func(c *Config) *time.Duration { return &c.Relay.AckTimeout }, false)},
+	{"relay-poll", "5s", GroupRelay, kString, "with --follow, look for undispatched rows this often even when no NOTIFY arrives", durationInto(func(c *Config) *time.Duration { return &c.Relay.Poll }, false)},
+	{"relay-retry-horizon", "2m", GroupRelay, kString, "the longest a published row may wait before it is published again (after a crash or a lost ack); the stream's duplicate window must cover it", durationInto(func(c *Config) *time.Duration { return &c.Relay.RetryHorizon }, false)},
 }
 
 var hexSerial = regexp.MustCompile(`^[0-9A-Fa-f]+$`)
@@ -278,6 +304,9 @@ func (l *Loader) validate(c *Config) error {
 	if l.group&GroupApply != 0 && c.ClaimTTL < c.ClaimLease {
 		return &Error{Setting: "RECONCILER_CLAIM_TTL", Msg: fmt.Sprintf("must not be below RECONCILER_CLAIM_LEASE (%s), got %s", c.ClaimLease, c.ClaimTTL)}
 	}
+	if l.group&GroupRelay != 0 && c.Relay.RetryHorizon < c.Relay.AckTimeout {
+		return &Error{Setting: "RECONCILER_RELAY_RETRY_HORIZON", Msg: fmt.Sprintf("must not be below RECONCILER_RELAY_ACK_TIMEOUT (%s), got %s", c.Relay.AckTimeout, c.Relay.RetryHorizon)}
+	}
 	if l.group&GroupPlatforms == 0 {
 		return nil
 	}
@@ -310,6 +339,18 @@ func durationInto(field func(*Config) *time.Duration, allowZero bool) func(*Conf
 			return fmt.Errorf("must be a positive duration such as 90s or 2m, got %q", v)
 		}
 		*field(c) = d
+		return nil
+	}
+}
+
+// intInto parses a whole number in [lo, hi] into a field.
+func intInto(field func(*Config) *int, lo, hi int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("must be a whole number from %d to %d, got %q", lo, hi, v)
+		}
+		*field(c) = n
 		return nil
 	}
 }

@@ -417,7 +417,7 @@ func paidOutbox(o Order, r Result) *OutboxMessage {
 	if !r.PaidAt.IsZero() {
 		payload["paid_at"] = r.PaidAt.UTC().Format(time.RFC3339)
 	}
-	return &OutboxMessage{Kind: "order.paid", Payload: payload}
+	return &OutboxMessage{Kind: OutboxKindPaid, Payload: payload}
 }
 
 // NoClaims is the database-only claimer: every claim "succeeds" as unavailable, so the

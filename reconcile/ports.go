@@ -48,9 +48,15 @@ type Transition struct {
 	Outbox *OutboxMessage
 }
 
+// OutboxKindPaid is the outbox kind of a newly paid order; relayed on <prefix>order.paid.
+const OutboxKindPaid = "order.paid"
+
+// OutboxKinds lists every kind the domain writes to the outbox.
+var OutboxKinds = []string{OutboxKindPaid}
+
 // OutboxMessage is a fulfillment_outbox row.
 type OutboxMessage struct {
-	Kind    string // "order.paid"
+	Kind    string // OutboxKindPaid
 	Payload map[string]any
 }
 

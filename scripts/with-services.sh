@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # with-services.sh <command> [args...]
 #
-# Makes sure a PostgreSQL and a Redis server answer, exports
-# RECONCILER_TEST_DATABASE_URL and RECONCILER_TEST_REDIS_URL pointing at them,
+# Makes sure a PostgreSQL, a Redis and a NATS server (with JetStream) answer,
+# exports RECONCILER_TEST_DATABASE_URL, RECONCILER_TEST_REDIS_URL and
+# RECONCILER_TEST_NATS_URL pointing at them,
 # runs <command>, stops whatever this script started and exits with the
 # command's exit code.
 #
@@ -18,8 +19,10 @@
 # Environment:
 #   RECONCILER_TEST_DATABASE_URL  default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 #   RECONCILER_TEST_REDIS_URL     default redis://127.0.0.1:6379/0
+#   RECONCILER_TEST_NATS_URL      default nats://127.0.0.1:4222 (must have JetStream enabled)
 #   WITH_SERVICES_PG_BIN_DIR      look for initdb/pg_ctl/postgres only in this directory
 #   WITH_SERVICES_REDIS_BIN_DIR   look for redis-server only in this directory
+#   WITH_SERVICES_NATS_BIN_DIR    look for nats-server only in this directory
 #   WITH_SERVICES_NO_INSTALL=1    never install packages, even as root
 #   WITH_SERVICES_START_TIMEOUT   seconds to wait for a private server (default 60)
 #
@@ -29,6 +32,7 @@ set -euo pipefail
 
 readonly DEFAULT_PG_URL='postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable'
 readonly DEFAULT_REDIS_URL='redis://127.0.0.1:6379/0'
+readonly DEFAULT_NATS_URL='nats://127.0.0.1:4222'
 readonly PROG=with-services.sh
 
 START_TIMEOUT=${WITH_SERVICES_START_TIMEOUT:-60}
@@ -41,6 +45,8 @@ pg_started=''
 pg_user=''
 redis_tmp=''
 redis_pid=''
+nats_tmp=''
+nats_pid=''
 apt_log_dir=''
 policy_rc_created=''
 policy_rc_backup=''
@@ -216,6 +222,19 @@ redis_answers() {
 		exit 1' _ "$url_host" "$url_port" 2>/dev/null
 }
 
+# nats_answers URL: a NATS server with JetStream answers there (its INFO line,
+# sent unasked on connect, says "jetstream":true).
+nats_answers() {
+	url_hostport "$1" 4222
+	[ -n "$url_host" ] || return 1
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	with_timeout 5 bash -c '
+		exec 3<>"/dev/tcp/$1/$2" || exit 1
+		IFS= read -r -t 3 line <&3 || exit 1
+		case $line in "INFO "*"\"jetstream\":true"*) exit 0 ;; esac
+		exit 1' _ "$url_host" "$url_port" 2>/dev/null
+}
+
 # ---------------------------------------------------------------------------
 # Finding binaries
 
@@ -264,6 +283,30 @@ find_redis_server() {
 	for d in /usr/bin /usr/sbin /usr/local/bin /usr/local/sbin; do
 		if [ -x "$d/redis-server" ]; then
 			redis_server=$d/redis-server
+			return 0
+		fi
+	done
+	return 1
+}
+
+nats_server=''
+find_nats_server() {
+	local d
+	nats_server=''
+	if [ -n "${WITH_SERVICES_NATS_BIN_DIR:-}" ]; then
+		if [ -x "$WITH_SERVICES_NATS_BIN_DIR/nats-server" ]; then
+			nats_server=$WITH_SERVICES_NATS_BIN_DIR/nats-server
+			return 0
+		fi
+		return 1
+	fi
+	if have nats-server; then
+		nats_server=$(command -v nats-server)
+		return 0
+	fi
+	for d in /usr/sbin /usr/bin /usr/local/bin /usr/local/sbin; do
+		if [ -x "$d/nats-server" ]; then
+			nats_server=$d/nats-server
 			return 0
 		fi
 	done
@@ -339,9 +382,9 @@ pkg_installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
 }
 
-# install_packages NEED_PG NEED_REDIS: returns 1 on failure (message printed).
+# install_packages NEED_PG NEED_REDIS [NEED_NATS]: returns 1 on failure (message printed).
 install_packages() {
-	local need_pg=$1 need_redis=$2 pkgs=()
+	local need_pg=$1 need_redis=$2 need_nats=${3:-0} pkgs=()
 	[ -n "$apt_log_dir" ] || apt_log_dir=$(mktemp -d "${TMPDIR:-/tmp}/with-services-apt.XXXXXX")
 	block_service_starts
 	if [ -z "$apt_updated" ]; then
@@ -363,6 +406,7 @@ install_packages() {
 	fi
 	[ "$need_pg" != 1 ] || pkgs+=(postgresql)
 	[ "$need_redis" != 1 ] || pkgs+=(redis-server)
+	[ "$need_nats" != 1 ] || pkgs+=(nats-server)
 	if [ "$need_pg" = 1 ]; then
 		say "$PROG: installing ${pkgs[*]} (no service is started, no cluster is created)"
 	else
@@ -374,6 +418,7 @@ install_packages() {
 			# version is 15.
 			pkgs=(postgresql-15)
 			[ "$need_redis" != 1 ] || pkgs+=(redis-server)
+			[ "$need_nats" != 1 ] || pkgs+=(nats-server)
 			say "$PROG: retrying with ${pkgs[*]}"
 			apt install --no-install-recommends --no-upgrade "${pkgs[@]}" || {
 				apt_failed install "${pkgs[@]}"
@@ -571,6 +616,49 @@ stop_private_redis() {
 }
 
 # ---------------------------------------------------------------------------
+# Private NATS (with JetStream)
+
+start_private_nats() {
+	local reason=$1 port attempt=0 i url
+	nats_tmp=$(mktemp -d "${TMPDIR:-/tmp}/with-services-nats.XXXXXX")
+	while :; do
+		attempt=$((attempt + 1))
+		port=$(free_port) || die "found no free TCP port on 127.0.0.1 for NATS"
+		"$nats_server" -a 127.0.0.1 -p "$port" -js -sd "$nats_tmp/js" \
+			</dev/null >"$nats_tmp/log" 2>&1 &
+		nats_pid=$!
+		url="nats://127.0.0.1:$port"
+		i=0
+		while [ "$i" -lt $((START_TIMEOUT * 10)) ]; do
+			alive "$nats_pid" || break
+			if nats_answers "$url"; then
+				RECONCILER_TEST_NATS_URL=$url
+				say "nats: started private server with JetStream on 127.0.0.1:$port (data in $nats_tmp; $reason did not answer)"
+				return 0
+			fi
+			sleep 0.1
+			i=$((i + 1))
+		done
+		stop_private_nats
+		if [ "$attempt" -lt 3 ] && grep -q 'address already in use' "$nats_tmp/log" 2>/dev/null; then
+			continue
+		fi
+		log_tail "$nats_tmp/log"
+		die "the private NATS server ($nats_server) on 127.0.0.1:$port did not answer with JetStream within ${START_TIMEOUT}s; see its log above"
+	done
+}
+
+stop_private_nats() {
+	[ -n "$nats_pid" ] || return 0
+	if alive "$nats_pid"; then
+		kill -s TERM "$nats_pid" 2>/dev/null || true
+		wait_gone "$nats_pid" 10 || kill -s KILL "$nats_pid" 2>/dev/null || true
+	fi
+	wait "$nats_pid" 2>/dev/null || true
+	nats_pid=''
+}
+
+# ---------------------------------------------------------------------------
 # Cleanup and signals
 
 # shellcheck disable=SC2317 # invoked by trap
@@ -583,11 +671,13 @@ cleanup() {
 		wait_gone "$child_pid" 10 || kill -s KILL "$child_pid" 2>/dev/null
 	fi
 	stop_private_redis
+	stop_private_nats
 	stop_private_pg
 	restore_main_cluster
 	restore_service_starts
 	[ -z "$pg_tmp" ] || rm -rf -- "$pg_tmp"
 	[ -z "$redis_tmp" ] || rm -rf -- "$redis_tmp"
+	[ -z "$nats_tmp" ] || rm -rf -- "$nats_tmp"
 	[ -z "$apt_log_dir" ] || rm -rf -- "$apt_log_dir"
 	exit "$rc"
 }
@@ -615,19 +705,22 @@ trap 'on_signal HUP 129' HUP
 
 if [ "$#" -eq 0 ]; then
 	say "usage: $0 <command> [args...]"
-	say "Runs <command> with RECONCILER_TEST_DATABASE_URL and RECONCILER_TEST_REDIS_URL pointing at answering servers."
+	say "Runs <command> with RECONCILER_TEST_DATABASE_URL, RECONCILER_TEST_REDIS_URL and RECONCILER_TEST_NATS_URL pointing at answering servers."
 	exit 2
 fi
 
 RECONCILER_TEST_DATABASE_URL=${RECONCILER_TEST_DATABASE_URL:-$DEFAULT_PG_URL}
 RECONCILER_TEST_REDIS_URL=${RECONCILER_TEST_REDIS_URL:-$DEFAULT_REDIS_URL}
-export RECONCILER_TEST_DATABASE_URL RECONCILER_TEST_REDIS_URL
+RECONCILER_TEST_NATS_URL=${RECONCILER_TEST_NATS_URL:-$DEFAULT_NATS_URL}
+export RECONCILER_TEST_DATABASE_URL RECONCILER_TEST_REDIS_URL RECONCILER_TEST_NATS_URL
 
 pg_where=$(url_display "$RECONCILER_TEST_DATABASE_URL" 5432)
 redis_where=$(url_display "$RECONCILER_TEST_REDIS_URL" 6379)
+nats_where=$(url_display "$RECONCILER_TEST_NATS_URL" 4222)
 
 need_pg=0
 need_redis=0
+need_nats=0
 if pg_answers "$RECONCILER_TEST_DATABASE_URL"; then
 	say "postgres: using $pg_where"
 else
@@ -638,19 +731,28 @@ if redis_answers "$RECONCILER_TEST_REDIS_URL"; then
 else
 	need_redis=1
 fi
+if nats_answers "$RECONCILER_TEST_NATS_URL"; then
+	say "nats: using $nats_where"
+else
+	need_nats=1
+fi
 
 missing_pg=0
 missing_redis=0
+missing_nats=0
 [ "$need_pg" = 0 ] || find_pg_bin || missing_pg=1
 [ "$need_redis" = 0 ] || find_redis_server || missing_redis=1
+[ "$need_nats" = 0 ] || find_nats_server || missing_nats=1
 
-if [ "$missing_pg" = 1 ] || [ "$missing_redis" = 1 ]; then
+if [ "$missing_pg" = 1 ] || [ "$missing_redis" = 1 ] || [ "$missing_nats" = 1 ]; then
 	pkg_list=''
 	[ "$missing_pg" = 0 ] || pkg_list='postgresql'
 	[ "$missing_redis" = 0 ] || pkg_list="${pkg_list:+$pkg_list }redis-server"
+	[ "$missing_nats" = 0 ] || pkg_list="${pkg_list:+$pkg_list }nats-server"
 	what=''
 	[ "$missing_pg" = 0 ] || what="no PostgreSQL answers at $pg_where and initdb/pg_ctl/postgres were not found${WITH_SERVICES_PG_BIN_DIR:+ in WITH_SERVICES_PG_BIN_DIR=$WITH_SERVICES_PG_BIN_DIR}"
 	[ "$missing_redis" = 0 ] || what="${what:+$what; }no Redis answers at $redis_where and redis-server was not found${WITH_SERVICES_REDIS_BIN_DIR:+ in WITH_SERVICES_REDIS_BIN_DIR=$WITH_SERVICES_REDIS_BIN_DIR}"
+	[ "$missing_nats" = 0 ] || what="${what:+$what; }no NATS with JetStream answers at $nats_where and nats-server was not found${WITH_SERVICES_NATS_BIN_DIR:+ in WITH_SERVICES_NATS_BIN_DIR=$WITH_SERVICES_NATS_BIN_DIR}"
 	if is_root; then
 		install_hint="apt-get install -y $pkg_list"
 	else
@@ -663,6 +765,7 @@ if [ "$missing_pg" = 1 ] || [ "$missing_redis" = 1 ]; then
 		"  - or point it at servers that already run, e.g."
 		"      export RECONCILER_TEST_DATABASE_URL='postgres://USER@HOST:5432/DB?sslmode=disable'"
 		"      export RECONCILER_TEST_REDIS_URL='redis://HOST:6379/0'"
+		"      export RECONCILER_TEST_NATS_URL='nats://HOST:4222'   (JetStream enabled)"
 	)
 	if ! is_root; then
 		die "$what." "${howto[@]}"
@@ -672,20 +775,24 @@ if [ "$missing_pg" = 1 ] || [ "$missing_redis" = 1 ]; then
 	fi
 	if ! have apt-get || ! have dpkg-query; then
 		die "$what, and apt-get is not available to install them." \
-			"Install PostgreSQL (initdb, pg_ctl, postgres) and redis-server with the system's package manager, or point RECONCILER_TEST_DATABASE_URL / RECONCILER_TEST_REDIS_URL at running servers."
+			"Install PostgreSQL (initdb, pg_ctl, postgres), redis-server and nats-server with the system's package manager, or point RECONCILER_TEST_DATABASE_URL / RECONCILER_TEST_REDIS_URL / RECONCILER_TEST_NATS_URL at running servers."
 	fi
 	say "$PROG: $what; installing with apt-get"
-	install_packages "$missing_pg" "$missing_redis" || die "installing $pkg_list failed (see above)." "${howto[@]}"
+	install_packages "$missing_pg" "$missing_redis" "$missing_nats" || die "installing $pkg_list failed (see above)." "${howto[@]}"
 	if [ "$missing_pg" = 1 ] && ! find_pg_bin; then
 		die "installed postgresql, but initdb/pg_ctl/postgres are still not found${WITH_SERVICES_PG_BIN_DIR:+ in WITH_SERVICES_PG_BIN_DIR=$WITH_SERVICES_PG_BIN_DIR}." "${howto[@]}"
 	fi
 	if [ "$missing_redis" = 1 ] && ! find_redis_server; then
 		die "installed redis-server, but redis-server is still not found${WITH_SERVICES_REDIS_BIN_DIR:+ in WITH_SERVICES_REDIS_BIN_DIR=$WITH_SERVICES_REDIS_BIN_DIR}." "${howto[@]}"
 	fi
+	if [ "$missing_nats" = 1 ] && ! find_nats_server; then
+		die "installed nats-server, but nats-server is still not found${WITH_SERVICES_NATS_BIN_DIR:+ in WITH_SERVICES_NATS_BIN_DIR=$WITH_SERVICES_NATS_BIN_DIR}." "${howto[@]}"
+	fi
 fi
 
 [ "$need_pg" = 0 ] || start_private_pg "$pg_where"
 [ "$need_redis" = 0 ] || start_private_redis "$redis_where"
+[ "$need_nats" = 0 ] || start_private_nats "$nats_where"
 
 # Run the command in the background and wait for it, so that a TERM sent to
 # this script is handled at once (a foreground child would delay the trap).

@@ -56,6 +56,7 @@ func commands() map[string]command {
 		"demo":       {"the whole story on this machine: sandbox, seeded orders, a pass racing callbacks, findings", cmdDemo},
 		"sandbox":    {"run the platform simulator (Alipay + WeChat Pay v3) on a local port, for staging and demos", sandbox.Main},
 		"backfill":   {"re-check every order created in [--from, --to) against the platform; resumable", cmdBackfill},
+		"relay":      {"publish the fulfilment outbox to NATS JetStream (once, or --follow)", cmdRelay},
 	}
 }
 

@@ -242,11 +242,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := printFindings(ctx, stdout, a.store.DB()); err != nil {
 		return err
 	}
+	if err := demoRelay(ctx, stdout, cfg, a.store, log); err != nil {
+		return err
+	}
 	say(`
-9. run it for real
+10. run it for real
    reconciler migrate                         # once per database, safe to repeat
    reconciler run                             # the CronJob: one pass, exit 0/1/2/3
    reconciler serve --schedule "@every 5m"    # callbacks + scheduled passes
+   reconciler relay --follow                  # the outbox to NATS JetStream (or serve --relay)
    reconciler backfill --from 2026-11-28 --to 2026-11-29
    reconciler mismatches list                 # finance review; ack / resolve with --by
    reconciler report --format html --out report.html

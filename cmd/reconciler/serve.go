@@ -29,8 +29,10 @@ const maxCallbackBody = 64 << 10
 // cmdServe runs the callback endpoints, health and metrics, and optionally scheduled passes.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var schedule string
+	var withRelay bool
 	cfg, _, err := parse("serve", args, config.GroupAll, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&schedule, "schedule", "", `run passes on this cron spec (robfig/cron, e.g. "*/5 * * * *" or "@every 5m"); passes never overlap`)
+		fs.BoolVar(&withRelay, "relay", false, "also relay the fulfilment outbox to NATS JetStream (RECONCILER_RELAY_URL), as relay --follow does")
 	})
 	if err != nil {
 		return err
@@ -48,6 +50,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 15 * time.Second}
 
+	waitRelay := func() {}
+	if withRelay {
+		if waitRelay, err = a.startServeRelay(ctx); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	var sched *cron.Cron
 	if schedule != "" {
 		sched, err = a.scheduler(ctx, schedule)
@@ -80,6 +89,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			log.Warn().Msg("a scheduled pass did not drain in time; its leases expire by themselves")
 		}
 	}
+	waitRelay()
 	log.Info().Msg("stopped")
 	return nil
 }
