@@ -277,7 +277,7 @@ func TestGroupsLimitFlags(t *testing.T) {
 	}
 }
 
-// TestDesignSettingsExist: every setting DESIGN.md names is one the binary reads.
+// TestDesignSettingsExist: every setting of the design contract (README.md, Settings) is one the binary reads.
 func TestDesignSettingsExist(t *testing.T) {
 	design := []string{"DATABASE_URL", "LISTEN", "TIMEZONE", "REDIS_URL", "CLAIM_LEASE", "CLAIM_TTL", "GRACE",
 		"LOOKBACK", "ORDER_TTL", "CONCURRENCY", "DRY_RUN", "LOG_LEVEL", "LOG_FORMAT", "PUSHGATEWAY_URL",
@@ -293,7 +293,7 @@ func TestDesignSettingsExist(t *testing.T) {
 	}
 	for _, d := range design {
 		if !have["RECONCILER_"+d] {
-			t.Errorf("RECONCILER_%s (DESIGN.md) is not a setting", d)
+			t.Errorf("RECONCILER_%s (design contract) is not a setting", d)
 		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 )
 
-// Exit codes: the contract in DESIGN.md.
+// Exit codes: the contract in README.md ("Exit codes").
 const (
 	exitOK          = 0
 	exitFailed      = 1

@@ -1,4 +1,4 @@
--- payrecon schema: the contract in DESIGN.md plus the columns the worker needs.
+-- payrecon schema: the contract in README.md ("Schema") plus the columns the worker needs.
 -- Every column outside the contract's minimal insert has a default, so an order inserted
 -- with only platform, merchant_id, out_trade_no, amount_minor, status and created_at is valid
 -- and due for the next run.
