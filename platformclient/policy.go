@@ -232,7 +232,7 @@ func (p *Policy) Do(ctx context.Context, op string, attempt func(ctx context.Con
 		p.log.Debug().Str("platform", string(p.platform)).Str("op", op).Int("attempt", n+1).
 			Dur("wait", wait).Str("kind", reconcile.PlatformErrorKindOf(err).String()).
 			Msg("platform call failed; retrying")
-		if err := sleep(ctx, wait); err != nil {
+		if err := reconcile.Sleep(ctx, wait); err != nil {
 			return p.contextError(ctx, err, last)
 		}
 	}
@@ -286,20 +286,6 @@ func (p *Policy) tokenInterval() time.Duration {
 		return 0
 	}
 	return time.Duration(float64(time.Second) / p.qps)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func orDuration(d, def time.Duration) time.Duration {

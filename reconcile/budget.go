@@ -1,6 +1,10 @@
 package reconcile
 
-import "math"
+import (
+	"context"
+	"math"
+	"time"
+)
 
 // BudgetBurst is how many calls an account's budget lets go at once after a pause: about
 // 25 ms of calls. A burst of 1 would lose every timer oversleep on a busy machine (the pacer
@@ -8,4 +12,21 @@ import "math"
 // fraction of a percent of the limit.
 func BudgetBurst(qps float64) int {
 	return max(1, int(math.Round(qps/40)))
+}
+
+// Sleep waits d or until ctx ends, whichever comes first; it returns ctx's error in the
+// second case. Every wait between retries, budget grants and polls goes through it, so a
+// signal ends them all at once.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo"
 )
 
@@ -203,7 +204,7 @@ func (r *Relay) Follow(ctx context.Context, wake <-chan struct{}) error {
 		case errors.As(err, &pe):
 			backoff = nextBackoff(backoff, r.set.Poll)
 			r.log.Warn().Err(err).Dur("retry_in", backoff).Msg("relay: publishing failed; the rows stay undispatched")
-			if !sleep(ctx, backoff) {
+			if reconcile.Sleep(ctx, backoff) != nil {
 				return nil
 			}
 			continue
@@ -232,17 +233,6 @@ func nextBackoff(prev, limit time.Duration) time.Duration {
 		next = limit
 	}
 	return next
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // ObserveLag reports the age of the oldest undispatched row to the observer. A failed

@@ -97,7 +97,7 @@ func (b *RedisBudget) Wait(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { <-b.turn }()
-	if err := sleepCtx(ctx, time.Until(time.Unix(0, b.notBefore))); err != nil {
+	if err := reconcile.Sleep(ctx, time.Until(time.Unix(0, b.notBefore))); err != nil {
 		return err
 	}
 	for {
@@ -118,7 +118,7 @@ func (b *RedisBudget) Wait(ctx context.Context) error {
 			b.notBefore = time.Now().Add(b.nextGrantIn(res)).UnixNano()
 			return nil
 		}
-		if err := sleepCtx(ctx, res.RetryAfter); err != nil {
+		if err := reconcile.Sleep(ctx, res.RetryAfter); err != nil {
 			return err
 		}
 	}
@@ -147,19 +147,5 @@ func (b *RedisBudget) fallBack(err error) {
 	if last := b.lastLog.Load(); now.UnixNano()-last > int64(10*time.Second) && b.lastLog.CompareAndSwap(last, now.UnixNano()) {
 		b.log.Warn().Err(err).Str("budget", b.key).Float64("local_qps", float64(b.local.Limit())).
 			Msg("call budget: Redis unreachable; pacing with a local share of the budget")
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

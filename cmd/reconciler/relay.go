@@ -138,24 +138,13 @@ func (a *app) startServeRelay(ctx context.Context) (wait func(), err error) {
 				return
 			}
 			a.log.Error().Err(err).Msg("relay: stopped on a database error; starting over")
-			if !sleepCtx(ctx, a.cfg.Relay.Poll) {
+			if reconcile.Sleep(ctx, a.cfg.Relay.Poll) != nil {
 				return
 			}
 		}
 	}()
 	a.log.Info().Msg("relay: following the outbox")
 	return func() { <-done }, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // serveMetrics serves /metrics and /healthz for a long-running relay.

@@ -85,6 +85,17 @@ type accountFile struct {
 	mode        os.FileMode
 }
 
+// writeAccountFiles writes an account's files and names each in its accounts-file entry.
+func writeAccountFiles(entry map[string]any, files []accountFile) error {
+	for _, f := range files {
+		if err := writeFileMode(f.path, f.data, f.mode); err != nil {
+			return err
+		}
+		entry[f.field] = f.path
+	}
+	return nil
+}
+
 // writeFileMode writes data with exactly mode, whatever the umask or an older file said.
 func writeFileMode(path string, data []byte, mode os.FileMode) error {
 	if err := os.WriteFile(path, data, mode); err != nil {

@@ -425,11 +425,8 @@ func (s *Sandbox) WriteAlipayAccountFiles(dir, baseURL string) ([]map[string]any
 		if a.SellerID != "" {
 			entry["seller_id"] = a.SellerID
 		}
-		for _, f := range files {
-			if err := writeFileMode(f.path, f.data, f.mode); err != nil {
-				return nil, err
-			}
-			entry[f.field] = f.path
+		if err := writeAccountFiles(entry, files); err != nil {
+			return nil, err
 		}
 		entries = append(entries, entry)
 	}

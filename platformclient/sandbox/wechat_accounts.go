@@ -422,11 +422,8 @@ func (s *Sandbox) WriteWechatAccountFiles(dir, baseURL string) ([]map[string]any
 			e["public_key_id"] = a.PublicKeyID
 			files = append(files, accountFile{"public_key_file", prefix + "_pub_key.pem", pub, 0o644})
 		}
-		for _, f := range files {
-			if err := writeFileMode(f.path, f.data, f.mode); err != nil {
-				return nil, err
-			}
-			e[f.field] = f.path
+		if err := writeAccountFiles(e, files); err != nil {
+			return nil, err
 		}
 		entries = append(entries, e)
 	}
