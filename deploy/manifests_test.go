@@ -3,7 +3,9 @@ package deploy
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -441,20 +443,11 @@ func TestBackfillIndexedJob(t *testing.T) {
 	}
 	checkExitCodePolicy(t, s.PodFailurePolicy)
 
-	// Lower per-pod QPS than the CronJob, and within the account when added up.
-	cm := only[corev1.ConfigMap](t, ms, "configmap.yaml")
-	for _, p := range []string{"RECONCILER_ALIPAY_QPS", "RECONCILER_WECHATPAY_QPS"} {
-		cron, ok1 := parseFloat(cm.Data[p])
-		back, ok2 := parseFloat(envValue(c, cm, p))
-		if !ok1 || !ok2 {
-			t.Errorf("%s: cron %q, backfill %q: not numbers", p, cm.Data[p], envValue(c, cm, p))
-			continue
-		}
-		if back >= cron {
-			t.Errorf("%s: backfill %v per pod, CronJob %v: the backfill should take the smaller share", p, back, cron)
-		}
-		if total := cron + float64(*s.Parallelism)*back; total > 50 {
-			t.Errorf("%s: CronJob %v + %d x %v = %v, over the 50 QPS the README budgets", p, cron, *s.Parallelism, back, total)
+	// The shards take from each account's shared budget like every other process; a QPS
+	// here would be the hand-made split the shared budget replaced (TestSharedCallBudget).
+	for _, e := range c.Env {
+		if strings.HasSuffix(e.Name, "_QPS") {
+			t.Errorf("env %s: the backfill must not override an account's qps", e.Name)
 		}
 	}
 }
@@ -469,12 +462,6 @@ func flagValue(args []string, name string) string {
 		}
 	}
 	return ""
-}
-
-func parseFloat(s string) (float64, bool) {
-	var f float64
-	_, err := fmt.Sscanf(s, "%g", &f)
-	return f, err == nil
 }
 
 // ---------------------------------------------------------------------------------------
@@ -733,10 +720,23 @@ func TestSettingNames(t *testing.T) {
 			t.Errorf("%s: %s is not a known setting", where, name)
 		}
 	}
+	readAsEnv := map[string]bool{}
+	for _, p := range pods(t, ms) {
+		for _, c := range allContainers(p.spec) {
+			for _, ef := range c.EnvFrom {
+				if ef.ConfigMapRef != nil {
+					readAsEnv[ef.ConfigMapRef.Name] = true
+				}
+			}
+		}
+	}
 	n := 0
 	for _, m := range ms {
 		switch o := m.obj.(type) {
 		case *corev1.ConfigMap:
+			if !readAsEnv[m.name] {
+				continue // mounted as files (the accounts file)
+			}
 			for k := range o.Data {
 				if !strings.HasPrefix(k, "RECONCILER_") {
 					t.Errorf("%s: %s is not a RECONCILER_ setting (the ConfigMap is read with envFrom)", m, k)
@@ -794,10 +794,8 @@ func TestSecretExample(t *testing.T) {
 	}
 }
 
-// References between manifests resolve: envFrom, secret volumes, mounts, key files, the
-// podFailurePolicy's container names.
-func TestCrossReferences(t *testing.T) {
-	ms := loadManifests(t)
+// configMapsAndSecrets indexes the manifests' ConfigMaps and Secrets by name.
+func configMapsAndSecrets(ms []manifest) (map[string]*corev1.ConfigMap, map[string]*corev1.Secret) {
 	configMaps, secrets := map[string]*corev1.ConfigMap{}, map[string]*corev1.Secret{}
 	for _, m := range ms {
 		switch o := m.obj.(type) {
@@ -807,6 +805,17 @@ func TestCrossReferences(t *testing.T) {
 			secrets[m.name] = o
 		}
 	}
+	return configMaps, secrets
+}
+
+// References between manifests resolve: envFrom, ConfigMap and Secret volumes, mounts, key
+// files (named by settings or by the accounts file), the podFailurePolicy's container names;
+// and nothing defined is left unused.
+func TestCrossReferences(t *testing.T) {
+	ms := loadManifests(t)
+	configMaps, secrets := configMapsAndSecrets(ms)
+	usedConfigMaps := map[string]bool{}
+	usedKeys := map[string]map[string]bool{} // Secret volume name -> keys some container reads
 	for _, p := range pods(t, ms) {
 		t.Run(p.where, func(t *testing.T) {
 			volumes := map[string]corev1.Volume{}
@@ -820,6 +829,12 @@ func TestCrossReferences(t *testing.T) {
 						t.Errorf("volume %s: key files must not be writable or world-readable (defaultMode %v)", v.Name, v.Secret.DefaultMode)
 					}
 				}
+				if v.ConfigMap != nil {
+					usedConfigMaps[v.ConfigMap.Name] = true
+					if configMaps[v.ConfigMap.Name] == nil {
+						t.Errorf("volume %s: ConfigMap %q not defined", v.Name, v.ConfigMap.Name)
+					}
+				}
 			}
 			names := map[string]bool{}
 			for _, c := range allContainers(p.spec) {
@@ -830,6 +845,7 @@ func TestCrossReferences(t *testing.T) {
 				for _, ef := range c.EnvFrom {
 					switch {
 					case ef.ConfigMapRef != nil:
+						usedConfigMaps[ef.ConfigMapRef.Name] = true
 						if configMaps[ef.ConfigMapRef.Name] == nil {
 							t.Errorf("%s: envFrom ConfigMap %q not defined", c.Name, ef.ConfigMapRef.Name)
 						}
@@ -845,11 +861,22 @@ func TestCrossReferences(t *testing.T) {
 						t.Errorf("%s: mounts undefined volume %s", c.Name, vm.Name)
 						continue
 					}
-					if v.Secret != nil && !vm.ReadOnly {
-						t.Errorf("%s: Secret volume %s mounted read-write", c.Name, vm.Name)
+					if (v.Secret != nil || v.ConfigMap != nil) && !vm.ReadOnly {
+						t.Errorf("%s: volume %s mounted read-write", c.Name, vm.Name)
 					}
 				}
-				checkKeyFiles(t, c, configMaps, secrets, volumes)
+				problems, used := keyFileProblems(t.TempDir(), c, configMaps, secrets, volumes)
+				for _, p := range problems {
+					t.Error(p)
+				}
+				for secret, keys := range used {
+					if usedKeys[secret] == nil {
+						usedKeys[secret] = map[string]bool{}
+					}
+					for k := range keys {
+						usedKeys[secret][k] = true
+					}
+				}
 			}
 			if p.job != nil {
 				if p.spec.RestartPolicy != corev1.RestartPolicyNever {
@@ -878,14 +905,111 @@ func TestCrossReferences(t *testing.T) {
 			}
 		})
 	}
+	for name := range configMaps {
+		if !usedConfigMaps[name] {
+			t.Errorf("ConfigMap %s is neither read through envFrom nor mounted by any pod", name)
+		}
+	}
+	// A key file no account names is a leftover (or a typo on one side): operators create the
+	// real Secret from this list.
+	for name, keys := range usedKeys {
+		for k := range secrets[name].StringData {
+			if !keys[k] {
+				t.Errorf("Secret %s: key %s is named by no *_FILE setting and no account", name, k)
+			}
+		}
+	}
+	if len(usedKeys) == 0 {
+		t.Errorf("no container reads a key file from a Secret")
+	}
 }
 
-// checkKeyFiles: in a container that mounts the keys, every *_FILE setting it sees points at
-// a file of a read-only Secret mount, and that file is a key of the Secret.
-func checkKeyFiles(t *testing.T, c corev1.Container, cms map[string]*corev1.ConfigMap, secrets map[string]*corev1.Secret, volumes map[string]corev1.Volume) {
-	t.Helper()
+// mountedFile finds which volume key a container sees at path: a file directly under one
+// of its mounts (payrecon mounts whole volumes, never a subPath). ok is false when no mount
+// holds the path.
+func mountedFile(c corev1.Container, volumes map[string]corev1.Volume, path string) (v corev1.Volume, key string, ok bool) {
+	for _, vm := range c.VolumeMounts {
+		rel, err := filepath.Rel(vm.MountPath, path)
+		if vm.SubPath != "" || err != nil || rel == "." || strings.HasPrefix(rel, "..") || strings.Contains(rel, "/") {
+			continue
+		}
+		return volumes[vm.Name], rel, true
+	}
+	return corev1.Volume{}, "", false
+}
+
+// accountFile is one key or certificate file an account names.
+type accountFile struct{ account, field, path string }
+
+// accountFiles lists every file the accounts name, empty (optional) fields left out.
+func accountFiles(a config.Accounts) []accountFile {
+	var out []accountFile
+	add := func(account, field, path string) {
+		if path != "" {
+			out = append(out, accountFile{account, field, path})
+		}
+	}
+	for _, x := range a.Alipay {
+		id := "alipay account " + x.AppID
+		add(id, "private_key_file", x.PrivateKeyFile)
+		add(id, "public_key_file", x.PublicKeyFile)
+		add(id, "app_cert_file", x.AppCertFile)
+		add(id, "alipay_cert_file", x.AlipayCertFile)
+		add(id, "alipay_root_cert_file", x.AlipayRootCertFile)
+	}
+	for _, x := range a.WechatPay {
+		id := "wechatpay account " + x.MchID
+		add(id, "private_key_file", x.PrivateKeyFile)
+		add(id, "apiv3_key_file", x.APIv3KeyFile)
+		add(id, "public_key_file", x.PublicKeyFile)
+	}
+	return out
+}
+
+// loadAccounts reads an accounts file's content with the binary's own strict loader (unknown
+// fields, wrong types and an empty list are errors), from a copy in dir.
+func loadAccounts(dir, content string) (config.Accounts, error) {
+	path := filepath.Join(dir, "accounts.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		return config.Accounts{}, err
+	}
+	return config.LoadAccountsFile(path)
+}
+
+// keyFileProblems: in a container that mounts volumes, every *_FILE setting it sees points at
+// a file of a mount that the volume really provides: RECONCILER_ACCOUNTS_FILE a key of a
+// mounted ConfigMap, which must load as an accounts file; every other setting, and every key
+// or certificate file the accounts name, a key of a mounted Secret. used lists the Secret
+// keys read, by Secret name; dir is scratch space for the accounts file.
+func keyFileProblems(dir string, c corev1.Container, cms map[string]*corev1.ConfigMap, secrets map[string]*corev1.Secret, volumes map[string]corev1.Volume) (problems []string, used map[string]map[string]bool) {
+	used = map[string]map[string]bool{}
 	if len(c.VolumeMounts) == 0 || (len(c.Args) > 0 && c.Args[0] == "migrate") {
-		return // migrate reads no key file
+		return nil, used // migrate reads no key file
+	}
+	fail := func(format string, args ...any) {
+		problems = append(problems, c.Name+": "+fmt.Sprintf(format, args...))
+	}
+	secretFile := func(what, path string) {
+		v, key, ok := mountedFile(c, volumes, path)
+		switch {
+		case !ok:
+			fail("%s=%s is not in any mounted volume", what, path)
+		case v.Secret == nil:
+			fail("%s=%s is not in a Secret volume", what, path)
+		case secrets[v.Secret.SecretName] == nil:
+			// reported by the volume check
+		default:
+			s := secrets[v.Secret.SecretName]
+			_, inData := s.Data[key]
+			_, inString := s.StringData[key]
+			if !inData && !inString {
+				fail("%s=%s, but Secret %s has no key %q", what, path, s.Name, key)
+			}
+			if used[s.Name] == nil {
+				used[s.Name] = map[string]bool{}
+			}
+			used[s.Name][key] = true
+		}
 	}
 	env := effectiveEnv(c, cms)
 	found := 0
@@ -894,31 +1018,37 @@ func checkKeyFiles(t *testing.T, c corev1.Container, cms map[string]*corev1.Conf
 			continue
 		}
 		found++
-		ok := false
-		for _, vm := range c.VolumeMounts {
-			rel, err := filepath.Rel(vm.MountPath, path)
-			if err != nil || strings.HasPrefix(rel, "..") || strings.Contains(rel, "/") {
-				continue
-			}
-			v := volumes[vm.Name]
-			if v.Secret == nil {
-				t.Errorf("%s: %s=%s is under %s, which is not a Secret volume", c.Name, name, path, vm.MountPath)
-			} else if s := secrets[v.Secret.SecretName]; s != nil {
-				_, inData := s.Data[rel]
-				_, inString := s.StringData[rel]
-				if !inData && !inString {
-					t.Errorf("%s: %s=%s, but Secret %s has no key %q", c.Name, name, path, s.Name, rel)
-				}
-			}
-			ok = true
+		if name != "RECONCILER_ACCOUNTS_FILE" {
+			secretFile(name, path)
+			continue
 		}
+		v, key, ok := mountedFile(c, volumes, path)
+		if !ok || v.ConfigMap == nil {
+			fail("%s=%s is not in a mounted ConfigMap volume", name, path)
+			continue
+		}
+		cm := cms[v.ConfigMap.Name]
+		if cm == nil {
+			continue // reported by the volume check
+		}
+		content, ok := cm.Data[key]
 		if !ok {
-			t.Errorf("%s: %s=%s is not in any mounted volume", c.Name, name, path)
+			fail("%s=%s, but ConfigMap %s has no key %q", name, path, cm.Name, key)
+			continue
+		}
+		accounts, err := loadAccounts(dir, content)
+		if err != nil {
+			fail("%s=%s (ConfigMap %s): %v", name, path, cm.Name, err)
+			continue
+		}
+		for _, f := range accountFiles(accounts) {
+			secretFile(fmt.Sprintf("%s (%s %s)", name, f.account, f.field), f.path)
 		}
 	}
 	if found == 0 {
-		t.Errorf("%s mounts volumes but sees no *_FILE setting", c.Name)
+		fail("mounts volumes but sees no *_FILE setting")
 	}
+	return problems, used
 }
 
 // effectiveEnv is what the container sees: its envFrom ConfigMaps, overridden by its env.
@@ -937,10 +1067,6 @@ func effectiveEnv(c corev1.Container, cms map[string]*corev1.ConfigMap) map[stri
 		}
 	}
 	return env
-}
-
-func envValue(c corev1.Container, cm *corev1.ConfigMap, name string) string {
-	return effectiveEnv(c, map[string]*corev1.ConfigMap{cm.Name: cm})[name]
 }
 
 // A SIGTERM must end in a drained exit (3 for run/backfill, 0 for serve), never a SIGKILL:
@@ -976,5 +1102,303 @@ func TestGracePeriodOutlastsDrain(t *testing.T) {
 				t.Errorf("%s %s: terminationGracePeriodSeconds %s is not longer than drain %s + preStop %s", p.where, c.Name, grace, drain, preStop)
 			}
 		}
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// Merchant accounts and the shared call budget
+
+// The accounts file: its ConfigMap and key, and where RECONCILER_ACCOUNTS_FILE points.
+const (
+	accountsConfigMap = "payrecon-accounts"
+	accountsKey       = "accounts.yaml"
+	accountsFilePath  = "/etc/payrecon/accounts/accounts.yaml"
+)
+
+// callsPlatforms are the subcommands that call the platforms with the accounts.
+var callsPlatforms = []string{"run", "serve", "backfill"}
+
+// The example accounts file is one the binary accepts: it loads strictly and passes the
+// binary's own validation (ids, hex serials, https URLs, one credential mode per account,
+// public key id and file together, no duplicate, positive qps) with its files in place, and
+// it shows every credential mode.
+func TestAccountsFile(t *testing.T) {
+	ms := loadManifests(t)
+	cm := only[corev1.ConfigMap](t, ms, "accounts-configmap.yaml")
+	if cm.Name != accountsConfigMap || len(cm.Data) != 1 || cm.Data[accountsKey] == "" {
+		t.Fatalf("ConfigMap %s with keys %v; want %s holding only %s", cm.Name, slices.Sorted(maps.Keys(cm.Data)), accountsConfigMap, accountsKey)
+	}
+	settings := only[corev1.ConfigMap](t, ms, "configmap.yaml")
+	if got := settings.Data["RECONCILER_ACCOUNTS_FILE"]; got != accountsFilePath {
+		t.Errorf("RECONCILER_ACCOUNTS_FILE = %q, want %q", got, accountsFilePath)
+	}
+	content := cm.Data[accountsKey]
+	accounts, err := loadAccounts(t.TempDir(), content)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Each account names its budget: the platform's limit for it, not the default guess.
+	for _, a := range accounts.Alipay {
+		if a.QPS <= 0 {
+			t.Errorf("alipay account %s: no qps (give the app's platform query limit)", a.AppID)
+		}
+	}
+	for _, w := range accounts.WechatPay {
+		if w.QPS <= 0 {
+			t.Errorf("wechatpay account %s: no qps (give the merchant's platform query limit)", w.MchID)
+		}
+	}
+	var alipayModes, wechatModes []string
+	for _, a := range accounts.Alipay {
+		alipayModes = append(alipayModes, a.Mode())
+	}
+	for _, w := range accounts.WechatPay {
+		wechatModes = append(wechatModes, w.Mode())
+	}
+	slices.Sort(alipayModes)
+	slices.Sort(wechatModes)
+	if want := []string{"certificate", "public_key"}; !slices.Equal(alipayModes, want) || !slices.Equal(wechatModes, want) {
+		t.Errorf("credential modes: alipay %v, wechatpay %v; want one account in each mode per platform (%v)", alipayModes, wechatModes, want)
+	}
+
+	// The binary's full validation needs the files to exist: put placeholders (test-only, not
+	// keys: the loader only checks they are readable, and that an API v3 key is 32 bytes) in
+	// a temporary directory standing in for each directory the accounts name.
+	files := accountFiles(accounts)
+	dir := t.TempDir()
+	var dirs []string
+	for _, f := range files {
+		if d := filepath.Dir(f.path); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	// Longest first, so that no directory's replacement rewrites part of a deeper one.
+	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
+	moved := map[string]string{}
+	rewritten := content
+	for i, d := range dirs {
+		to := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.Mkdir(to, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		moved[d] = to
+		rewritten = strings.ReplaceAll(rewritten, d+"/", to+"/")
+	}
+	for _, f := range files {
+		placeholder := "test-only placeholder, not a key\n"
+		if f.field == "apiv3_key_file" {
+			placeholder = "0123456789abcdef0123456789abcdef\n"
+		}
+		path := filepath.Join(moved[filepath.Dir(f.path)], filepath.Base(f.path))
+		if err := os.WriteFile(path, []byte(placeholder), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	accountsFile := filepath.Join(dir, accountsKey)
+	if err := os.WriteFile(accountsFile, []byte(rewritten), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"RECONCILER_ACCOUNTS_FILE": accountsFile}
+	loader := config.Register(flag.NewFlagSet("accounts", flag.ContinueOnError), config.GroupPlatforms, func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	})
+	cfg, err := loader.Load()
+	if err != nil {
+		t.Fatalf("the binary would exit 2: %v", err)
+	}
+	if cfg.Accounts.Len() != 4 || len(cfg.Accounts.Alipay) != 2 {
+		t.Errorf("loaded %d Alipay and %d WeChat Pay accounts, want 2 and 2", len(cfg.Accounts.Alipay), len(cfg.Accounts.WechatPay))
+	}
+}
+
+// budgetProblems: how a container breaks the shared call budget. No container sets a *_QPS:
+// each account's qps is in the accounts file, the platform's limit, and a per-process QPS is
+// the hand-made split the shared budget replaced. Containers that call the platforms read
+// the accounts file from the payrecon-accounts ConfigMap mounted where
+// RECONCILER_ACCOUNTS_FILE points, set no single-account setting (it would add an account
+// beside the file's), and get RECONCILER_REDIS_URL, where the budget lives, from a Secret.
+func budgetProblems(c corev1.Container, cms map[string]*corev1.ConfigMap, secrets map[string]*corev1.Secret, volumes map[string]corev1.Volume) []string {
+	var problems []string
+	fail := func(format string, args ...any) {
+		problems = append(problems, c.Name+": "+fmt.Sprintf(format, args...))
+	}
+	env := effectiveEnv(c, cms)
+	names := slices.Collect(maps.Keys(env))
+	for _, e := range c.Env {
+		names = append(names, e.Name) // valueFrom entries too
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	for _, n := range names {
+		if strings.HasSuffix(n, "_QPS") {
+			fail("sets %s: each account's qps is in the accounts file and shared by every process through Redis", n)
+		}
+	}
+	if len(c.Args) == 0 || !slices.Contains(callsPlatforms, c.Args[0]) {
+		return problems
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "RECONCILER_ALIPAY_") || strings.HasPrefix(n, "RECONCILER_WECHATPAY_") {
+			fail("sets %s: a single-account setting adds an account beside the accounts file's", n)
+		}
+	}
+	if path := env["RECONCILER_ACCOUNTS_FILE"]; path == "" {
+		fail("no RECONCILER_ACCOUNTS_FILE")
+	} else if v, key, ok := mountedFile(c, volumes, path); !ok || v.ConfigMap == nil || v.ConfigMap.Name != accountsConfigMap || key != accountsKey {
+		fail("RECONCILER_ACCOUNTS_FILE=%s is not %s of the mounted ConfigMap %s", path, accountsKey, accountsConfigMap)
+	}
+	if _, inConfigMap := env["RECONCILER_REDIS_URL"]; inConfigMap || slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "RECONCILER_REDIS_URL" }) {
+		fail("RECONCILER_REDIS_URL set outside the Secret: the URL carries a password")
+	}
+	fromSecret := false
+	for _, ef := range c.EnvFrom {
+		if ef.SecretRef == nil || secrets[ef.SecretRef.Name] == nil {
+			continue
+		}
+		key, ok := strings.CutPrefix("RECONCILER_REDIS_URL", ef.Prefix)
+		s := secrets[ef.SecretRef.Name]
+		if ok && (s.StringData[key] != "" || len(s.Data[key]) != 0) {
+			fromSecret = true
+		}
+	}
+	if !fromSecret {
+		fail("gets no RECONCILER_REDIS_URL from a Secret: without Redis each process paces on its own at qps/n")
+	}
+	return problems
+}
+
+func TestSharedCallBudget(t *testing.T) {
+	ms := loadManifests(t)
+	cms, secrets := configMapsAndSecrets(ms)
+	for name, cm := range cms {
+		for k := range cm.Data {
+			if strings.HasSuffix(k, "_QPS") {
+				t.Errorf("ConfigMap %s sets %s: each account's qps belongs in the accounts file", name, k)
+			}
+		}
+	}
+	calling := 0
+	for _, p := range pods(t, ms) {
+		volumes := map[string]corev1.Volume{}
+		for _, v := range p.spec.Volumes {
+			volumes[v.Name] = v
+		}
+		for _, c := range allContainers(p.spec) {
+			if len(c.Args) > 0 && slices.Contains(callsPlatforms, c.Args[0]) {
+				calling++
+			}
+			for _, problem := range budgetProblems(c, cms, secrets, volumes) {
+				t.Errorf("%s %s", p.where, problem)
+			}
+		}
+	}
+	if calling != 3 {
+		t.Errorf("%d containers run %v, want 3 (CronJob, backfill, serve)", calling, callsPlatforms)
+	}
+}
+
+// serveFixture is the serve container of freshly decoded manifests, with what it refers
+// to, for a test to break.
+type serveFixture struct {
+	c       *corev1.Container
+	cms     map[string]*corev1.ConfigMap
+	secrets map[string]*corev1.Secret
+	volumes map[string]corev1.Volume
+}
+
+func newServeFixture(t *testing.T) serveFixture {
+	t.Helper()
+	ms := loadManifests(t)
+	cms, secrets := configMapsAndSecrets(ms)
+	spec := &only[appsv1.Deployment](t, ms, "serve-deployment.yaml").Spec.Template.Spec
+	f := serveFixture{cms: cms, secrets: secrets, volumes: map[string]corev1.Volume{}}
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == "reconciler" {
+			f.c = &spec.Containers[i]
+		}
+	}
+	if f.c == nil {
+		t.Fatal("no reconciler container in serve-deployment.yaml")
+	}
+	for _, v := range spec.Volumes {
+		f.volumes[v.Name] = v
+	}
+	return f
+}
+
+func (f serveFixture) unmount(volume string) {
+	f.c.VolumeMounts = slices.DeleteFunc(f.c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == volume })
+}
+
+func (f serveFixture) setEnv(name, value string) {
+	f.c.Env = append(f.c.Env, corev1.EnvVar{Name: name, Value: value})
+}
+
+func (f serveFixture) editAccounts(t *testing.T, from, to string) {
+	t.Helper()
+	cm := f.cms[accountsConfigMap]
+	edited := strings.Replace(cm.Data[accountsKey], from, to, 1)
+	if edited == cm.Data[accountsKey] {
+		t.Fatalf("the accounts file has no %q", from)
+	}
+	cm.Data[accountsKey] = edited
+}
+
+// The key-file and budget checks really do catch what a wrong edit produces.
+func TestAccountChecksCatchMistakes(t *testing.T) {
+	problems := func(t *testing.T, f serveFixture) []string {
+		keys, _ := keyFileProblems(t.TempDir(), *f.c, f.cms, f.secrets, f.volumes)
+		return append(keys, budgetProblems(*f.c, f.cms, f.secrets, f.volumes)...)
+	}
+	if got := problems(t, newServeFixture(t)); len(got) != 0 {
+		t.Fatalf("the manifests as they are: %q", got)
+	}
+	cases := []struct {
+		name    string
+		mistake func(t *testing.T, f serveFixture)
+		want    string
+	}{
+		{"a key file missing from the Secret", func(t *testing.T, f serveFixture) {
+			delete(f.secrets["payrecon-keys"].StringData, "wechatpay-1900000002-apiv3.key")
+		}, `(wechatpay account 1900000002 apiv3_key_file)=/etc/payrecon/keys/wechatpay-1900000002-apiv3.key, but Secret payrecon-keys has no key`},
+		{"an account's key outside the Secret", func(t *testing.T, f serveFixture) {
+			f.editAccounts(t, "/etc/payrecon/keys/alipay-2021000000000002-alipayRootCert.crt", "/etc/payrecon/alipayRootCert.crt")
+		}, "(alipay account 2021000000000002 alipay_root_cert_file)=/etc/payrecon/alipayRootCert.crt is not in any mounted volume"},
+		{"an unknown field in the accounts file", func(t *testing.T, f serveFixture) {
+			f.editAccounts(t, "seller_id:", "seller:")
+		}, "unknown field seller"},
+		{"the Secret not mounted", func(t *testing.T, f serveFixture) { f.unmount("keys") }, "is not in any mounted volume"},
+		{"the accounts file not mounted", func(t *testing.T, f serveFixture) { f.unmount("accounts") }, "is not in a mounted ConfigMap volume"},
+		{"the accounts file misnamed", func(t *testing.T, f serveFixture) {
+			f.setEnv("RECONCILER_ACCOUNTS_FILE", "/etc/payrecon/accounts/account.yaml")
+		}, `ConfigMap payrecon-accounts has no key "account.yaml"`},
+		{"no accounts file", func(t *testing.T, f serveFixture) {
+			delete(f.cms["payrecon-config"].Data, "RECONCILER_ACCOUNTS_FILE")
+		}, "no RECONCILER_ACCOUNTS_FILE"},
+		{"a per-pod QPS in env", func(t *testing.T, f serveFixture) { f.setEnv("RECONCILER_WECHATPAY_QPS", "5") }, "sets RECONCILER_WECHATPAY_QPS"},
+		{"a QPS in the settings ConfigMap", func(t *testing.T, f serveFixture) {
+			f.cms["payrecon-config"].Data["RECONCILER_ALIPAY_QPS"] = "20"
+		}, "sets RECONCILER_ALIPAY_QPS"},
+		{"a single-account setting beside the file", func(t *testing.T, f serveFixture) {
+			f.cms["payrecon-config"].Data["RECONCILER_ALIPAY_APP_ID"] = "2021000000000009"
+		}, "sets RECONCILER_ALIPAY_APP_ID: a single-account setting"},
+		{"no Redis", func(t *testing.T, f serveFixture) {
+			f.c.EnvFrom = slices.DeleteFunc(f.c.EnvFrom, func(ef corev1.EnvFromSource) bool { return ef.SecretRef != nil })
+		}, "gets no RECONCILER_REDIS_URL from a Secret"},
+		{"the Redis URL in the settings ConfigMap", func(t *testing.T, f serveFixture) {
+			f.cms["payrecon-config"].Data["RECONCILER_REDIS_URL"] = "redis://redis:6379/0"
+		}, "RECONCILER_REDIS_URL set outside the Secret"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newServeFixture(t)
+			c.mistake(t, f)
+			got := problems(t, f)
+			if !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, c.want) }) {
+				t.Errorf("problems %q; want one containing %q", got, c.want)
+			}
+		})
 	}
 }
