@@ -59,6 +59,14 @@ func (s *Store) TakeOutbox(ctx context.Context, limit int) (*OutboxBatch, error)
 		return nil, fmt.Errorf("take outbox batch: begin: %w", err)
 	}
 	b := &OutboxBatch{tx: tx, Rows: make([]OutboxRow, 0, limit)}
+	// Walk the undispatched index in id order and stop at the limit, whatever the table's
+	// statistics say. Right after a burst (a backfill repairing 100k orders) they still
+	// describe an almost empty outbox, and the planner then hashes and sorts every
+	// undispatched row for each batch: 140 ms instead of 2 ms per 1,000 rows.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL enable_sort = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_bitmapscan = off`); err != nil {
+		tx.Rollback() //nolint:errcheck
+		return nil, fmt.Errorf("take outbox batch: plan settings: %w", err)
+	}
 	// Scanned by hand: at relay rates reflection-based scanning is a visible share of the CPU.
 	rows, err := tx.QueryContext(ctx, takeOutboxSQL, limit)
 	if err != nil {
