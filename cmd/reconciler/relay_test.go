@@ -50,6 +50,9 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	m.reg.MustRegister(m.lastSuccess)
 	rm := newRelayMetrics(m.reg)
 	rm.published.WithLabelValues("order.paid")
+	// Vectors are gathered once they have a child.
+	m.unconfigured.WithLabelValues("alipay", "2021")
+	m.throttles.WithLabelValues("alipay", "2021")
 	exported := map[string]bool{}
 	families, err := m.reg.Gather()
 	if err != nil {
