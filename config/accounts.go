@@ -255,20 +255,8 @@ func resolveAccounts(c *Config) error {
 }
 
 func (a *AlipayAccount) check(allowInsecure bool) error {
-	if strings.TrimSpace(a.AppID) == "" {
-		return a.FieldError("app_id", "is required")
-	}
-	if a.Gateway == "" {
-		a.Gateway = DefaultAlipayGateway
-	}
-	if err := checkPlatformURL(a.Gateway, allowInsecure); err != nil {
-		return a.FieldError("gateway", err.Error())
-	}
-	if a.QPS == 0 {
-		a.QPS = DefaultAccountQPS
-	}
-	if a.QPS < 0 {
-		return a.FieldError("qps", fmt.Sprintf("must be a positive number of calls per second, got %g", a.QPS))
+	if err := checkIdentity(a.FieldError, "app_id", a.AppID, "gateway", &a.Gateway, DefaultAlipayGateway, &a.QPS, allowInsecure); err != nil {
+		return err
 	}
 	files := []struct{ field, path string }{{"private_key_file", a.PrivateKeyFile}}
 	if a.CertMode() {
@@ -290,20 +278,8 @@ func (a *AlipayAccount) check(allowInsecure bool) error {
 }
 
 func (w *WechatAccount) check(allowInsecure bool) error {
-	if strings.TrimSpace(w.MchID) == "" {
-		return w.FieldError("mchid", "is required")
-	}
-	if w.BaseURL == "" {
-		w.BaseURL = DefaultWechatPayBaseURL
-	}
-	if err := checkPlatformURL(w.BaseURL, allowInsecure); err != nil {
-		return w.FieldError("base_url", err.Error())
-	}
-	if w.QPS == 0 {
-		w.QPS = DefaultAccountQPS
-	}
-	if w.QPS < 0 {
-		return w.FieldError("qps", fmt.Sprintf("must be a positive number of calls per second, got %g", w.QPS))
+	if err := checkIdentity(w.FieldError, "mchid", w.MchID, "base_url", &w.BaseURL, DefaultWechatPayBaseURL, &w.QPS, allowInsecure); err != nil {
+		return err
 	}
 	if w.SerialNo == "" {
 		return w.FieldError("serial_no", "is required (the merchant API certificate's serial)")
@@ -330,6 +306,27 @@ func (w *WechatAccount) check(allowInsecure bool) error {
 	}
 	if _, err := ReadAPIv3Key(w.APIv3KeyFile); err != nil {
 		return w.FieldError("apiv3_key_file", err.Error())
+	}
+	return nil
+}
+
+// checkIdentity checks what every account has: its id, its platform URL (defaulted, https
+// unless allowed otherwise) and its call budget (defaulted, positive).
+func checkIdentity(fail func(field, msg string) *Error, idField, id, urlField string, url *string, defaultURL string, qps *float64, allowInsecure bool) error {
+	if strings.TrimSpace(id) == "" {
+		return fail(idField, "is required")
+	}
+	if *url == "" {
+		*url = defaultURL
+	}
+	if err := checkPlatformURL(*url, allowInsecure); err != nil {
+		return fail(urlField, err.Error())
+	}
+	if *qps == 0 {
+		*qps = DefaultAccountQPS
+	}
+	if *qps < 0 {
+		return fail("qps", fmt.Sprintf("must be a positive number of calls per second, got %g", *qps))
 	}
 	return nil
 }
