@@ -610,25 +610,7 @@ func (p *pass) ask(ctx context.Context, o Order, expired bool, log zerolog.Logge
 	return confirmed, true, nil
 }
 
-func (p *pass) count(c Check) {
-	k := p.counters
-	switch {
-	case c.Err != nil:
-		k.Errors.Add(1)
-	case c.Applied.Outcome == OutcomeApplied && c.Applied.To == StatusPaid:
-		k.Repaired.Add(1)
-	case c.Applied.Outcome == OutcomeApplied:
-		k.Closed.Add(1)
-	case c.Applied.Outcome == OutcomeMismatch:
-		k.Mismatches.Add(1)
-	case c.Applied.Outcome == OutcomeClaimedElsewhere:
-		k.ClaimedElsewhere.Add(1)
-	case c.Applied.Outcome == OutcomeStillPending:
-		k.StillPending.Add(1)
-	default:
-		k.Unchanged.Add(1)
-	}
-}
+func (p *pass) count(c Check) { p.counters.Add(c.Tally()) }
 
 // reschedule writes when the order is due again and releases its lease. Answers back off
 // (RECHECK_MIN doubled per consecutive check, capped at RECHECK_MAX); errors and held claims

@@ -171,18 +171,18 @@ type dryRunPrinter struct {
 func (d *dryRunPrinter) Checked(c reconcile.Check) {
 	var line string
 	o := c.Order
-	switch {
-	case c.Err != nil:
+	switch c.Tally() {
+	case reconcile.TallyError:
 		line = fmt.Sprintf("error     %s %s: %v", o.Platform, o.OutTradeNo, c.Err)
-	case c.Applied.Outcome == reconcile.OutcomeApplied && c.Applied.To == reconcile.StatusPaid:
+	case reconcile.TallyRepaired:
 		line = fmt.Sprintf("would repair %s %s: PENDING -> PAID (%s, %s yuan)", o.Platform, o.OutTradeNo, c.Result.PlatformTradeNo, reconcile.FormatYuan(c.Result.AmountMinor))
-	case c.Applied.Outcome == reconcile.OutcomeApplied:
+	case reconcile.TallyClosed:
 		how := "locally"
 		if c.Result.State == reconcile.StateOpen {
 			how = "at the platform, then locally"
 		}
 		line = fmt.Sprintf("would close %s %s: %s -> %s %s", o.Platform, o.OutTradeNo, c.Applied.From, c.Applied.To, how)
-	case c.Applied.Outcome == reconcile.OutcomeMismatch:
+	case reconcile.TallyMismatch:
 		line = fmt.Sprintf("finding   %s %s: %s (local %s %s yuan, platform %s %s yuan)", o.Platform, o.OutTradeNo, c.Applied.Mismatch,
 			o.Status, reconcile.FormatYuan(o.AmountMinor), c.Result.RawState, reconcile.FormatYuan(c.Result.AmountMinor))
 	default:

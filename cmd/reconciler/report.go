@@ -600,7 +600,7 @@ var reportPageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE h
 <body>
 <h1>Reconciliation report</h1>
 <p class="muted">Period from {{.From}} (included) to {{.To}} (excluded), {{.Zone}}. Generated {{.Generated}}.
-Amounts in rcYuan.</p>
+Amounts in yuan.</p>
 <div class="cards">
 {{- with index .Headline 0}}<div class="card">Findings<b>{{.Text}}</b></div>{{end}}
 {{- with index .Headline 1}}<div class="card">At stake (yuan)<b>{{.Text}}</b></div>{{end}}

@@ -261,7 +261,7 @@ func TestReportHTMLEscapesPlatformText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"&lt;script&gt;alert(1)&lt;/script&gt;",
-		"<!DOCTYPE html>", "<style>",
+		"<!DOCTYPE html>", "<style>", "Amounts in yuan.</p>",
 		"Summary by kind and review status (3)", "Findings first or last seen in the period (4)",
 		"Reconciliation runs started in the period (2)",
 		`<td class="num">3733.67</td>`, `<td class="num">1234.56</td>`, "2026-11-28 00:00:00", "Asia/Shanghai",
