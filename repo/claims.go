@@ -33,8 +33,8 @@ type RedisClaimer struct {
 	log      zerolog.Logger
 	logEvery time.Duration
 
-	failures  atomic.Uint64
-	lastLogNs atomic.Int64
+	failures   atomic.Uint64
+	lastLogNs  atomic.Int64
 	suppressed atomic.Uint64
 }
 
