@@ -37,7 +37,7 @@ type Report struct {
 // minor units; AtStakeMinor sums Finding.AtStakeMinor.
 type SummaryRow struct {
 	Kind                reconcile.MismatchKind `json:"kind,omitempty" db:"kind"`
-	ReviewStatus        ReviewStatus           `json:"review_status,omitempty" db:"review_status"`
+	ReviewStatus        reconcile.ReviewStatus `json:"review_status,omitempty" db:"review_status"`
 	Count               int64                  `json:"count" db:"count"`
 	SeenCount           int64                  `json:"seen_count" db:"seen_count"`
 	LocalAmountMinor    int64                  `json:"local_amount_minor" db:"local_amount_minor"`

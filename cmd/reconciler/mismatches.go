@@ -228,11 +228,11 @@ func (o listOptions) filter(loc *time.Location) (repo.ListFilter, error) {
 	f := repo.ListFilter{Limit: o.limit, AfterID: o.afterID}
 	switch st := strings.TrimSpace(o.status); {
 	case st == "":
-		f.Statuses = []repo.ReviewStatus{repo.ReviewOpen, repo.ReviewAcknowledged}
+		f.Statuses = []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}
 	case strings.EqualFold(st, "all"):
 	default:
 		for _, s := range strings.Split(st, ",") {
-			rs, err := repo.ParseReviewStatus(s)
+			rs, err := reconcile.ParseReviewStatus(s)
 			if err != nil {
 				return f, usagef("mismatches list: --status must be OPEN, ACKNOWLEDGED, RESOLVED (comma-separated) or all, got %q", o.status)
 			}
@@ -240,7 +240,7 @@ func (o listOptions) filter(loc *time.Location) (repo.ListFilter, error) {
 		}
 	}
 	if o.kind != "" {
-		k, err := repo.ParseMismatchKind(o.kind)
+		k, err := reconcile.ParseMismatchKind(o.kind)
 		if err != nil {
 			return f, usagef("mismatches list: --kind: %v", err)
 		}
@@ -599,7 +599,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 	} else {
 		mv, err = rv.Resolve(ctx, id, by, resolution, note)
 	}
-	var te *repo.ReviewTransitionError
+	var te *reconcile.ReviewTransitionError
 	switch {
 	case errors.Is(err, reconcile.ErrNotFound):
 		return fmt.Errorf("mismatches %s: no finding with id %d", name, id)

@@ -214,7 +214,7 @@ func rcTimeOpt(t *time.Time) repCell {
 	return rcTime(*t)
 }
 
-func rcStatus(s repo.ReviewStatus) repCell {
+func rcStatus(s reconcile.ReviewStatus) repCell {
 	return repCell{Kind: cellText, S: string(s), Class: "st-" + strings.ToLower(string(s))}
 }
 
