@@ -9,14 +9,6 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// YuanPtr is reconcile.FormatYuan for a nullable amount: "" for NULL.
-func YuanPtr(fen *int64) string {
-	if fen == nil {
-		return ""
-	}
-	return reconcile.FormatYuan(*fen)
-}
-
 // Report is the mismatch and run report for the half-open period [From, To).
 type Report struct {
 	From time.Time `json:"from"`

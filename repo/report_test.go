@@ -11,14 +11,6 @@ import (
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
-func TestYuanPtr(t *testing.T) {
-	t.Parallel()
-	five := int64(-5)
-	if repo.YuanPtr(nil) != "" || repo.YuanPtr(&five) != "-0.05" {
-		t.Errorf("YuanPtr(nil) = %q, YuanPtr(-5) = %q; want \"\" and \"-0.05\"", repo.YuanPtr(nil), repo.YuanPtr(&five))
-	}
-}
-
 // insertRun seeds one reconcile_runs row.
 func insertRun(t testing.TB, db *repotest.DB, mode, status string, started time.Time, counters [8]int64) int64 {
 	t.Helper()

@@ -426,10 +426,7 @@ func printFindings(ctx context.Context, w io.Writer, db *sqlx.DB) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  id\tkind\tplatform\torder\tlocal\tplatform\tseen")
 	yuan := func(v *int64, st *string) string {
-		s := "-"
-		if v != nil {
-			s = reconcile.FormatYuan(*v)
-		}
+		s := reconcile.FormatYuanOr(v, "-")
 		if st != nil {
 			s += " " + *st
 		}

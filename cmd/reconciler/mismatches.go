@@ -66,22 +66,6 @@ func cmdMismatches(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return run(ctx, args[1:], stdout, stderr)
 }
 
-// parseWhen reads a --since/--until/--from/--to value: a date (midnight in loc) or an
-// RFC 3339 time; a date and time without an offset is read in loc too.
-func parseWhen(flagName, v string, loc *time.Location) (time.Time, error) {
-	v = strings.TrimSpace(v)
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
-	for _, layout := range []string{time.DateOnly, "2006-01-02T15:04:05", time.DateTime, "2006-01-02 15:04"} {
-		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, usagef("--%s: want a date such as 2026-11-28 (midnight in %s) or an RFC 3339 time such as 2026-11-28T10:00:00+08:00, got %q",
-		flagName, loc, v)
-}
-
 // parseWithID is parse for the commands that take an id: flags may come before or after it
 // (`ack 42 --by ann` and `ack --by ann 42`). The flag package stops at the first non-flag,
 // so a first pass over a throwaway flag set with the same flags separates the flags from
@@ -292,8 +276,8 @@ func newFindingView(f repo.Finding, loc *time.Location) findingView {
 	f.FirstSeenAt = f.FirstSeenAt.In(loc)
 	f.LastSeenAt = f.LastSeenAt.In(loc)
 	f.ResolvedAt = timeInLoc(f.ResolvedAt, loc)
-	return findingView{Finding: f, LocalAmount: repo.YuanPtr(f.LocalAmountMinor),
-		PlatformAmount: repo.YuanPtr(f.PlatformAmountMinor), AtStakeMinor: f.AtStakeMinor(), AtStake: reconcile.FormatYuan(f.AtStakeMinor())}
+	return findingView{Finding: f, LocalAmount: reconcile.FormatYuanOr(f.LocalAmountMinor, ""),
+		PlatformAmount: reconcile.FormatYuanOr(f.PlatformAmountMinor, ""), AtStakeMinor: f.AtStakeMinor(), AtStake: reconcile.FormatYuan(f.AtStakeMinor())}
 }
 
 func timeInLoc(t *time.Time, loc *time.Location) *time.Time {
@@ -320,8 +304,8 @@ func findingCSVRecord(f repo.Finding, loc *time.Location) []string {
 		order = strconv.FormatInt(*f.OrderID, 10)
 	}
 	return []string{strconv.FormatInt(f.ID, 10), string(f.Kind), string(f.Platform), csvText(f.MerchantID),
-		csvText(f.OutTradeNo), csvText(f.PlatformTradeNo), repo.YuanPtr(f.LocalAmountMinor),
-		repo.YuanPtr(f.PlatformAmountMinor), reconcile.FormatYuan(f.AtStakeMinor()), csvText(f.LocalStatus),
+		csvText(f.OutTradeNo), csvText(f.PlatformTradeNo), reconcile.FormatYuanOr(f.LocalAmountMinor, ""),
+		reconcile.FormatYuanOr(f.PlatformAmountMinor, ""), reconcile.FormatYuan(f.AtStakeMinor()), csvText(f.LocalStatus),
 		csvText(f.PlatformStatus), strconv.FormatInt(f.SeenCount, 10), rfc3339In(f.FirstSeenAt, loc),
 		rfc3339In(f.LastSeenAt, loc), string(f.ReviewStatus), csvText(f.Resolution), csvText(f.ResolvedBy),
 		rfc3339InPtr(f.ResolvedAt, loc), csvText(f.Note), order}
@@ -371,20 +355,13 @@ func termCell(s string) string {
 	return q[1 : len(q)-1]
 }
 
-func termAmount(fen *int64) string {
-	if fen == nil {
-		return "-"
-	}
-	return reconcile.FormatYuan(*fen)
-}
-
 func writeFindingTable(w io.Writer, findings []repo.Finding, loc *time.Location) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tPLATFORM\tMERCHANT\tOUT_TRADE_NO\tPLATFORM_TRADE_NO\tLOCAL_AMOUNT\tPLATFORM_AMOUNT\tLOCAL_STATUS\tPLATFORM_STATUS\tSEEN\tFIRST_SEEN\tLAST_SEEN\tREVIEW")
 	for _, f := range findings {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", f.ID, f.Kind, f.Platform,
-			termCell(f.MerchantID), termCell(f.OutTradeNo), termCell(f.PlatformTradeNo), termAmount(f.LocalAmountMinor),
-			termAmount(f.PlatformAmountMinor), termCell(f.LocalStatus), termCell(f.PlatformStatus), f.SeenCount,
+			termCell(f.MerchantID), termCell(f.OutTradeNo), termCell(f.PlatformTradeNo), reconcile.FormatYuanOr(f.LocalAmountMinor, "-"),
+			reconcile.FormatYuanOr(f.PlatformAmountMinor, "-"), termCell(f.LocalStatus), termCell(f.PlatformStatus), f.SeenCount,
 			reviewTime(f.FirstSeenAt, loc), reviewTime(f.LastSeenAt, loc), f.ReviewStatus)
 	}
 	return tw.Flush()
@@ -461,8 +438,8 @@ func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 		{"out_trade_no", termCell(f.OutTradeNo)},
 		{"platform trade no", termCell(f.PlatformTradeNo)},
 		{"order", order},
-		{"local amount", termAmount(f.LocalAmountMinor)},
-		{"platform amount", termAmount(f.PlatformAmountMinor)},
+		{"local amount", reconcile.FormatYuanOr(f.LocalAmountMinor, "-")},
+		{"platform amount", reconcile.FormatYuanOr(f.PlatformAmountMinor, "-")},
 		{"at stake", reconcile.FormatYuan(f.AtStakeMinor())},
 		{"local status", termCell(f.LocalStatus)},
 		{"platform status", termCell(f.PlatformStatus)},
@@ -519,7 +496,7 @@ func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 		{"out_trade_no", termCell(o.OutTradeNo)},
 		{"amount", reconcile.FormatYuan(o.AmountMinor) + " " + o.Currency},
 		{"platform trade no", termCell(o.PlatformTradeNo)},
-		{"paid amount", termAmount(o.PaidAmountMinor)},
+		{"paid amount", reconcile.FormatYuanOr(o.PaidAmountMinor, "-")},
 		{"paid at", reviewTimePtr(o.PaidAt, loc)},
 		{"expires at", reviewTimePtr(o.ExpiresAt, loc)},
 		{"created at", reviewTime(o.CreatedAt, loc)},
@@ -541,7 +518,7 @@ func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 	fmt.Fprintln(tw, "  WHEN\tEVENT\tSOURCE\tPLATFORM_TRADE_NO\tAMOUNT\tRAW_DIGEST")
 	for _, e := range d.Events {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(e.CreatedAt, loc), e.EventType, e.Source,
-			termCell(e.PlatformTradeNo), termAmount(e.AmountMinor), termCell(e.RawDigest))
+			termCell(e.PlatformTradeNo), reconcile.FormatYuanOr(e.AmountMinor, "-"), termCell(e.RawDigest))
 	}
 	return tw.Flush()
 }

@@ -6,12 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/prometheus/client_golang/prometheus/push"
 	"github.com/schollz/progressbar/v3"
 
@@ -191,11 +189,6 @@ func (d *dryRunPrinter) Checked(c reconcile.Check) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	fmt.Fprintln(d.w, line)
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
 }
 
 func newProgress(ctx context.Context, a *app, spec reconcile.PassSpec, w io.Writer) *progressbar.ProgressBar {

@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mattn/go-isatty"
 	"github.com/xuri/excelize/v2"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -51,7 +50,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("report: --format must be one of %s, got %q", strings.Join(reportFormats, ", "), format)
 	}
 	if format == "xlsx" && out == "" {
-		if f, ok := stdout.(*os.File); ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())) {
+		if isTerminal(stdout) {
 			return usagef("report: an xlsx report is a binary file: give --out FILE or redirect stdout")
 		}
 	}
