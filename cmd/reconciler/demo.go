@@ -7,15 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
@@ -87,9 +84,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	// 1. A database of its own.
 	dbName := fmt.Sprintf("payrecon_demo_%d", time.Now().Unix())
-	dbURL, drop, err := createDatabase(ctx, *adminURL, dbName)
+	dbURL, drop, err := repo.CreateDatabase(ctx, *adminURL, dbName)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo database (`make demo` starts PostgreSQL when none answers): %w", err)
 	}
 	if *keep {
 		defer say("\nkept database %s (%s)", dbName, config.RedactURL(dbURL))
@@ -162,11 +159,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	// 4. Seed the mix.
 	orders := demoOrders()
-	if err := seedDemo(ctx, a.store.DB(), sb, orders); err != nil {
+	if err := seedDemo(ctx, a.store, sb, orders); err != nil {
 		return err
 	}
 	say("4. seeded %d orders (%s)\n", len(orders), storySummary(orders))
-	before, err := orderStatuses(ctx, a.store.DB())
+	before, err := a.store.OrderTrails(ctx)
 	if err != nil {
 		return err
 	}
@@ -221,7 +218,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	printSummary(stdout, bf)
 
 	// 7. Before and after.
-	after, err := orderStatuses(ctx, a.store.DB())
+	after, err := a.store.OrderTrails(ctx)
 	if err != nil {
 		return err
 	}
@@ -231,15 +228,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, o := range orders {
 		st := after[o.otn]
 		mark := ""
-		if st.status != before[o.otn].status {
+		if st.Status != before[o.otn].Status {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", o.otn, o.merchant(sb), o.story, o.platformSc.State, before[o.otn].status, st.status, mark, st.events, st.outbox)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", o.otn, o.merchant(sb), o.story, o.platformSc.State, before[o.otn].Status, st.Status, mark, st.Events, st.Outbox)
 	}
 	tw.Flush()
 
 	// 8. What finance must review.
-	if err := printFindings(ctx, stdout, a.store.DB()); err != nil {
+	if err := printFindings(ctx, stdout, repo.NewReview(a.store.DB())); err != nil {
 		return err
 	}
 	if err := demoRelay(ctx, stdout, cfg, a.store, log); err != nil {
@@ -293,40 +290,6 @@ func storySummary(orders []demoOrder) string {
 	return strings.Join(parts, ", ")
 }
 
-// createDatabase makes a migrated database on the admin server and returns its URL and a
-// function that drops it.
-func createDatabase(ctx context.Context, adminURL, name string) (string, func(), error) {
-	admin, err := repo.Open(ctx, adminURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("demo needs PostgreSQL (run it with `make demo`, which starts one when none answers): %w", err)
-	}
-	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+pq.QuoteIdentifier(name)); err != nil {
-		admin.Close()
-		return "", nil, fmt.Errorf("create demo database: %w", err)
-	}
-	u, err := url.Parse(adminURL)
-	if err != nil {
-		admin.Close()
-		return "", nil, err
-	}
-	u.Path = "/" + name
-	drop := func() {
-		admin.Exec(`DROP DATABASE IF EXISTS ` + pq.QuoteIdentifier(name) + ` WITH (FORCE)`) //nolint:errcheck // best effort
-		admin.Close()
-	}
-	db, err := repo.Open(ctx, u.String())
-	if err != nil {
-		drop()
-		return "", nil, err
-	}
-	defer db.Close()
-	if _, err := repo.Migrate(ctx, db); err != nil {
-		drop()
-		return "", nil, err
-	}
-	return u.String(), drop, nil
-}
-
 // serveLoopback serves h on a free loopback port.
 func serveLoopback(h http.Handler) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -356,7 +319,8 @@ func (o demoOrder) merchant(sb *sandbox.Sandbox) string {
 	return id.WechatMchID
 }
 
-func seedDemo(ctx context.Context, db *sqlx.DB, sb *sandbox.Sandbox, orders []demoOrder) error {
+func seedDemo(ctx context.Context, store *repo.Store, sb *sandbox.Sandbox, orders []demoOrder) error {
+	now := time.Now()
 	for _, o := range orders {
 		merchant := o.merchant(sb)
 		sc := o.platformSc
@@ -366,74 +330,34 @@ func seedDemo(ctx context.Context, db *sqlx.DB, sb *sandbox.Sandbox, orders []de
 			sc.AmountMinor = o.amount - 100 // the buyer paid one yuan less
 		}
 		sb.SetScenario(o.platform, o.otn, sc)
-		var tradeNo any
+		order := reconcile.Order{Platform: o.platform, MerchantID: merchant, OutTradeNo: o.otn, AmountMinor: o.amount,
+			Status: o.local, CreatedAt: now.Add(-o.createdAgo)}
 		if o.local == reconcile.StatusPaid {
-			tradeNo = sb.Scenario(o.platform, o.otn).TradeNo
+			order.PlatformTradeNo, order.PaidAmountMinor = sb.Scenario(o.platform, o.otn).TradeNo, o.amount
 		}
-		_, err := db.ExecContext(ctx, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, platform_trade_no, paid_amount_minor, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $5 = 'PAID' THEN $4::bigint END, now() - $7::interval)`,
-			string(o.platform), merchant, o.otn, o.amount, string(o.local), tradeNo, fmt.Sprintf("%d seconds", int(o.createdAgo.Seconds())))
-		if err != nil {
-			return fmt.Errorf("seed %s: %w", o.otn, err)
+		if _, err := store.InsertOrder(ctx, order); err != nil {
+			return fmt.Errorf("seed: %w", err)
 		}
 	}
 	return nil
 }
 
-type orderState struct {
-	status         string
-	events, outbox int
-}
-
-func orderStatuses(ctx context.Context, db *sqlx.DB) (map[string]orderState, error) {
-	rows, err := db.QueryContext(ctx, `SELECT out_trade_no, status,
-		(SELECT count(*) FROM payment_events e WHERE e.order_id = o.id),
-		(SELECT count(*) FROM fulfillment_outbox f WHERE f.order_id = o.id) FROM payment_orders o`)
+func printFindings(ctx context.Context, w io.Writer, review *repo.Review) error {
+	findings, err := review.List(ctx, repo.ListFilter{
+		Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}, Limit: 1000})
 	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]orderState{}
-	for rows.Next() {
-		var otn string
-		var s orderState
-		if err := rows.Scan(&otn, &s.status, &s.events, &s.outbox); err != nil {
-			return nil, err
-		}
-		out[otn] = s
-	}
-	return out, rows.Err()
-}
-
-func printFindings(ctx context.Context, w io.Writer, db *sqlx.DB) error {
-	var rows []struct {
-		ID       int64   `db:"id"`
-		Kind     string  `db:"kind"`
-		Platform string  `db:"platform"`
-		OTN      string  `db:"out_trade_no"`
-		Local    *int64  `db:"local_amount_minor"`
-		Remote   *int64  `db:"platform_amount_minor"`
-		LocalSt  *string `db:"local_status"`
-		RemoteSt *string `db:"platform_status"`
-		Seen     int     `db:"seen_count"`
-	}
-	if err := db.SelectContext(ctx, &rows, `SELECT id, kind, platform, out_trade_no, local_amount_minor, platform_amount_minor,
-		local_status, platform_status, seen_count FROM reconcile_mismatches WHERE review_status <> 'RESOLVED' ORDER BY kind, id`); err != nil {
 		return err
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Kind < rows[j].Kind })
-	fmt.Fprintf(w, "\n8. for finance to review (%d open findings; reconciler mismatches list / show / ack / resolve)\n", len(rows))
+	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Kind < findings[j].Kind })
+	fmt.Fprintf(w, "\n8. for finance to review (%d open findings; reconciler mismatches list / show / ack / resolve)\n", len(findings))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  id\tkind\tplatform\torder\tlocal\tplatform\tseen")
-	yuan := func(v *int64, st *string) string {
-		s := reconcile.FormatYuanOr(v, "-")
-		if st != nil {
-			s += " " + *st
-		}
-		return s
+	withStatus := func(amount *int64, status string) string {
+		return strings.TrimSpace(reconcile.FormatYuanOr(amount, "-") + " " + status)
 	}
-	for _, r := range rows {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Kind, r.Platform, r.OTN, yuan(r.Local, r.LocalSt), yuan(r.Remote, r.RemoteSt), r.Seen)
+	for _, f := range findings {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\n", f.ID, f.Kind, f.Platform, f.OutTradeNo,
+			withStatus(f.LocalAmountMinor, f.LocalStatus), withStatus(f.PlatformAmountMinor, f.PlatformStatus), f.SeenCount)
 	}
 	return tw.Flush()
 }
