@@ -425,7 +425,20 @@ func detailsView(d repo.FindingDetails, loc *time.Location) detailsJSON {
 }
 
 func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error {
-	f := d.Finding
+	if err := writeFindingFields(w, d.Finding, loc); err != nil {
+		return err
+	}
+	if err := writeDetailAndAudit(w, d, loc); err != nil {
+		return err
+	}
+	if d.Order == nil {
+		fmt.Fprintln(w, "\nOrder: none (the finding names no local order)")
+		return nil
+	}
+	return writeOrderState(w, d.Order, d.Events, loc)
+}
+
+func writeFindingFields(w io.Writer, f repo.Finding, loc *time.Location) error {
 	fmt.Fprintf(w, "Finding %d: %s, %s\n\n", f.ID, f.Kind, f.ReviewStatus)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	order := "-"
@@ -457,7 +470,11 @@ func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	return nil
+}
 
+func writeDetailAndAudit(w io.Writer, d repo.FindingDetails, loc *time.Location) error {
+	f := d.Finding
 	fmt.Fprintln(w, "\nDetail:")
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, f.Detail, "  ", "  "); err != nil || len(f.Detail) == 0 {
@@ -470,7 +487,7 @@ func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 	if len(d.Audit) == 0 {
 		fmt.Fprintln(w, "  (no review actions yet)")
 	} else {
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  WHEN\tACTION\tACTOR\tFROM\tTO\tNOTE")
 		for _, a := range d.Audit {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(a.CreatedAt, loc), termCell(a.Action), termCell(a.Actor),
@@ -480,14 +497,12 @@ func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 			return err
 		}
 	}
+	return nil
+}
 
-	if d.Order == nil {
-		fmt.Fprintln(w, "\nOrder: none (the finding names no local order)")
-		return nil
-	}
-	o := d.Order
+func writeOrderState(w io.Writer, o *repo.OrderState, events []repo.PaymentEvent, loc *time.Location) error {
 	fmt.Fprintf(w, "\nOrder %d (current state):\n", o.ID)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	checks := fmt.Sprintf("%d consecutive, last %s, next %s", o.CheckCount, reviewTimePtr(o.LastCheckedAt, loc), reviewTimePtr(o.NextCheckAt, loc))
 	for _, kv := range [][2]string{
 		{"status", o.Status},
@@ -510,13 +525,13 @@ func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 		return err
 	}
 	fmt.Fprintln(w, "\nPayment events:")
-	if len(d.Events) == 0 {
+	if len(events) == 0 {
 		fmt.Fprintln(w, "  (none)")
 		return nil
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  WHEN\tEVENT\tSOURCE\tPLATFORM_TRADE_NO\tAMOUNT\tRAW_DIGEST")
-	for _, e := range d.Events {
+	for _, e := range events {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(e.CreatedAt, loc), e.EventType, e.Source,
 			termCell(e.PlatformTradeNo), reconcile.FormatYuanOr(e.AmountMinor, "-"), termCell(e.RawDigest))
 	}
