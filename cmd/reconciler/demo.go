@@ -18,6 +18,7 @@ import (
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo"
 )
 
@@ -202,7 +203,7 @@ func demoStory(ctx context.Context, stdout io.Writer, a *app, cfg config.Config,
 	if err != nil {
 		return err
 	}
-	printSummary(stdout, run)
+	render.RunSummary(stdout, run)
 	say("   callbacks acknowledged: %d (every copy; each payment applied once)\n", acked)
 
 	// An operator's backfill over the last day finds what a pass over PENDING orders cannot.
@@ -212,7 +213,7 @@ func demoStory(ctx context.Context, stdout io.Writer, a *app, cfg config.Config,
 		return fmt.Errorf("demo backfill: %w", err)
 	}
 	say("6. backfill of the last 24h (reconciler backfill --from ... --to ...):")
-	printSummary(stdout, bf)
+	render.RunSummary(stdout, bf)
 
 	after, err := a.store.OrderTrails(ctx)
 	if err != nil {
