@@ -42,7 +42,7 @@ func TestDryRunPrinterOneLinePerMoveOrFinding(t *testing.T) {
 func TestRunSummaryNamesEveryCounter(t *testing.T) {
 	var buf bytes.Buffer
 	render.RunSummary(&buf, reconcile.Run{ID: 7, Mode: reconcile.ModeOnce, Status: reconcile.RunSucceeded, DryRun: true,
-		Shard: reconcile.Shard{Index: 1, Count: 4},
+		Shard:  reconcile.Shard{Index: 1, Count: 4},
 		Counts: reconcile.CounterValues{Scanned: 8, Repaired: 1, Closed: 2, Unchanged: 3, StillPending: 4, Mismatches: 5, ClaimedElsewhere: 6, Errors: 7}})
 	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "run 7 once succeeded, shard 1/4 (dry run") {
