@@ -159,7 +159,7 @@ func (a *Applier) ApplyResult(ctx context.Context, r Result, opt ApplyOptions) (
 	return applied, err
 }
 
-// lookup is step 1: the order the result is about.
+// lookup finds the order the result is about, preferring the one the caller already read.
 func (a *Applier) lookup(ctx context.Context, r Result, opt ApplyOptions) (Order, error) {
 	if o := opt.Order; o != nil && o.Platform == r.Platform && o.MerchantID == r.MerchantID && o.OutTradeNo == r.OutTradeNo {
 		return *o, nil
@@ -210,7 +210,7 @@ func (a *Applier) noSuchOrder(ctx context.Context, r Result, opt ApplyOptions) (
 	return a.finding(ctx, r, Order{}, kind, opt, nil)
 }
 
-// checkPayment is step 2: a paid result must match the order and our account exactly.
+// checkPayment holds a paid result to the order and our account: every field must match exactly.
 func (a *Applier) checkPayment(r Result, o Order) (MismatchKind, map[string]any) {
 	if want := a.settings.Accounts[AccountKey{Platform: r.Platform, MerchantID: r.MerchantID}].SellerID; want != "" && r.SellerID != "" && r.SellerID != want {
 		return MismatchMerchant, map[string]any{"expected_seller": want, "seller": r.SellerID}

@@ -14,3 +14,12 @@ func FormatYuan(fen int64) string {
 	}
 	return fmt.Sprintf("%s%d.%02d", sign, u/100, u%100)
 }
+
+// FormatYuanOr is FormatYuan for a nullable amount: ifNull stands in for NULL, so each view
+// chooses how an unknown amount looks ("" in CSV and JSON, "-" on a terminal).
+func FormatYuanOr(fen *int64, ifNull string) string {
+	if fen == nil {
+		return ifNull
+	}
+	return FormatYuan(*fen)
+}

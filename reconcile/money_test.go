@@ -20,3 +20,16 @@ func TestFormatYuan(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatYuanOr(t *testing.T) {
+	five := int64(-5)
+	if got := FormatYuanOr(nil, "-"); got != "-" {
+		t.Errorf("FormatYuanOr(nil, \"-\") = %q", got)
+	}
+	if got := FormatYuanOr(nil, ""); got != "" {
+		t.Errorf("FormatYuanOr(nil, \"\") = %q", got)
+	}
+	if got := FormatYuanOr(&five, "-"); got != "-0.05" {
+		t.Errorf("FormatYuanOr(-5) = %q, want -0.05", got)
+	}
+}

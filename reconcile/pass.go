@@ -396,23 +396,8 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fa
 
 	for {
 		// Wait for one free worker, then take as many as are free.
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		if !waitForSlot(ctx, slots, fatal) {
 			return
-		case <-fatal.stop:
-			return
-		}
-		// A signal or a fatal error may have come while a worker freed up: select picks at
-		// random among ready cases, so look again before taking more.
-		select {
-		case <-ctx.Done():
-			<-slots
-			return
-		case <-fatal.stop:
-			<-slots
-			return
-		default:
 		}
 		free := p.gatherFree(slots, clock.get())
 		now := s.Now()
@@ -461,6 +446,30 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fa
 			return
 		}
 	}
+}
+
+// waitForSlot holds one worker slot, or reports false (holding none) once ctx ends or the
+// latch trips.
+func waitForSlot(ctx context.Context, slots chan struct{}, fatal *fatalLatch) bool {
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	case <-fatal.stop:
+		return false
+	}
+	// A signal or a fatal error may have come while a worker freed up: select picks at
+	// random among ready cases, so look again before taking more.
+	select {
+	case <-ctx.Done():
+		<-slots
+		return false
+	case <-fatal.stop:
+		<-slots
+		return false
+	default:
+	}
+	return true
 }
 
 // gatherFree collects the worker slots that are free now, having taken one already. When
@@ -610,25 +619,7 @@ func (p *pass) ask(ctx context.Context, o Order, expired bool, log zerolog.Logge
 	return confirmed, true, nil
 }
 
-func (p *pass) count(c Check) {
-	k := p.counters
-	switch {
-	case c.Err != nil:
-		k.Errors.Add(1)
-	case c.Applied.Outcome == OutcomeApplied && c.Applied.To == StatusPaid:
-		k.Repaired.Add(1)
-	case c.Applied.Outcome == OutcomeApplied:
-		k.Closed.Add(1)
-	case c.Applied.Outcome == OutcomeMismatch:
-		k.Mismatches.Add(1)
-	case c.Applied.Outcome == OutcomeClaimedElsewhere:
-		k.ClaimedElsewhere.Add(1)
-	case c.Applied.Outcome == OutcomeStillPending:
-		k.StillPending.Add(1)
-	default:
-		k.Unchanged.Add(1)
-	}
-}
+func (p *pass) count(c Check) { p.counters.Add(c.Tally()) }
 
 // reschedule writes when the order is due again and releases its lease. Answers back off
 // (RECHECK_MIN doubled per consecutive check, capped at RECHECK_MAX); errors and held claims

@@ -274,3 +274,68 @@ type Locker interface {
 	// TryLock returns ok=false when another process holds name.
 	TryLock(ctx context.Context, name string) (unlock func(), ok bool, err error)
 }
+
+// ParseShard reads a shard written as "i/n" with 0 <= i < n, exactly as Shard.String writes it,
+// so a setting and a stored run record agree on one spelling.
+func ParseShard(v string) (Shard, error) {
+	var i, n int
+	if _, err := fmt.Sscanf(v, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n || (Shard{Index: i, Count: n}).String() != v {
+		return Shard{}, fmt.Errorf("shard must be i/n with 0 <= i < n, got %q", v)
+	}
+	return Shard{Index: i, Count: n}, nil
+}
+
+// Tally names what a check counts as: one of the eight run counters bar Scanned. The pass, the
+// metrics and the dry-run printer all classify a check through Check.Tally, so the mapping
+// lives here once.
+type Tally string
+
+const (
+	TallyRepaired         Tally = "repaired"
+	TallyClosed           Tally = "closed"
+	TallyUnchanged        Tally = "unchanged"
+	TallyStillPending     Tally = "still_pending"
+	TallyMismatch         Tally = "mismatch"
+	TallyClaimedElsewhere Tally = "claimed_elsewhere"
+	TallyError            Tally = "error"
+)
+
+// Tally says which counter the check adds to. An error wins over whatever was applied: a
+// check that failed did not decide anything.
+func (c Check) Tally() Tally {
+	switch {
+	case c.Err != nil:
+		return TallyError
+	case c.Applied.Outcome == OutcomeApplied && c.Applied.To == StatusPaid:
+		return TallyRepaired
+	case c.Applied.Outcome == OutcomeApplied:
+		return TallyClosed
+	case c.Applied.Outcome == OutcomeMismatch:
+		return TallyMismatch
+	case c.Applied.Outcome == OutcomeClaimedElsewhere:
+		return TallyClaimedElsewhere
+	case c.Applied.Outcome == OutcomeStillPending:
+		return TallyStillPending
+	}
+	return TallyUnchanged
+}
+
+// Add counts one check of the given tally (Scanned is counted apart, when the check starts).
+func (c *Counters) Add(t Tally) {
+	switch t {
+	case TallyError:
+		c.Errors.Add(1)
+	case TallyRepaired:
+		c.Repaired.Add(1)
+	case TallyClosed:
+		c.Closed.Add(1)
+	case TallyMismatch:
+		c.Mismatches.Add(1)
+	case TallyClaimedElsewhere:
+		c.ClaimedElsewhere.Add(1)
+	case TallyStillPending:
+		c.StillPending.Add(1)
+	default:
+		c.Unchanged.Add(1)
+	}
+}

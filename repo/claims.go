@@ -33,9 +33,9 @@ type RedisClaimer struct {
 	log      zerolog.Logger
 	logEvery time.Duration
 
-	failures  atomic.Uint64
-	lastLogNs atomic.Int64
-	suppressd atomic.Uint64
+	failures   atomic.Uint64
+	lastLogNs  atomic.Int64
+	suppressed atomic.Uint64
 }
 
 // RedisOptions tune the claimer.
@@ -160,10 +160,10 @@ func (c *RedisClaimer) unavailable(op string, err error) {
 	now := time.Now().UnixNano()
 	last := c.lastLogNs.Load()
 	if now-last < int64(c.logEvery) || !c.lastLogNs.CompareAndSwap(last, now) {
-		c.suppressd.Add(1)
+		c.suppressed.Add(1)
 		return
 	}
-	c.log.Warn().Err(err).Str("op", op).Uint64("suppressed", c.suppressd.Swap(0)).
+	c.log.Warn().Err(err).Str("op", op).Uint64("suppressed", c.suppressed.Swap(0)).
 		Uint64("failures_total", c.failures.Load()).
 		Msg("redis unavailable: continuing without claims, the database decides")
 }

@@ -9,14 +9,6 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// YuanPtr is reconcile.FormatYuan for a nullable amount: "" for NULL.
-func YuanPtr(fen *int64) string {
-	if fen == nil {
-		return ""
-	}
-	return reconcile.FormatYuan(*fen)
-}
-
 // Report is the mismatch and run report for the half-open period [From, To).
 type Report struct {
 	From time.Time `json:"from"`
@@ -37,7 +29,7 @@ type Report struct {
 // minor units; AtStakeMinor sums Finding.AtStakeMinor.
 type SummaryRow struct {
 	Kind                reconcile.MismatchKind `json:"kind,omitempty" db:"kind"`
-	ReviewStatus        ReviewStatus           `json:"review_status,omitempty" db:"review_status"`
+	ReviewStatus        reconcile.ReviewStatus `json:"review_status,omitempty" db:"review_status"`
 	Count               int64                  `json:"count" db:"count"`
 	SeenCount           int64                  `json:"seen_count" db:"seen_count"`
 	LocalAmountMinor    int64                  `json:"local_amount_minor" db:"local_amount_minor"`

@@ -11,39 +11,6 @@ import (
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
-func TestYuanPtr(t *testing.T) {
-	t.Parallel()
-	five := int64(-5)
-	if repo.YuanPtr(nil) != "" || repo.YuanPtr(&five) != "-0.05" {
-		t.Errorf("YuanPtr(nil) = %q, YuanPtr(-5) = %q; want \"\" and \"-0.05\"", repo.YuanPtr(nil), repo.YuanPtr(&five))
-	}
-}
-
-func TestAtStake(t *testing.T) {
-	t.Parallel()
-	p := func(v int64) *int64 { return &v }
-	tests := []struct {
-		kind        reconcile.MismatchKind
-		local, plat *int64
-		want        int64
-	}{
-		{reconcile.MismatchAmount, p(10000), p(9000), 1000},
-		{reconcile.MismatchAmount, p(9000), p(10000), 1000},
-		{reconcile.MismatchAmount, nil, p(700), 700},
-		{reconcile.MismatchLocalPaidPlatformNot, p(2500), nil, 2500},
-		{reconcile.MismatchUnknownOrder, nil, p(800), 800},
-		{reconcile.MismatchDuplicatePayment, p(500), p(500), 500},
-		{reconcile.MismatchPaidAfterClose, p(300), nil, 300},
-		{reconcile.MismatchCurrency, nil, nil, 0},
-	}
-	for _, tc := range tests {
-		f := repo.Finding{Kind: tc.kind, LocalAmountMinor: tc.local, PlatformAmountMinor: tc.plat}
-		if got := f.AtStakeMinor(); got != tc.want {
-			t.Errorf("%s local %v platform %v: at stake %d, want %d", tc.kind, tc.local, tc.plat, got, tc.want)
-		}
-	}
-}
-
 // insertRun seeds one reconcile_runs row.
 func insertRun(t testing.TB, db *repotest.DB, mode, status string, started time.Time, counters [8]int64) int64 {
 	t.Helper()
@@ -70,9 +37,9 @@ func TestReportAggregates(t *testing.T) {
 		{otn: "amt-1", kind: reconcile.MismatchAmount, local: 10000, plat: 9990, first: in, seen: 2},                  // at stake 10
 		{otn: "amt-2", kind: reconcile.MismatchAmount, local: 1, plat: 100001, first: from, last: to.Add(h), seen: 5}, // first seen at the start: 100000
 		{otn: "amt-3", kind: reconcile.MismatchAmount, local: 5000, plat: 5005, first: from.Add(-48 * h), last: in, // last seen in the period: 5
-			status: repo.ReviewResolved, resolution: "ok", by: "ann", resolvedAt: in},
-		{otn: "unk-1", kind: reconcile.MismatchUnknownOrder, plat: 777, first: in, platform: "wechatpay"},                     // 777
-		{otn: "lpu-1", kind: reconcile.MismatchLocalPaidPlatformNot, local: 4321, first: in, status: repo.ReviewAcknowledged}, // 4321
+			status: reconcile.ReviewResolved, resolution: "ok", by: "ann", resolvedAt: in},
+		{otn: "unk-1", kind: reconcile.MismatchUnknownOrder, plat: 777, first: in, platform: "wechatpay"},                          // 777
+		{otn: "lpu-1", kind: reconcile.MismatchLocalPaidPlatformNot, local: 4321, first: in, status: reconcile.ReviewAcknowledged}, // 4321
 		// Outside: wholly before, wholly after, ending exactly at the start, starting at the end.
 		{otn: "old", kind: reconcile.MismatchAmount, local: 1, plat: 2, first: from.Add(-48 * h), last: from.Add(-24 * h)},
 		{otn: "edge-before", kind: reconcile.MismatchAmount, local: 1, plat: 2, first: from.Add(-h), last: from.Add(-time.Nanosecond * 1000)},
@@ -96,13 +63,13 @@ func TestReportAggregates(t *testing.T) {
 		t.Fatalf("period %v - %v", rep.From, rep.To)
 	}
 	wantSummary := []repo.SummaryRow{
-		{Kind: reconcile.MismatchAmount, ReviewStatus: repo.ReviewOpen, Count: 2, SeenCount: 7,
+		{Kind: reconcile.MismatchAmount, ReviewStatus: reconcile.ReviewOpen, Count: 2, SeenCount: 7,
 			LocalAmountMinor: 10001, PlatformAmountMinor: 109991, AtStakeMinor: 100010},
-		{Kind: reconcile.MismatchAmount, ReviewStatus: repo.ReviewResolved, Count: 1, SeenCount: 1,
+		{Kind: reconcile.MismatchAmount, ReviewStatus: reconcile.ReviewResolved, Count: 1, SeenCount: 1,
 			LocalAmountMinor: 5000, PlatformAmountMinor: 5005, AtStakeMinor: 5},
-		{Kind: reconcile.MismatchUnknownOrder, ReviewStatus: repo.ReviewOpen, Count: 1, SeenCount: 1,
+		{Kind: reconcile.MismatchUnknownOrder, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1,
 			PlatformAmountMinor: 777, AtStakeMinor: 777},
-		{Kind: reconcile.MismatchLocalPaidPlatformNot, ReviewStatus: repo.ReviewAcknowledged, Count: 1, SeenCount: 1,
+		{Kind: reconcile.MismatchLocalPaidPlatformNot, ReviewStatus: reconcile.ReviewAcknowledged, Count: 1, SeenCount: 1,
 			LocalAmountMinor: 4321, AtStakeMinor: 4321},
 	}
 	if !slices.Equal(rep.Summary, wantSummary) {

@@ -15,75 +15,6 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// ReviewStatus is reconcile_mismatches.review_status: where finance is with a finding.
-type ReviewStatus string
-
-const (
-	ReviewOpen         ReviewStatus = "OPEN"
-	ReviewAcknowledged ReviewStatus = "ACKNOWLEDGED"
-	ReviewResolved     ReviewStatus = "RESOLVED"
-)
-
-// ReviewStatuses lists every review status in workflow order.
-var ReviewStatuses = []ReviewStatus{ReviewOpen, ReviewAcknowledged, ReviewResolved}
-
-// ParseReviewStatus accepts a review status in any letter case.
-func ParseReviewStatus(s string) (ReviewStatus, error) {
-	up := ReviewStatus(strings.ToUpper(strings.TrimSpace(s)))
-	for _, st := range ReviewStatuses {
-		if up == st {
-			return st, nil
-		}
-	}
-	return "", fmt.Errorf("unknown review status %q (want OPEN, ACKNOWLEDGED or RESOLVED)", s)
-}
-
-// MismatchKinds lists every reconcile_mismatches.kind.
-var MismatchKinds = []reconcile.MismatchKind{
-	reconcile.MismatchAmount, reconcile.MismatchCurrency, reconcile.MismatchMerchant,
-	reconcile.MismatchUnknownOrder, reconcile.MismatchPaidAfterClose, reconcile.MismatchDuplicatePayment,
-	reconcile.MismatchLocalPaidPlatformNot, reconcile.MismatchRefundedAtPlatform,
-}
-
-// ParseMismatchKind accepts a finding kind in any letter case.
-func ParseMismatchKind(s string) (reconcile.MismatchKind, error) {
-	up := reconcile.MismatchKind(strings.ToUpper(strings.TrimSpace(s)))
-	for _, k := range MismatchKinds {
-		if up == k {
-			return k, nil
-		}
-	}
-	names := make([]string, len(MismatchKinds))
-	for i, k := range MismatchKinds {
-		names[i] = string(k)
-	}
-	return "", fmt.Errorf("unknown mismatch kind %q (want one of %s)", s, strings.Join(names, ", "))
-}
-
-// ErrIllegalReview is the sentinel every *ReviewTransitionError matches with errors.Is.
-var ErrIllegalReview = errors.New("illegal review transition")
-
-// ReviewTransitionError is a review move the finding's current status does not allow: an
-// acknowledgement of a finding that is no longer OPEN, a resolve of a RESOLVED one, or the
-// loser of two reviewers racing on the same finding.
-type ReviewTransitionError struct {
-	ID      int64
-	Action  string // "acknowledge" or "resolve"
-	Current ReviewStatus
-	Allowed []ReviewStatus
-}
-
-func (e *ReviewTransitionError) Error() string {
-	allowed := make([]string, len(e.Allowed))
-	for i, s := range e.Allowed {
-		allowed[i] = string(s)
-	}
-	return fmt.Sprintf("mismatch %d is %s: cannot %s it (only from %s)", e.ID, e.Current, e.Action, strings.Join(allowed, " or "))
-}
-
-// Is makes errors.Is(err, ErrIllegalReview) hold.
-func (e *ReviewTransitionError) Is(target error) bool { return target == ErrIllegalReview }
-
 // Finding is one reconcile_mismatches row. Nullable amounts and times are pointers (nil:
 // NULL); nullable text is "" when NULL.
 type Finding struct {
@@ -102,39 +33,17 @@ type Finding struct {
 	FirstSeenAt         time.Time              `json:"first_seen_at" db:"first_seen_at"`
 	LastSeenAt          time.Time              `json:"last_seen_at" db:"last_seen_at"`
 	SeenCount           int64                  `json:"seen_count" db:"seen_count"`
-	ReviewStatus        ReviewStatus           `json:"review_status" db:"review_status"`
+	ReviewStatus        reconcile.ReviewStatus `json:"review_status" db:"review_status"`
 	Resolution          string                 `json:"resolution" db:"resolution"`
 	Note                string                 `json:"note" db:"note"`
 	ResolvedBy          string                 `json:"resolved_by" db:"resolved_by"`
 	ResolvedAt          *time.Time             `json:"resolved_at" db:"resolved_at"`
 }
 
-// AtStakeMinor is the money a finding puts in question, in minor units: the difference for
-// an amount mismatch, the local amount for an order paid locally but not at the platform,
-// and otherwise the amount the platform reports moved (the local amount when it named none).
-// It is never negative. The report's sums use the same rule (atStakeSQL).
+// AtStakeMinor is the money the finding puts in question (reconcile.AtStakeMinor); the
+// report's sums use the same rule in SQL (atStakeSQL).
 func (f Finding) AtStakeMinor() int64 {
-	l, p := deref(f.LocalAmountMinor), deref(f.PlatformAmountMinor)
-	switch f.Kind {
-	case reconcile.MismatchAmount:
-		if p > l {
-			return p - l
-		}
-		return l - p
-	case reconcile.MismatchLocalPaidPlatformNot:
-		return l
-	}
-	if f.PlatformAmountMinor != nil {
-		return p
-	}
-	return l
-}
-
-func deref(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
+	return reconcile.AtStakeMinor(f.Kind, f.LocalAmountMinor, f.PlatformAmountMinor)
 }
 
 // findingColumns selects a Finding; NULL text comes back as "".
@@ -160,8 +69,8 @@ type AuditEntry struct {
 // Audit actions written by the review workflow, and by the database when the apply path
 // reopens a RESOLVED finding on new evidence (migration 0004).
 const (
-	AuditAcknowledge = "acknowledge"
-	AuditResolve     = "resolve"
+	AuditAcknowledge = string(reconcile.ReviewAcknowledge)
+	AuditResolve     = string(reconcile.ReviewResolve)
 	AuditReopen      = "reopen"
 )
 
@@ -224,7 +133,7 @@ func (r *Review) now() time.Time {
 
 // ListFilter selects findings for List. Zero fields do not filter.
 type ListFilter struct {
-	Statuses []ReviewStatus // empty: every status
+	Statuses []reconcile.ReviewStatus // empty: every status
 	Kind     reconcile.MismatchKind
 	Platform reconcile.Platform
 	// Since and Until bound the period [Since, Until) in which a finding was first or last
@@ -381,10 +290,7 @@ type ReviewMove struct {
 // replaces the finding's note. A missing id is reconcile.ErrNotFound; a finding in another
 // status is a *ReviewTransitionError (errors.Is ErrIllegalReview). Both are wrapped.
 func (r *Review) Acknowledge(ctx context.Context, id int64, actor, note string) (ReviewMove, error) {
-	return r.move(ctx, move{
-		id: id, action: AuditAcknowledge, actor: actor, note: note,
-		from: []ReviewStatus{ReviewOpen}, to: ReviewAcknowledged,
-	})
+	return r.move(ctx, move{id: id, action: reconcile.ReviewAcknowledge, actor: actor, note: note})
 }
 
 // Resolve moves a finding OPEN or ACKNOWLEDGED -> RESOLVED, setting resolution, note (when
@@ -393,18 +299,14 @@ func (r *Review) Resolve(ctx context.Context, id int64, actor, resolution, note 
 	if strings.TrimSpace(resolution) == "" {
 		return ReviewMove{}, fmt.Errorf("resolve mismatch %d: the resolution must not be empty", id)
 	}
-	return r.move(ctx, move{
-		id: id, action: AuditResolve, actor: actor, note: note, resolution: resolution,
-		from: []ReviewStatus{ReviewOpen, ReviewAcknowledged}, to: ReviewResolved,
-	})
+	return r.move(ctx, move{id: id, action: reconcile.ReviewResolve, actor: actor, note: note, resolution: resolution})
 }
 
 type move struct {
 	id               int64
-	action, actor    string
+	action           reconcile.ReviewAction
+	actor            string
 	note, resolution string
-	from             []ReviewStatus
-	to               ReviewStatus
 }
 
 // reviewUpdateSQL is the conditional update: it changes the row only while its status is one
@@ -437,24 +339,25 @@ func (r *Review) move(ctx context.Context, m move) (ReviewMove, error) {
 	if err != nil {
 		return ReviewMove{}, err
 	}
-	illegal := &ReviewTransitionError{ID: m.id, Action: m.action, Current: cur.ReviewStatus, Allowed: m.from}
-	if !containsStatus(m.from, cur.ReviewStatus) {
-		return ReviewMove{}, illegal
+	to, err := reconcile.NextReviewStatus(m.id, m.action, cur.ReviewStatus)
+	if err != nil {
+		return ReviewMove{}, err
 	}
-	from := make([]string, len(m.from))
-	for i, s := range m.from {
+	legalFrom := reconcile.ReviewMoves[m.action].From
+	from := make([]string, len(legalFrom))
+	for i, s := range legalFrom {
 		from[i] = string(s)
 	}
 	now := r.now()
-	res, err := tx.ExecContext(ctx, reviewUpdateSQL, m.id, pq.Array(from), string(m.to),
+	res, err := tx.ExecContext(ctx, reviewUpdateSQL, m.id, pq.Array(from), string(to),
 		strings.TrimSpace(m.note), strings.TrimSpace(m.resolution), actor, now)
 	if err != nil {
 		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", m.action, m.id, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", m.action, m.id, err)
-	} else if n != 1 {
-		return ReviewMove{}, illegal
+	} else if n != 1 { // a concurrent reviewer moved it between the read and the update
+		return ReviewMove{}, &reconcile.ReviewTransitionError{ID: m.id, Action: string(m.action), Current: cur.ReviewStatus, Allowed: legalFrom}
 	}
 	var audit AuditEntry
 	err = tx.GetContext(ctx, &audit, `INSERT INTO reconcile_mismatch_audit
@@ -462,7 +365,7 @@ func (r *Review) move(ctx context.Context, m move) (ReviewMove, error) {
 		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7)
 		RETURNING id, mismatch_id, action, actor, COALESCE(from_status, '') AS from_status,
 			COALESCE(to_status, '') AS to_status, COALESCE(note, '') AS note, created_at`,
-		m.id, m.action, actor, string(cur.ReviewStatus), string(m.to), strings.TrimSpace(m.note), now)
+		m.id, string(m.action), actor, string(cur.ReviewStatus), string(to), strings.TrimSpace(m.note), now)
 	if err != nil {
 		return ReviewMove{}, fmt.Errorf("%s mismatch %d: write audit row: %w", m.action, m.id, err)
 	}
@@ -474,13 +377,4 @@ func (r *Review) move(ctx context.Context, m move) (ReviewMove, error) {
 		return ReviewMove{}, fmt.Errorf("%s mismatch %d: commit: %w", m.action, m.id, err)
 	}
 	return ReviewMove{Finding: updated, Audit: audit}, nil
-}
-
-func containsStatus(list []ReviewStatus, s ReviewStatus) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -33,7 +33,7 @@ type seedFinding struct {
 	platformStatus  string
 	first, last     time.Time
 	seen            int
-	status          repo.ReviewStatus
+	status          reconcile.ReviewStatus
 	detail          string
 	resolution, by  string
 	resolvedAt      time.Time
@@ -61,7 +61,7 @@ func insertFinding(t testing.TB, db *repotest.DB, s seedFinding) int64 {
 		s.seen = 1
 	}
 	if s.status == "" {
-		s.status = repo.ReviewOpen
+		s.status = reconcile.ReviewOpen
 	}
 	if s.detail == "" {
 		s.detail = `{}`
@@ -121,14 +121,14 @@ func TestReviewListFilters(t *testing.T) {
 	// id order is insertion order: the expectations below are in that order.
 	for _, s := range []seedFinding{
 		{otn: "a-open-amount", kind: reconcile.MismatchAmount, first: reviewBase.Add(-48 * h), last: reviewBase.Add(-47 * h)},
-		{otn: "b-ack-unknown", kind: reconcile.MismatchUnknownOrder, status: repo.ReviewAcknowledged, platform: "wechatpay",
+		{otn: "b-ack-unknown", kind: reconcile.MismatchUnknownOrder, status: reconcile.ReviewAcknowledged, platform: "wechatpay",
 			first: reviewBase.Add(-30 * h), last: reviewBase.Add(2 * h)},
-		{otn: "c-resolved-amount", kind: reconcile.MismatchAmount, status: repo.ReviewResolved, resolution: "refunded",
+		{otn: "c-resolved-amount", kind: reconcile.MismatchAmount, status: reconcile.ReviewResolved, resolution: "refunded",
 			by: "ann", resolvedAt: reviewBase, first: reviewBase.Add(h), last: reviewBase.Add(3 * h)},
 		{otn: "d-open-dup", kind: reconcile.MismatchDuplicatePayment, platform: "wechatpay",
 			first: reviewBase.Add(5 * h), last: reviewBase.Add(30 * h)},
 		{otn: "e-open-amount", kind: reconcile.MismatchAmount, first: reviewBase.Add(30 * h), last: reviewBase.Add(31 * h)},
-		{otn: "f-ack-amount", kind: reconcile.MismatchAmount, status: repo.ReviewAcknowledged,
+		{otn: "f-ack-amount", kind: reconcile.MismatchAmount, status: reconcile.ReviewAcknowledged,
 			first: reviewBase.Add(-72 * h), last: reviewBase.Add(72 * h)},
 	} {
 		insertFinding(t, db, s)
@@ -141,16 +141,16 @@ func TestReviewListFilters(t *testing.T) {
 	}{
 		{"no filter lists every status", repo.ListFilter{},
 			[]string{"a-open-amount", "b-ack-unknown", "c-resolved-amount", "d-open-dup", "e-open-amount", "f-ack-amount"}},
-		{"open only", repo.ListFilter{Statuses: []repo.ReviewStatus{repo.ReviewOpen}},
+		{"open only", repo.ListFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}},
 			[]string{"a-open-amount", "d-open-dup", "e-open-amount"}},
-		{"open and acknowledged", repo.ListFilter{Statuses: []repo.ReviewStatus{repo.ReviewOpen, repo.ReviewAcknowledged}},
+		{"open and acknowledged", repo.ListFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}},
 			[]string{"a-open-amount", "b-ack-unknown", "d-open-dup", "e-open-amount", "f-ack-amount"}},
-		{"resolved", repo.ListFilter{Statuses: []repo.ReviewStatus{repo.ReviewResolved}}, []string{"c-resolved-amount"}},
+		{"resolved", repo.ListFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewResolved}}, []string{"c-resolved-amount"}},
 		{"kind", repo.ListFilter{Kind: reconcile.MismatchAmount},
 			[]string{"a-open-amount", "c-resolved-amount", "e-open-amount", "f-ack-amount"}},
 		{"platform", repo.ListFilter{Platform: reconcile.WechatPay}, []string{"b-ack-unknown", "d-open-dup"}},
 		{"kind and platform and status", repo.ListFilter{Kind: reconcile.MismatchAmount, Platform: reconcile.Alipay,
-			Statuses: []repo.ReviewStatus{repo.ReviewOpen}}, []string{"a-open-amount", "e-open-amount"}},
+			Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}}, []string{"a-open-amount", "e-open-amount"}},
 		// first or last seen in [base, base+24h): b (last), c (both), d (first). f spans the
 		// day without a sighting recorded in it; a and e lie wholly outside.
 		{"since and until", repo.ListFilter{Since: reviewBase, Until: day},
@@ -198,7 +198,7 @@ func TestReviewListFindingFields(t *testing.T) {
 		f.MerchantID != "2021000000000001" || f.OutTradeNo != "ord-1" || f.PlatformTradeNo != "2026112822001" ||
 		f.Kind != reconcile.MismatchAmount || f.LocalAmountMinor == nil || *f.LocalAmountMinor != 10000 ||
 		f.PlatformAmountMinor == nil || *f.PlatformAmountMinor != 9999 || f.LocalStatus != "PAID" ||
-		f.PlatformStatus != "TRADE_SUCCESS" || f.SeenCount != 3 || f.ReviewStatus != repo.ReviewOpen ||
+		f.PlatformStatus != "TRADE_SUCCESS" || f.SeenCount != 3 || f.ReviewStatus != reconcile.ReviewOpen ||
 		!f.FirstSeenAt.Equal(reviewBase) || !f.LastSeenAt.Equal(reviewBase.Add(time.Minute)) || f.ResolvedAt != nil {
 		t.Fatalf("finding read back wrong: %+v", f)
 	}
@@ -220,18 +220,18 @@ func TestReviewListKeysetPagination(t *testing.T) {
 	db := repotest.NewDB(t)
 	var open []int64
 	for i := range 23 {
-		status := repo.ReviewOpen
+		status := reconcile.ReviewOpen
 		if i%4 == 3 {
-			status = repo.ReviewResolved
+			status = reconcile.ReviewResolved
 		}
 		id := insertFinding(t, db, seedFinding{otn: fmt.Sprintf("page-%02d", i), status: status, resolution: "x", by: "y"})
-		if status == repo.ReviewOpen {
+		if status == reconcile.ReviewOpen {
 			open = append(open, id)
 		}
 	}
 	rv := repo.NewReview(db.DB)
 	ctx := context.Background()
-	filter := repo.ListFilter{Statuses: []repo.ReviewStatus{repo.ReviewOpen}, Limit: 5}
+	filter := repo.ListFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}, Limit: 5}
 	var seen []int64
 	pages := 0
 	for {
@@ -278,54 +278,54 @@ func TestReviewTransitions(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		start      repo.ReviewStatus
+		start      reconcile.ReviewStatus
 		missing    bool // act on an id that does not exist
 		act        func(id int64) (repo.ReviewMove, error)
-		wantStatus repo.ReviewStatus // "" when the move must fail
-		wantAudit  repo.AuditEntry   // checked when the move succeeds
+		wantStatus reconcile.ReviewStatus // "" when the move must fail
+		wantAudit  repo.AuditEntry        // checked when the move succeeds
 		wantErr    error
 		wantMsg    []string
 	}{
-		{name: "ack open", start: repo.ReviewOpen,
+		{name: "ack open", start: reconcile.ReviewOpen,
 			act:        func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, " ann ", "looking into it") },
-			wantStatus: repo.ReviewAcknowledged,
+			wantStatus: reconcile.ReviewAcknowledged,
 			wantAudit:  repo.AuditEntry{Action: "acknowledge", Actor: "ann", FromStatus: "OPEN", ToStatus: "ACKNOWLEDGED", Note: "looking into it"}},
-		{name: "resolve open", start: repo.ReviewOpen,
+		{name: "resolve open", start: reconcile.ReviewOpen,
 			act: func(id int64) (repo.ReviewMove, error) {
 				return rv.Resolve(ctx, id, "bob", "refunded the buyer", "ticket 7")
 			},
-			wantStatus: repo.ReviewResolved,
+			wantStatus: reconcile.ReviewResolved,
 			wantAudit:  repo.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "OPEN", ToStatus: "RESOLVED", Note: "ticket 7"}},
-		{name: "resolve acknowledged", start: repo.ReviewAcknowledged,
+		{name: "resolve acknowledged", start: reconcile.ReviewAcknowledged,
 			act:        func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "bob", "written off", "") },
-			wantStatus: repo.ReviewResolved,
+			wantStatus: reconcile.ReviewResolved,
 			wantAudit:  repo.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "ACKNOWLEDGED", ToStatus: "RESOLVED"}},
-		{name: "ack acknowledged", start: repo.ReviewAcknowledged,
+		{name: "ack acknowledged", start: reconcile.ReviewAcknowledged,
 			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "ann", "") },
-			wantErr: repo.ErrIllegalReview, wantMsg: []string{"is ACKNOWLEDGED", "cannot acknowledge"}},
-		{name: "ack resolved", start: repo.ReviewResolved,
+			wantErr: reconcile.ErrIllegalReview, wantMsg: []string{"is ACKNOWLEDGED", "cannot acknowledge"}},
+		{name: "ack resolved", start: reconcile.ReviewResolved,
 			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "ann", "") },
-			wantErr: repo.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot acknowledge"}},
-		{name: "resolve resolved", start: repo.ReviewResolved,
+			wantErr: reconcile.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot acknowledge"}},
+		{name: "resolve resolved", start: reconcile.ReviewResolved,
 			act:     func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "bob", "again", "") },
-			wantErr: repo.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot resolve"}},
+			wantErr: reconcile.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot resolve"}},
 		{name: "ack unknown id", missing: true,
 			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "ann", "") },
 			wantErr: reconcile.ErrNotFound, wantMsg: []string{"not found"}},
 		{name: "resolve unknown id", missing: true,
 			act:     func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "ann", "x", "") },
 			wantErr: reconcile.ErrNotFound, wantMsg: []string{"not found"}},
-		{name: "ack without reviewer", start: repo.ReviewOpen,
+		{name: "ack without reviewer", start: reconcile.ReviewOpen,
 			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "  ", "") },
 			wantMsg: []string{"reviewer must be named"}},
-		{name: "resolve without resolution", start: repo.ReviewOpen,
+		{name: "resolve without resolution", start: reconcile.ReviewOpen,
 			act:     func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "ann", " ", "") },
 			wantMsg: []string{"resolution must not be empty"}},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := seedFinding{otn: fmt.Sprintf("tr-%d", i), status: tc.start, initialNoteText: "seeded note"}
-			if tc.start == repo.ReviewResolved {
+			if tc.start == reconcile.ReviewResolved {
 				s.resolution, s.by, s.resolvedAt = "earlier", "carol", reviewBase
 			}
 			id := int64(1 << 40)
@@ -346,8 +346,8 @@ func TestReviewTransitions(t *testing.T) {
 						t.Fatalf("error %q does not say %q", err, m)
 					}
 				}
-				if errors.Is(err, repo.ErrIllegalReview) {
-					var te *repo.ReviewTransitionError
+				if errors.Is(err, reconcile.ErrIllegalReview) {
+					var te *reconcile.ReviewTransitionError
 					if !errors.As(err, &te) || te.ID != id || te.Current != tc.start {
 						t.Fatalf("transition error %#v", te)
 					}
@@ -385,7 +385,7 @@ func TestReviewTransitions(t *testing.T) {
 			if stored.Note != wantNote {
 				t.Fatalf("note = %q, want %q", stored.Note, wantNote)
 			}
-			if tc.wantStatus == repo.ReviewResolved {
+			if tc.wantStatus == reconcile.ReviewResolved {
 				if stored.ResolvedBy != tc.wantAudit.Actor || stored.Resolution == "" ||
 					stored.ResolvedAt == nil || !stored.ResolvedAt.Equal(clock) {
 					t.Fatalf("resolve columns: by %q resolution %q at %v", stored.ResolvedBy, stored.Resolution, stored.ResolvedAt)
@@ -441,7 +441,7 @@ func TestReviewRacingResolversOnlyOneWins(t *testing.T) {
 	t.Parallel()
 	db := repotest.NewDB(t)
 	rv := repo.NewReview(db.DB)
-	id := insertFinding(t, db, seedFinding{otn: "contested", status: repo.ReviewAcknowledged})
+	id := insertFinding(t, db, seedFinding{otn: "contested", status: reconcile.ReviewAcknowledged})
 
 	const n = 16
 	var wg sync.WaitGroup
@@ -466,9 +466,9 @@ func TestReviewRacingResolversOnlyOneWins(t *testing.T) {
 				t.Fatalf("reviewers %d and %d both resolved the finding", winner, i)
 			}
 			winner = i
-		case errors.Is(err, repo.ErrIllegalReview):
-			var te *repo.ReviewTransitionError
-			if !errors.As(err, &te) || te.Current != repo.ReviewResolved {
+		case errors.Is(err, reconcile.ErrIllegalReview):
+			var te *reconcile.ReviewTransitionError
+			if !errors.As(err, &te) || te.Current != reconcile.ReviewResolved {
 				t.Fatalf("reviewer %d lost with %v, want it told the finding is RESOLVED", i, err)
 			}
 		default:
@@ -483,7 +483,7 @@ func TestReviewRacingResolversOnlyOneWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantBy := fmt.Sprintf("reviewer-%02d", winner)
-	if f.ReviewStatus != repo.ReviewResolved || f.ResolvedBy != wantBy || f.Resolution != fmt.Sprintf("resolution %d", winner) {
+	if f.ReviewStatus != reconcile.ReviewResolved || f.ResolvedBy != wantBy || f.Resolution != fmt.Sprintf("resolution %d", winner) {
 		t.Fatalf("finding %+v, want resolved by the winner %s", f, wantBy)
 	}
 	audit := auditRows(t, db, id)
@@ -513,7 +513,7 @@ func TestReviewDetails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Finding.ID != withOrder || d.Finding.ReviewStatus != repo.ReviewAcknowledged || string(d.Finding.Detail) == "{}" {
+	if d.Finding.ID != withOrder || d.Finding.ReviewStatus != reconcile.ReviewAcknowledged || string(d.Finding.Detail) == "{}" {
 		t.Fatalf("finding %+v", d.Finding)
 	}
 	if d.Order == nil || d.Order.ID != oid || d.Order.Status != "PAID" || d.Order.PlatformTradeNo != "wx-1" ||
@@ -537,31 +537,5 @@ func TestReviewDetails(t *testing.T) {
 	}
 	if _, err := rv.Details(ctx, orphan+1000); !errors.Is(err, reconcile.ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprint(orphan+1000)) {
 		t.Fatalf("details of a missing id: %v", err)
-	}
-}
-
-func TestParseReviewStatusAndKind(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   string
-		want repo.ReviewStatus
-		ok   bool
-	}{{"OPEN", repo.ReviewOpen, true}, {"acknowledged", repo.ReviewAcknowledged, true}, {" Resolved ", repo.ReviewResolved, true},
-		{"closed", "", false}, {"", "", false}} {
-		got, err := repo.ParseReviewStatus(tc.in)
-		if got != tc.want || (err == nil) != tc.ok {
-			t.Errorf("ParseReviewStatus(%q) = %q, %v", tc.in, got, err)
-		}
-	}
-	for _, tc := range []struct {
-		in   string
-		want reconcile.MismatchKind
-		ok   bool
-	}{{"amount_mismatch", reconcile.MismatchAmount, true}, {"REFUNDED_AT_PLATFORM", reconcile.MismatchRefundedAtPlatform, true},
-		{"AMOUNT", "", false}} {
-		got, err := repo.ParseMismatchKind(tc.in)
-		if got != tc.want || (err == nil) != tc.ok {
-			t.Errorf("ParseMismatchKind(%q) = %q, %v", tc.in, got, err)
-		}
 	}
 }

@@ -216,8 +216,12 @@ func (r *Runs) LoadRun(ctx context.Context, id int64) (reconcile.Run, error) {
 	if err != nil {
 		return reconcile.Run{}, fmt.Errorf("run %d: %w", id, err)
 	}
-	var shard reconcile.Shard
-	fmt.Sscanf(row.Shard, "%d/%d", &shard.Index, &shard.Count) //nolint:errcheck // written by StartRun
+	var shard reconcile.Shard // a pass over every order is stored as the zero shard, "0/0"
+	if row.Shard != shard.String() {
+		if shard, err = reconcile.ParseShard(row.Shard); err != nil {
+			return reconcile.Run{}, fmt.Errorf("run %d: %w", id, err)
+		}
+	}
 	return reconcile.Run{ID: row.ID, Mode: reconcile.RunMode(row.Mode), Status: reconcile.RunStatus(row.Status),
 		StartedAt: row.StartedAt, WindowFrom: row.WindowFrom.Time, WindowTo: row.WindowTo.Time, Shard: shard,
 		Cursor: cur, DryRun: row.DryRun, Counts: row.CounterValues}, nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
@@ -186,7 +187,7 @@ func newLogger(cfg config.Config, w io.Writer) zerolog.Logger {
 	format := cfg.LogFormat
 	if format == "" {
 		format = "json"
-		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+		if isTerminal(w) {
 			format = "console"
 		}
 	}
@@ -199,4 +200,27 @@ func newLogger(cfg config.Config, w io.Writer) zerolog.Logger {
 		level = zerolog.InfoLevel
 	}
 	return zerolog.New(out).Level(level).With().Timestamp().Logger()
+}
+
+// isTerminal reports whether w is a terminal: the logger, the progress bar and the refusal
+// to print xlsx to a screen all decide by it.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// parseWhen reads a --since/--until/--from/--to value: a date (midnight in loc) or an
+// RFC 3339 time; a date and time without an offset is read in loc too.
+func parseWhen(flagName, v string, loc *time.Location) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	for _, layout := range []string{time.DateOnly, "2006-01-02T15:04:05", time.DateTime, "2006-01-02 15:04"} {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usagef("--%s: want a date such as 2026-11-28 (midnight in %s) or an RFC 3339 time such as 2026-11-28T10:00:00+08:00, got %q",
+		flagName, loc, v)
 }

@@ -7,20 +7,18 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo"
 )
 
@@ -85,11 +83,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 
-	// 1. A database of its own.
 	dbName := fmt.Sprintf("payrecon_demo_%d", time.Now().Unix())
-	dbURL, drop, err := createDatabase(ctx, *adminURL, dbName)
+	dbURL, drop, err := repo.CreateDatabase(ctx, *adminURL, dbName)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo database (`make demo` starts PostgreSQL when none answers): %w", err)
 	}
 	if *keep {
 		defer say("\nkept database %s (%s)", dbName, config.RedactURL(dbURL))
@@ -98,55 +95,22 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	say("== payrecon demo ==\n\n1. database %s created and migrated", dbName)
 
-	// 2. The sandbox, in-process, with fresh keys written where a reconciler reads them.
 	keysDir, err := os.MkdirTemp("", "payrecon-demo-keys-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(keysDir)
-	keys, err := sandbox.GenerateKeys(0)
-	if err != nil {
-		return err
-	}
-	second, err := sandbox.SecondAccounts(0)
-	if err != nil {
-		return err
-	}
-	sb, err := sandbox.New(sandbox.Options{Keys: keys, Logger: log, Accounts: second})
-	if err != nil {
-		return err
-	}
-	defer sb.Close()
-	sbURL, stopSandbox, err := serveLoopback(sb)
+	sb, accountsFile, stopSandbox, err := startDemoSandbox(keysDir, log, say)
 	if err != nil {
 		return err
 	}
 	defer stopSandbox()
-	accountsFile, err := sb.WriteAccountsFile(keysDir, sbURL, 50)
-	if err != nil {
-		return err
-	}
-	id := sb.Identity()
-	say("2. platform sandbox (Alipay + WeChat Pay v3, real signatures) on %s, two accounts per platform:\n"+
-		"   alipay    %s (public key), %s (certificate mode: app_cert_sn, alipay_root_cert_sn)\n"+
-		"   wechatpay %s (WeChat Pay public key), %s (platform certificates from /v3/certificates)",
-		sbURL, id.AlipayAppID, sandbox.SecondAlipayAppID, id.WechatMchID, sandbox.SecondWechatMchID)
-
-	// 3. The reconciler, configured exactly as in production: RECONCILER_* settings and the
-	// accounts file.
 	env := map[string]string{"RECONCILER_DATABASE_URL": dbURL, "RECONCILER_REDIS_URL": *redisURL,
 		"RECONCILER_CLAIM_PREFIX": "demo:" + dbName + ":pay:notify:", "RECONCILER_RATE_PREFIX": "demo:" + dbName + ":rate:",
 		"RECONCILER_CONCURRENCY": "8", "RECONCILER_NOTIFY_WAIT": "1s"}
-	for _, kv := range sandbox.AccountsEnv(accountsFile) {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	cfgFS := flag.NewFlagSet("demo-config", flag.ContinueOnError)
-	loader := config.Register(cfgFS, config.GroupAll, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	cfgFS.Parse(nil) //nolint:errcheck // no arguments
-	cfg, err := loader.Load()
+	cfg, err := demoConfig(env, accountsFile)
 	if err != nil {
-		return fmt.Errorf("demo configuration: %w", err)
+		return err
 	}
 	a, err := newApp(ctx, cfg, log, true)
 	if err != nil {
@@ -159,19 +123,116 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer stopServe()
 	say("3. reconciler callback endpoints on %s/notify/{alipay,wechatpay}", notifyURL)
+	return demoStory(ctx, stdout, a, cfg, sb, notifyURL, log)
+}
 
-	// 4. Seed the mix.
+// startDemoSandbox runs the platform sandbox in-process on a loopback port, with fresh keys
+// written to keysDir where a reconciler reads them, and returns its accounts file.
+func startDemoSandbox(keysDir string, log zerolog.Logger, say func(string, ...any)) (*sandbox.Sandbox, string, func(), error) {
+	keys, err := sandbox.GenerateKeys(0)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	second, err := sandbox.SecondAccounts(0)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sb, err := sandbox.New(sandbox.Options{Keys: keys, Logger: log, Accounts: second})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sbURL, stopServe, err := serveLoopback(sb)
+	if err != nil {
+		sb.Close()
+		return nil, "", nil, err
+	}
+	stop := func() { stopServe(); sb.Close() }
+	accountsFile, err := sb.WriteAccountsFile(keysDir, sbURL, 50)
+	if err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	id := sb.Identity()
+	say("2. platform sandbox (Alipay + WeChat Pay v3, real signatures) on %s, two accounts per platform:\n"+
+		"   alipay    %s (public key), %s (certificate mode: app_cert_sn, alipay_root_cert_sn)\n"+
+		"   wechatpay %s (WeChat Pay public key), %s (platform certificates from /v3/certificates)",
+		sbURL, id.AlipayAppID, sandbox.SecondAlipayAppID, id.WechatMchID, sandbox.SecondWechatMchID)
+	return sb, accountsFile, stop, nil
+}
+
+// demoConfig loads the reconciler's configuration exactly as in production: RECONCILER_*
+// settings (env) and the accounts file.
+func demoConfig(env map[string]string, accountsFile string) (config.Config, error) {
+	for _, kv := range sandbox.AccountsEnv(accountsFile) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	cfgFS := flag.NewFlagSet("demo-config", flag.ContinueOnError)
+	loader := config.Register(cfgFS, config.GroupAll, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	cfgFS.Parse(nil) //nolint:errcheck // no arguments
+	cfg, err := loader.Load()
+	if err != nil {
+		return config.Config{}, fmt.Errorf("demo configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// demoStory seeds the mix, races a pass against a callback storm, backfills, and shows what
+// changed, what finance must review and what the relay hands to fulfilment.
+func demoStory(ctx context.Context, stdout io.Writer, a *app, cfg config.Config, sb *sandbox.Sandbox, notifyURL string, log zerolog.Logger) error {
+	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	orders := demoOrders()
-	if err := seedDemo(ctx, a.store.DB(), sb, orders); err != nil {
+	if err := seedDemo(ctx, a.store, sb, orders); err != nil {
 		return err
 	}
 	say("4. seeded %d orders (%s)\n", len(orders), storySummary(orders))
-	before, err := orderStatuses(ctx, a.store.DB())
+	before, err := a.store.OrderTrails(ctx)
 	if err != nil {
 		return err
 	}
+	deliveries, err := callbackStorm(ctx, sb, orders, notifyURL)
+	if err != nil {
+		return err
+	}
+	say("5. reconciliation pass (reconciler run), racing %d duplicate callbacks:", 6*(countCallbacks(orders)+1))
+	run, err := a.runner(a.metrics).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: shardOf(cfg)})
+	if err != nil {
+		return fmt.Errorf("demo pass: %w", err)
+	}
+	acked, err := countAcked(ctx, deliveries)
+	if err != nil {
+		return err
+	}
+	render.RunSummary(stdout, run)
+	say("   callbacks acknowledged: %d (every copy; each payment applied once)\n", acked)
 
-	// 5. A pass, racing a storm of duplicate, shuffled callbacks.
+	// An operator's backfill over the last day finds what a pass over PENDING orders cannot.
+	now := time.Now()
+	bf, err := a.runner(a.metrics).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: shardOf(cfg), From: now.Add(-24 * time.Hour), To: now})
+	if err != nil {
+		return fmt.Errorf("demo backfill: %w", err)
+	}
+	say("6. backfill of the last 24h (reconciler backfill --from ... --to ...):")
+	render.RunSummary(stdout, bf)
+
+	after, err := a.store.OrderTrails(ctx)
+	if err != nil {
+		return err
+	}
+	printBeforeAfter(stdout, sb, orders, before, after)
+	if err := printFindings(ctx, stdout, repo.NewReview(a.store.DB())); err != nil {
+		return err
+	}
+	if err := demoRelay(ctx, stdout, cfg, a.store, log); err != nil {
+		return err
+	}
+	say(demoNextSteps)
+	return nil
+}
+
+// callbackStorm delivers every callback of the mix six times, shuffled, plus a payment for an
+// order this merchant never created; the pass runs while they arrive.
+func callbackStorm(ctx context.Context, sb *sandbox.Sandbox, orders []demoOrder, notifyURL string) ([]*sandbox.Delivery, error) {
 	var deliveries []*sandbox.Delivery
 	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
 		var cbs []sandbox.Callback
@@ -181,26 +242,25 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 		if p == reconcile.Alipay {
-			// A payment for an order this merchant never created.
 			sb.SetScenario(p, "A-unknown-1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 4200})
 			cbs = append(cbs, sandbox.Callback{Platform: p, OutTradeNo: "A-unknown-1"})
 		}
 		d, err := sb.Deliver(ctx, sandbox.DeliveryOptions{URL: notifyURL + "/notify/" + string(p), Copies: 6, Shuffle: true, TimeScale: 1000}, cbs...)
 		if err != nil {
-			return fmt.Errorf("callback storm: %w", err)
+			return nil, fmt.Errorf("callback storm: %w", err)
 		}
 		deliveries = append(deliveries, d)
 	}
-	say("5. reconciliation pass (reconciler run), racing %d duplicate callbacks:", 6*(countCallbacks(orders)+1))
-	run, err := a.runner(a.metrics).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: shardOf(cfg)})
-	if err != nil {
-		return fmt.Errorf("demo pass: %w", err)
-	}
+	return deliveries, nil
+}
+
+// countAcked waits for every delivery and counts the copies the reconciler acknowledged.
+func countAcked(ctx context.Context, deliveries []*sandbox.Delivery) (int, error) {
 	acked := 0
 	for _, d := range deliveries {
 		res, err := d.Wait(ctx)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, r := range res {
 			if r.Acked {
@@ -208,44 +268,25 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	printSummary(stdout, run)
-	say("   callbacks acknowledged: %d (every copy; each payment applied once)\n", acked)
+	return acked, nil
+}
 
-	// 6. An operator's backfill over the last day finds what a pass over PENDING orders cannot.
-	now := time.Now()
-	bf, err := a.runner(a.metrics).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: shardOf(cfg), From: now.Add(-24 * time.Hour), To: now})
-	if err != nil {
-		return fmt.Errorf("demo backfill: %w", err)
-	}
-	say("6. backfill of the last 24h (reconciler backfill --from ... --to ...):")
-	printSummary(stdout, bf)
-
-	// 7. Before and after.
-	after, err := orderStatuses(ctx, a.store.DB())
-	if err != nil {
-		return err
-	}
-	say("\n7. before -> after")
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+func printBeforeAfter(w io.Writer, sb *sandbox.Sandbox, orders []demoOrder, before, after map[string]repo.OrderTrail) {
+	fmt.Fprintln(w, "\n7. before -> after")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  order\taccount\tstory\tplatform says\tbefore\tafter\tchanged\tevents\toutbox")
 	for _, o := range orders {
 		st := after[o.otn]
 		mark := ""
-		if st.status != before[o.otn].status {
+		if st.Status != before[o.otn].Status {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", o.otn, o.merchant(sb), o.story, o.platformSc.State, before[o.otn].status, st.status, mark, st.events, st.outbox)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", o.otn, o.merchant(sb), o.story, o.platformSc.State, before[o.otn].Status, st.Status, mark, st.Events, st.Outbox)
 	}
 	tw.Flush()
+}
 
-	// 8. What finance must review.
-	if err := printFindings(ctx, stdout, a.store.DB()); err != nil {
-		return err
-	}
-	if err := demoRelay(ctx, stdout, cfg, a.store, log); err != nil {
-		return err
-	}
-	say(`
+const demoNextSteps = `
 10. run it for real
    reconciler migrate                         # once per database, safe to repeat
    reconciler run                             # the CronJob: one pass, exit 0/1/2/3
@@ -256,9 +297,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
    reconciler report --format html --out report.html
    List your accounts (app ids, mchids, key files, QPS) in RECONCILER_ACCOUNTS_FILE; every
    process calling for an account shares its QPS through Redis. See README.md and
-   deploy/kubernetes/.`)
-	return nil
-}
+   deploy/kubernetes/.`
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
@@ -293,40 +332,6 @@ func storySummary(orders []demoOrder) string {
 	return strings.Join(parts, ", ")
 }
 
-// createDatabase makes a migrated database on the admin server and returns its URL and a
-// function that drops it.
-func createDatabase(ctx context.Context, adminURL, name string) (string, func(), error) {
-	admin, err := repo.Open(ctx, adminURL)
-	if err != nil {
-		return "", nil, fmt.Errorf("demo needs PostgreSQL (run it with `make demo`, which starts one when none answers): %w", err)
-	}
-	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+pq.QuoteIdentifier(name)); err != nil {
-		admin.Close()
-		return "", nil, fmt.Errorf("create demo database: %w", err)
-	}
-	u, err := url.Parse(adminURL)
-	if err != nil {
-		admin.Close()
-		return "", nil, err
-	}
-	u.Path = "/" + name
-	drop := func() {
-		admin.Exec(`DROP DATABASE IF EXISTS ` + pq.QuoteIdentifier(name) + ` WITH (FORCE)`) //nolint:errcheck // best effort
-		admin.Close()
-	}
-	db, err := repo.Open(ctx, u.String())
-	if err != nil {
-		drop()
-		return "", nil, err
-	}
-	defer db.Close()
-	if _, err := repo.Migrate(ctx, db); err != nil {
-		drop()
-		return "", nil, err
-	}
-	return u.String(), drop, nil
-}
-
 // serveLoopback serves h on a free loopback port.
 func serveLoopback(h http.Handler) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -356,7 +361,8 @@ func (o demoOrder) merchant(sb *sandbox.Sandbox) string {
 	return id.WechatMchID
 }
 
-func seedDemo(ctx context.Context, db *sqlx.DB, sb *sandbox.Sandbox, orders []demoOrder) error {
+func seedDemo(ctx context.Context, store *repo.Store, sb *sandbox.Sandbox, orders []demoOrder) error {
+	now := time.Now()
 	for _, o := range orders {
 		merchant := o.merchant(sb)
 		sc := o.platformSc
@@ -366,77 +372,34 @@ func seedDemo(ctx context.Context, db *sqlx.DB, sb *sandbox.Sandbox, orders []de
 			sc.AmountMinor = o.amount - 100 // the buyer paid one yuan less
 		}
 		sb.SetScenario(o.platform, o.otn, sc)
-		var tradeNo any
+		order := reconcile.Order{Platform: o.platform, MerchantID: merchant, OutTradeNo: o.otn, AmountMinor: o.amount,
+			Status: o.local, CreatedAt: now.Add(-o.createdAgo)}
 		if o.local == reconcile.StatusPaid {
-			tradeNo = sb.Scenario(o.platform, o.otn).TradeNo
+			order.PlatformTradeNo, order.PaidAmountMinor = sb.Scenario(o.platform, o.otn).TradeNo, o.amount
 		}
-		_, err := db.ExecContext(ctx, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, platform_trade_no, paid_amount_minor, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $5 = 'PAID' THEN $4::bigint END, now() - $7::interval)`,
-			string(o.platform), merchant, o.otn, o.amount, string(o.local), tradeNo, fmt.Sprintf("%d seconds", int(o.createdAgo.Seconds())))
-		if err != nil {
-			return fmt.Errorf("seed %s: %w", o.otn, err)
+		if _, err := store.InsertOrder(ctx, order); err != nil {
+			return fmt.Errorf("seed: %w", err)
 		}
 	}
 	return nil
 }
 
-type orderState struct {
-	status         string
-	events, outbox int
-}
-
-func orderStatuses(ctx context.Context, db *sqlx.DB) (map[string]orderState, error) {
-	rows, err := db.QueryContext(ctx, `SELECT out_trade_no, status,
-		(SELECT count(*) FROM payment_events e WHERE e.order_id = o.id),
-		(SELECT count(*) FROM fulfillment_outbox f WHERE f.order_id = o.id) FROM payment_orders o`)
+func printFindings(ctx context.Context, w io.Writer, review *repo.Review) error {
+	findings, err := review.List(ctx, repo.ListFilter{
+		Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}, Limit: 1000})
 	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]orderState{}
-	for rows.Next() {
-		var otn string
-		var s orderState
-		if err := rows.Scan(&otn, &s.status, &s.events, &s.outbox); err != nil {
-			return nil, err
-		}
-		out[otn] = s
-	}
-	return out, rows.Err()
-}
-
-func printFindings(ctx context.Context, w io.Writer, db *sqlx.DB) error {
-	var rows []struct {
-		ID       int64   `db:"id"`
-		Kind     string  `db:"kind"`
-		Platform string  `db:"platform"`
-		OTN      string  `db:"out_trade_no"`
-		Local    *int64  `db:"local_amount_minor"`
-		Remote   *int64  `db:"platform_amount_minor"`
-		LocalSt  *string `db:"local_status"`
-		RemoteSt *string `db:"platform_status"`
-		Seen     int     `db:"seen_count"`
-	}
-	if err := db.SelectContext(ctx, &rows, `SELECT id, kind, platform, out_trade_no, local_amount_minor, platform_amount_minor,
-		local_status, platform_status, seen_count FROM reconcile_mismatches WHERE review_status <> 'RESOLVED' ORDER BY kind, id`); err != nil {
 		return err
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Kind < rows[j].Kind })
-	fmt.Fprintf(w, "\n8. for finance to review (%d open findings; reconciler mismatches list / show / ack / resolve)\n", len(rows))
+	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Kind < findings[j].Kind })
+	fmt.Fprintf(w, "\n8. for finance to review (%d open findings; reconciler mismatches list / show / ack / resolve)\n", len(findings))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  id\tkind\tplatform\torder\tlocal\tplatform\tseen")
-	yuan := func(v *int64, st *string) string {
-		s := "-"
-		if v != nil {
-			s = reconcile.FormatYuan(*v)
-		}
-		if st != nil {
-			s += " " + *st
-		}
-		return s
+	withStatus := func(amount *int64, status string) string {
+		return strings.TrimSpace(reconcile.FormatYuanOr(amount, "-") + " " + status)
 	}
-	for _, r := range rows {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Kind, r.Platform, r.OTN, yuan(r.Local, r.LocalSt), yuan(r.Remote, r.RemoteSt), r.Seen)
+	for _, f := range findings {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\n", f.ID, f.Kind, f.Platform, f.OutTradeNo,
+			withStatus(f.LocalAmountMinor, f.LocalStatus), withStatus(f.PlatformAmountMinor, f.PlatformStatus), f.SeenCount)
 	}
 	return tw.Flush()
 }

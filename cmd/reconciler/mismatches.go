@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,12 +10,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo"
 )
 
@@ -64,22 +61,6 @@ func cmdMismatches(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return usagef("mismatches: unknown command %q (want list, show, ack or resolve)", args[0])
 	}
 	return run(ctx, args[1:], stdout, stderr)
-}
-
-// parseWhen reads a --since/--until/--from/--to value: a date (midnight in loc) or an
-// RFC 3339 time; a date and time without an offset is read in loc too.
-func parseWhen(flagName, v string, loc *time.Location) (time.Time, error) {
-	v = strings.TrimSpace(v)
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
-	for _, layout := range []string{time.DateOnly, "2006-01-02T15:04:05", time.DateTime, "2006-01-02 15:04"} {
-		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, usagef("--%s: want a date such as 2026-11-28 (midnight in %s) or an RFC 3339 time such as 2026-11-28T10:00:00+08:00, got %q",
-		flagName, loc, v)
 }
 
 // parseWithID is parse for the commands that take an id: flags may come before or after it
@@ -197,21 +178,21 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	switch o.format {
 	case "json":
-		views := make([]findingView, len(findings))
+		views := make([]render.FindingView, len(findings))
 		for i, f := range findings {
-			views[i] = newFindingView(f, cfg.Timezone)
+			views[i] = render.NewFindingView(f, cfg.Timezone)
 		}
-		err = writeIndentedJSON(stdout, views)
+		err = render.WriteJSON(stdout, views)
 	case "csv":
 		cw := csv.NewWriter(stdout)
-		cw.Write(findingCSVHeader) //nolint:errcheck // the writer keeps its first error for Flush
+		cw.Write(render.FindingCSVHeader) //nolint:errcheck // the writer keeps its first error for Flush
 		for _, f := range findings {
-			cw.Write(findingCSVRecord(f, cfg.Timezone)) //nolint:errcheck
+			cw.Write(render.FindingCSVRecord(f, cfg.Timezone)) //nolint:errcheck
 		}
 		cw.Flush()
 		err = cw.Error()
 	default:
-		err = writeFindingTable(stdout, findings, cfg.Timezone)
+		err = render.WriteFindingTable(stdout, findings, cfg.Timezone)
 	}
 	if err != nil {
 		return fmt.Errorf("mismatches list: write output: %w", err)
@@ -228,11 +209,11 @@ func (o listOptions) filter(loc *time.Location) (repo.ListFilter, error) {
 	f := repo.ListFilter{Limit: o.limit, AfterID: o.afterID}
 	switch st := strings.TrimSpace(o.status); {
 	case st == "":
-		f.Statuses = []repo.ReviewStatus{repo.ReviewOpen, repo.ReviewAcknowledged}
+		f.Statuses = []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}
 	case strings.EqualFold(st, "all"):
 	default:
 		for _, s := range strings.Split(st, ",") {
-			rs, err := repo.ParseReviewStatus(s)
+			rs, err := reconcile.ParseReviewStatus(s)
 			if err != nil {
 				return f, usagef("mismatches list: --status must be OPEN, ACKNOWLEDGED, RESOLVED (comma-separated) or all, got %q", o.status)
 			}
@@ -240,7 +221,7 @@ func (o listOptions) filter(loc *time.Location) (repo.ListFilter, error) {
 		}
 	}
 	if o.kind != "" {
-		k, err := repo.ParseMismatchKind(o.kind)
+		k, err := reconcile.ParseMismatchKind(o.kind)
 		if err != nil {
 			return f, usagef("mismatches list: --kind: %v", err)
 		}
@@ -278,120 +259,6 @@ func (o listOptions) filter(loc *time.Location) (repo.ListFilter, error) {
 
 // ---- formatting shared by list, show and report ----
 
-// findingView is a finding as JSON: the stored columns, times in the configured zone, and
-// the amounts also as exact yuan strings.
-type findingView struct {
-	repo.Finding
-	LocalAmount    string `json:"local_amount"`
-	PlatformAmount string `json:"platform_amount"`
-	AtStakeMinor   int64  `json:"at_stake_minor"`
-	AtStake        string `json:"at_stake"`
-}
-
-func newFindingView(f repo.Finding, loc *time.Location) findingView {
-	f.FirstSeenAt = f.FirstSeenAt.In(loc)
-	f.LastSeenAt = f.LastSeenAt.In(loc)
-	f.ResolvedAt = timeInLoc(f.ResolvedAt, loc)
-	return findingView{Finding: f, LocalAmount: repo.YuanPtr(f.LocalAmountMinor),
-		PlatformAmount: repo.YuanPtr(f.PlatformAmountMinor), AtStakeMinor: f.AtStakeMinor(), AtStake: reconcile.FormatYuan(f.AtStakeMinor())}
-}
-
-func timeInLoc(t *time.Time, loc *time.Location) *time.Time {
-	if t == nil {
-		return nil
-	}
-	v := t.In(loc)
-	return &v
-}
-
-func writeIndentedJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-var findingCSVHeader = []string{"id", "kind", "platform", "merchant_id", "out_trade_no", "platform_trade_no",
-	"local_amount", "platform_amount", "at_stake", "local_status", "platform_status", "seen_count",
-	"first_seen_at", "last_seen_at", "review_status", "resolution", "resolved_by", "resolved_at", "note", "order_id"}
-
-func findingCSVRecord(f repo.Finding, loc *time.Location) []string {
-	order := ""
-	if f.OrderID != nil {
-		order = strconv.FormatInt(*f.OrderID, 10)
-	}
-	return []string{strconv.FormatInt(f.ID, 10), string(f.Kind), string(f.Platform), csvText(f.MerchantID),
-		csvText(f.OutTradeNo), csvText(f.PlatformTradeNo), repo.YuanPtr(f.LocalAmountMinor),
-		repo.YuanPtr(f.PlatformAmountMinor), reconcile.FormatYuan(f.AtStakeMinor()), csvText(f.LocalStatus),
-		csvText(f.PlatformStatus), strconv.FormatInt(f.SeenCount, 10), rfc3339In(f.FirstSeenAt, loc),
-		rfc3339In(f.LastSeenAt, loc), string(f.ReviewStatus), csvText(f.Resolution), csvText(f.ResolvedBy),
-		rfc3339InPtr(f.ResolvedAt, loc), csvText(f.Note), order}
-}
-
-// csvText defuses spreadsheet formula injection: finding text comes from platforms and
-// reviewers, and finance opens these files in a spreadsheet. A cell that a spreadsheet would
-// read as a formula gets a leading apostrophe (the OWASP advice).
-func csvText(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
-
-func rfc3339In(t time.Time, loc *time.Location) string { return t.In(loc).Format(time.RFC3339) }
-
-func rfc3339InPtr(t *time.Time, loc *time.Location) string {
-	if t == nil {
-		return ""
-	}
-	return rfc3339In(*t, loc)
-}
-
-// reviewTime is a time for people: in the configured zone, to the second, with the zone.
-func reviewTime(t time.Time, loc *time.Location) string {
-	return t.In(loc).Format("2006-01-02 15:04:05 MST")
-}
-
-func reviewTimePtr(t *time.Time, loc *time.Location) string {
-	if t == nil {
-		return "-"
-	}
-	return reviewTime(*t, loc)
-}
-
-// termCell makes text safe for a terminal table: control characters (a tab would break the
-// columns, an escape sequence would drive the terminal) are shown escaped; empty is "-".
-func termCell(s string) string {
-	if s == "" {
-		return "-"
-	}
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
-		return s
-	}
-	q := strconv.QuoteToGraphic(s)
-	return q[1 : len(q)-1]
-}
-
-func termAmount(fen *int64) string {
-	if fen == nil {
-		return "-"
-	}
-	return reconcile.FormatYuan(*fen)
-}
-
-func writeFindingTable(w io.Writer, findings []repo.Finding, loc *time.Location) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tPLATFORM\tMERCHANT\tOUT_TRADE_NO\tPLATFORM_TRADE_NO\tLOCAL_AMOUNT\tPLATFORM_AMOUNT\tLOCAL_STATUS\tPLATFORM_STATUS\tSEEN\tFIRST_SEEN\tLAST_SEEN\tREVIEW")
-	for _, f := range findings {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", f.ID, f.Kind, f.Platform,
-			termCell(f.MerchantID), termCell(f.OutTradeNo), termCell(f.PlatformTradeNo), termAmount(f.LocalAmountMinor),
-			termAmount(f.PlatformAmountMinor), termCell(f.LocalStatus), termCell(f.PlatformStatus), f.SeenCount,
-			reviewTime(f.FirstSeenAt, loc), reviewTime(f.LastSeenAt, loc), f.ReviewStatus)
-	}
-	return tw.Flush()
-}
-
-// ---- show ----
-
 func mismatchesShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var format string
 	cfg, fs, err := parseWithID("mismatches show", args, stderr, func(fs *flag.FlagSet) {
@@ -419,134 +286,10 @@ func mismatchesShow(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	if format == "json" {
-		return writeIndentedJSON(stdout, detailsView(d, cfg.Timezone))
+		return render.WriteJSON(stdout, render.DetailsView(d, cfg.Timezone))
 	}
-	return writeDetails(stdout, d, cfg.Timezone)
+	return render.WriteDetails(stdout, d, cfg.Timezone)
 }
-
-type detailsJSON struct {
-	Finding findingView         `json:"finding"`
-	Audit   []repo.AuditEntry   `json:"audit"`
-	Order   *repo.OrderState    `json:"order"`
-	Events  []repo.PaymentEvent `json:"events"`
-}
-
-func detailsView(d repo.FindingDetails, loc *time.Location) detailsJSON {
-	out := detailsJSON{Finding: newFindingView(d.Finding, loc), Audit: d.Audit, Order: d.Order, Events: d.Events}
-	for i := range out.Audit {
-		out.Audit[i].CreatedAt = out.Audit[i].CreatedAt.In(loc)
-	}
-	for i := range out.Events {
-		out.Events[i].CreatedAt = out.Events[i].CreatedAt.In(loc)
-	}
-	if o := out.Order; o != nil {
-		o.CreatedAt, o.UpdatedAt = o.CreatedAt.In(loc), o.UpdatedAt.In(loc)
-		o.PaidAt, o.ExpiresAt = timeInLoc(o.PaidAt, loc), timeInLoc(o.ExpiresAt, loc)
-		o.NextCheckAt, o.LastCheckedAt = timeInLoc(o.NextCheckAt, loc), timeInLoc(o.LastCheckedAt, loc)
-	}
-	return out
-}
-
-func writeDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error {
-	f := d.Finding
-	fmt.Fprintf(w, "Finding %d: %s, %s\n\n", f.ID, f.Kind, f.ReviewStatus)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	order := "-"
-	if f.OrderID != nil {
-		order = strconv.FormatInt(*f.OrderID, 10)
-	}
-	for _, kv := range [][2]string{
-		{"platform", string(f.Platform)},
-		{"merchant", termCell(f.MerchantID)},
-		{"out_trade_no", termCell(f.OutTradeNo)},
-		{"platform trade no", termCell(f.PlatformTradeNo)},
-		{"order", order},
-		{"local amount", termAmount(f.LocalAmountMinor)},
-		{"platform amount", termAmount(f.PlatformAmountMinor)},
-		{"at stake", reconcile.FormatYuan(f.AtStakeMinor())},
-		{"local status", termCell(f.LocalStatus)},
-		{"platform status", termCell(f.PlatformStatus)},
-		{"seen", fmt.Sprintf("%d time(s)", f.SeenCount)},
-		{"first seen", reviewTime(f.FirstSeenAt, loc)},
-		{"last seen", reviewTime(f.LastSeenAt, loc)},
-		{"review status", string(f.ReviewStatus)},
-		{"resolution", termCell(f.Resolution)},
-		{"note", termCell(f.Note)},
-		{"resolved by", termCell(f.ResolvedBy)},
-		{"resolved at", reviewTimePtr(f.ResolvedAt, loc)},
-	} {
-		fmt.Fprintf(tw, "  %s\t%s\n", kv[0], kv[1])
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-
-	fmt.Fprintln(w, "\nDetail:")
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, f.Detail, "  ", "  "); err != nil || len(f.Detail) == 0 {
-		pretty.Reset()
-		pretty.WriteString(termCell(string(f.Detail)))
-	}
-	fmt.Fprintf(w, "  %s\n", pretty.String())
-
-	fmt.Fprintln(w, "\nAudit trail:")
-	if len(d.Audit) == 0 {
-		fmt.Fprintln(w, "  (no review actions yet)")
-	} else {
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  WHEN\tACTION\tACTOR\tFROM\tTO\tNOTE")
-		for _, a := range d.Audit {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(a.CreatedAt, loc), termCell(a.Action), termCell(a.Actor),
-				termCell(a.FromStatus), termCell(a.ToStatus), termCell(a.Note))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-
-	if d.Order == nil {
-		fmt.Fprintln(w, "\nOrder: none (the finding names no local order)")
-		return nil
-	}
-	o := d.Order
-	fmt.Fprintf(w, "\nOrder %d (current state):\n", o.ID)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	checks := fmt.Sprintf("%d consecutive, last %s, next %s", o.CheckCount, reviewTimePtr(o.LastCheckedAt, loc), reviewTimePtr(o.NextCheckAt, loc))
-	for _, kv := range [][2]string{
-		{"status", o.Status},
-		{"platform", o.Platform},
-		{"merchant", termCell(o.MerchantID)},
-		{"out_trade_no", termCell(o.OutTradeNo)},
-		{"amount", reconcile.FormatYuan(o.AmountMinor) + " " + o.Currency},
-		{"platform trade no", termCell(o.PlatformTradeNo)},
-		{"paid amount", termAmount(o.PaidAmountMinor)},
-		{"paid at", reviewTimePtr(o.PaidAt, loc)},
-		{"expires at", reviewTimePtr(o.ExpiresAt, loc)},
-		{"created at", reviewTime(o.CreatedAt, loc)},
-		{"updated at", reviewTime(o.UpdatedAt, loc)},
-		{"version", strconv.FormatInt(o.Version, 10)},
-		{"checks", checks},
-	} {
-		fmt.Fprintf(tw, "  %s\t%s\n", kv[0], kv[1])
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nPayment events:")
-	if len(d.Events) == 0 {
-		fmt.Fprintln(w, "  (none)")
-		return nil
-	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  WHEN\tEVENT\tSOURCE\tPLATFORM_TRADE_NO\tAMOUNT\tRAW_DIGEST")
-	for _, e := range d.Events {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(e.CreatedAt, loc), e.EventType, e.Source,
-			termCell(e.PlatformTradeNo), termAmount(e.AmountMinor), termCell(e.RawDigest))
-	}
-	return tw.Flush()
-}
-
-// ---- ack and resolve ----
 
 func mismatchesAck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return reviewMove(ctx, "ack", args, stdout, stderr)
@@ -599,7 +342,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 	} else {
 		mv, err = rv.Resolve(ctx, id, by, resolution, note)
 	}
-	var te *repo.ReviewTransitionError
+	var te *reconcile.ReviewTransitionError
 	switch {
 	case errors.Is(err, reconcile.ErrNotFound):
 		return fmt.Errorf("mismatches %s: no finding with id %d", name, id)
@@ -611,6 +354,6 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 	log := newLogger(cfg, stderr)
 	log.Info().Int64("mismatch_id", id).Str("action", mv.Audit.Action).Str("actor", mv.Audit.Actor).
 		Str("from", mv.Audit.FromStatus).Str("to", mv.Audit.ToStatus).Msg("finding reviewed")
-	fmt.Fprintf(stdout, "mismatch %d: %s -> %s by %s\n", id, mv.Audit.FromStatus, mv.Audit.ToStatus, termCell(mv.Audit.Actor))
+	fmt.Fprintf(stdout, "mismatch %d: %s -> %s by %s\n", id, mv.Audit.FromStatus, mv.Audit.ToStatus, render.TermCell(mv.Audit.Actor))
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
@@ -183,10 +184,10 @@ func TestMismatchesListFormatsAndFilters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(recs) != 4 || !slices.Equal(recs[0], findingCSVHeader) {
+		if len(recs) != 4 || !slices.Equal(recs[0], render.FindingCSVHeader) {
 			t.Fatalf("csv:\n%s", out)
 		}
-		col := func(rec []string, name string) string { return rec[slices.Index(findingCSVHeader, name)] }
+		col := func(rec []string, name string) string { return rec[slices.Index(render.FindingCSVHeader, name)] }
 		if col(recs[1], "id") != fmt.Sprint(open) || col(recs[1], "local_amount") != "100.00" ||
 			col(recs[1], "platform_amount") != "99.90" || col(recs[1], "at_stake") != "0.10" ||
 			col(recs[1], "first_seen_at") != "2026-11-28T10:00:00+08:00" || col(recs[1], "review_status") != "OPEN" {

@@ -6,17 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"sync"
-	"text/tabwriter"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/prometheus/client_golang/prometheus/push"
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/render"
 )
 
 // workerGroups are the settings of the commands that run passes.
@@ -74,7 +71,7 @@ func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, st
 	overhead := &overheadHistogram{}
 	obs := observers{a.metrics, overhead}
 	if spec.DryRun {
-		obs = append(obs, &dryRunPrinter{w: stdout})
+		obs = append(obs, render.NewDryRunPrinter(stdout))
 	}
 	var bar *progressbar.ProgressBar
 	if spec.Mode == reconcile.ModeBackfill && isTerminal(stderr) {
@@ -98,7 +95,7 @@ func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, st
 			Int64("scanned", run.Counts.Scanned).Msg("process stats")
 		a.metrics.recordRun(run)
 		a.observeBacklog(ctx)
-		printSummary(stdout, run)
+		render.RunSummary(stdout, run)
 	}
 	if spec.Mode == reconcile.ModeOnce {
 		a.pushMetrics(run, err == nil)
@@ -146,56 +143,6 @@ func (a *app) pushMetrics(run reconcile.Run, ok bool) {
 	if err := p.Add(); err != nil {
 		a.log.Warn().Err(err).Msg("could not push metrics to the Pushgateway")
 	}
-}
-
-func printSummary(w io.Writer, run reconcile.Run) {
-	c := run.Counts
-	dry := ""
-	if run.DryRun {
-		dry = " (dry run: counts are what it would do; nothing was written)"
-	}
-	fmt.Fprintf(w, "run %d %s %s, shard %s%s\n", run.ID, run.Mode, run.Status, run.Shard, dry)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scanned\trepaired\tclosed\tunchanged\tstill_pending\tmismatches\tclaimed_elsewhere\terrors\t")
-	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c.Scanned, c.Repaired, c.Closed, c.Unchanged, c.StillPending, c.Mismatches, c.ClaimedElsewhere, c.Errors)
-	tw.Flush()
-}
-
-// dryRunPrinter prints what a dry run would change, one line per order that would move or
-// that has a finding.
-type dryRunPrinter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (d *dryRunPrinter) Checked(c reconcile.Check) {
-	var line string
-	o := c.Order
-	switch {
-	case c.Err != nil:
-		line = fmt.Sprintf("error     %s %s: %v", o.Platform, o.OutTradeNo, c.Err)
-	case c.Applied.Outcome == reconcile.OutcomeApplied && c.Applied.To == reconcile.StatusPaid:
-		line = fmt.Sprintf("would repair %s %s: PENDING -> PAID (%s, %s yuan)", o.Platform, o.OutTradeNo, c.Result.PlatformTradeNo, reconcile.FormatYuan(c.Result.AmountMinor))
-	case c.Applied.Outcome == reconcile.OutcomeApplied:
-		how := "locally"
-		if c.Result.State == reconcile.StateOpen {
-			how = "at the platform, then locally"
-		}
-		line = fmt.Sprintf("would close %s %s: %s -> %s %s", o.Platform, o.OutTradeNo, c.Applied.From, c.Applied.To, how)
-	case c.Applied.Outcome == reconcile.OutcomeMismatch:
-		line = fmt.Sprintf("finding   %s %s: %s (local %s %s yuan, platform %s %s yuan)", o.Platform, o.OutTradeNo, c.Applied.Mismatch,
-			o.Status, reconcile.FormatYuan(o.AmountMinor), c.Result.RawState, reconcile.FormatYuan(c.Result.AmountMinor))
-	default:
-		return
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	fmt.Fprintln(d.w, line)
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
 }
 
 func newProgress(ctx context.Context, a *app, spec reconcile.PassSpec, w io.Writer) *progressbar.ProgressBar {

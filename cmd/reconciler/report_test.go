@@ -13,6 +13,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
@@ -96,7 +97,7 @@ func TestReportCSV(t *testing.T) {
 	}
 	findings := sections["finding"]
 	var tradeNos []string
-	otnCol := slices.Index(findingCSVHeader, "out_trade_no")
+	otnCol := slices.Index(render.FindingCSVHeader, "out_trade_no")
 	for _, f := range findings {
 		tradeNos = append(tradeNos, f[otnCol])
 	}
@@ -104,7 +105,7 @@ func TestReportCSV(t *testing.T) {
 	if !slices.Equal(tradeNos, want) {
 		t.Fatalf("findings %q, want %q (first seen order, the formula defused)", tradeNos, want)
 	}
-	if f := findings[1]; f[slices.Index(findingCSVHeader, "local_amount")] != "100.00" || f[slices.Index(findingCSVHeader, "platform_amount")] != "99.90" {
+	if f := findings[1]; f[slices.Index(render.FindingCSVHeader, "local_amount")] != "100.00" || f[slices.Index(render.FindingCSVHeader, "platform_amount")] != "99.90" {
 		t.Fatalf("finding row %q", f)
 	}
 	runs := sections["run"]
@@ -195,10 +196,10 @@ func TestReportXLSX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 5 || !slices.Equal(rows[0], findingCSVHeader) {
+	if len(rows) != 5 || !slices.Equal(rows[0], render.FindingCSVHeader) {
 		t.Fatalf("findings sheet %q", rows)
 	}
-	otnCol := slices.Index(findingCSVHeader, "out_trade_no")
+	otnCol := slices.Index(render.FindingCSVHeader, "out_trade_no")
 	var tradeNos []string
 	for _, r := range rows[1:] {
 		tradeNos = append(tradeNos, r[otnCol])
@@ -212,7 +213,7 @@ func TestReportXLSX(t *testing.T) {
 		t.Fatalf("cell %s holds formula %q (%v)", otnCell, formula, err)
 	}
 	// Amounts are numeric cells holding the exact decimal, shown with two decimals.
-	local, _ := excelize.CoordinatesToCellName(slices.Index(findingCSVHeader, "local_amount")+1, 2)
+	local, _ := excelize.CoordinatesToCellName(slices.Index(render.FindingCSVHeader, "local_amount")+1, 2)
 	if raw, _ := f.GetCellValue("Findings", local, excelize.Options{RawCellValue: true}); raw != "2500.00" {
 		t.Fatalf("raw amount %q, want 2500.00", raw)
 	}
@@ -261,7 +262,7 @@ func TestReportHTMLEscapesPlatformText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"&lt;script&gt;alert(1)&lt;/script&gt;",
-		"<!DOCTYPE html>", "<style>",
+		"<!DOCTYPE html>", "<style>", "Amounts in yuan.</p>",
 		"Summary by kind and review status (3)", "Findings first or last seen in the period (4)",
 		"Reconciliation runs started in the period (2)",
 		`<td class="num">3733.67</td>`, `<td class="num">1234.56</td>`, "2026-11-28 00:00:00", "Asia/Shanghai",

@@ -61,7 +61,7 @@ func SignNotify(key *rsa.PrivateKey, params url.Values) error {
 	return nil
 }
 
-// VerifyNotifyParams checks a notification's (or any rsaCheckV2-style parameter set's)
+// VerifyNotifyParams checks a notification's (or any rsaCheckV1-style parameter set's)
 // sign: sign and sign_type dropped, empty values dropped, sorted, RSA2.
 func VerifyNotifyParams(pub *rsa.PublicKey, params url.Values) error {
 	sig := params.Get("sign")

@@ -1,0 +1,60 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"text/tabwriter"
+
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// RunSummary prints a run's counters as a small table.
+func RunSummary(w io.Writer, run reconcile.Run) {
+	c := run.Counts
+	dry := ""
+	if run.DryRun {
+		dry = " (dry run: counts are what it would do; nothing was written)"
+	}
+	fmt.Fprintf(w, "run %d %s %s, shard %s%s\n", run.ID, run.Mode, run.Status, run.Shard, dry)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scanned\trepaired\tclosed\tunchanged\tstill_pending\tmismatches\tclaimed_elsewhere\terrors\t")
+	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c.Scanned, c.Repaired, c.Closed, c.Unchanged, c.StillPending, c.Mismatches, c.ClaimedElsewhere, c.Errors)
+	tw.Flush()
+}
+
+// DryRunPrinter prints what a dry run would change, one line per order that would move or
+// that has a finding.
+type DryRunPrinter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewDryRunPrinter prints to w; it is safe for the pass's concurrent checks.
+func NewDryRunPrinter(w io.Writer) *DryRunPrinter { return &DryRunPrinter{w: w} }
+
+// Checked prints one line for a check that would move an order or that found something.
+func (d *DryRunPrinter) Checked(c reconcile.Check) {
+	var line string
+	o := c.Order
+	switch c.Tally() {
+	case reconcile.TallyError:
+		line = fmt.Sprintf("error     %s %s: %v", o.Platform, o.OutTradeNo, c.Err)
+	case reconcile.TallyRepaired:
+		line = fmt.Sprintf("would repair %s %s: PENDING -> PAID (%s, %s yuan)", o.Platform, o.OutTradeNo, c.Result.PlatformTradeNo, reconcile.FormatYuan(c.Result.AmountMinor))
+	case reconcile.TallyClosed:
+		how := "locally"
+		if c.Result.State == reconcile.StateOpen {
+			how = "at the platform, then locally"
+		}
+		line = fmt.Sprintf("would close %s %s: %s -> %s %s", o.Platform, o.OutTradeNo, c.Applied.From, c.Applied.To, how)
+	case reconcile.TallyMismatch:
+		line = fmt.Sprintf("finding   %s %s: %s (local %s %s yuan, platform %s %s yuan)", o.Platform, o.OutTradeNo, c.Applied.Mismatch,
+			o.Status, reconcile.FormatYuan(o.AmountMinor), c.Result.RawState, reconcile.FormatYuan(c.Result.AmountMinor))
+	default:
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintln(d.w, line)
+}
