@@ -43,9 +43,13 @@ func TestE2EServeSchedulesPassesThatNeverOverlap(t *testing.T) {
 		WHERE a.mode = 'scheduled' AND b.mode = 'scheduled' AND b.started_at < COALESCE(a.finished_at, now())`); n != 0 {
 		t.Fatalf("%d pairs of scheduled passes overlapped", n)
 	}
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// Metrics are on the admin port only: the callback port is reachable from the internet.
+	if resp, err := http.Get(base + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("/metrics on the callback port: %v %v, want 404", resp, err)
+	}
+	resp, err := http.Get(serve.admin + "/metrics")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics on the admin port: %v %v, want 200", resp, err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -65,4 +69,86 @@ func TestE2EServeSchedulesPassesThatNeverOverlap(t *testing.T) {
 		}
 	}
 	e.invariants()
+}
+
+// TestE2EServePortsAndHostileRequests: the callback port answers callbacks and probes and
+// nothing else, the admin port metrics and probes; a 900 KB header is refused before any
+// handler runs; a flood of forged callbacks is counted in full but logged sampled, each
+// line clipped.
+func TestE2EServePortsAndHostileRequests(t *testing.T) {
+	t.Parallel()
+	e := newE2EEnv(t)
+	serve, base := e.startServe()
+	get := func(url string) int {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for url, want := range map[string]int{
+		base + "/metrics": 404, base + "/healthz": 200, base + "/readyz": 200,
+		serve.admin + "/metrics": 200, serve.admin + "/healthz": 200, serve.admin + "/readyz": 200,
+		serve.admin + "/notify/alipay": 404,
+	} {
+		if got := get(url); got != want {
+			t.Errorf("GET %s: %d, want %d", url, got, want)
+		}
+	}
+
+	huge := strings.Repeat("A", 900<<10)
+	req, _ := http.NewRequest(http.MethodPost, base+"/notify/wechatpay", strings.NewReader("{}"))
+	req.Header.Set("Wechatpay-Serial", huge)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("900 KB header: %d, want 431", resp.StatusCode)
+		}
+		resp.Body.Close()
+	} // a reset connection is a refusal too
+
+	// Forged callbacks whose serial and request id are long and carry a forged log line.
+	const forged = 200
+	hostile := strings.Repeat("B", 4000) + "\n{\"level\":\"info\",\"message\":\"forged\"}"
+	for range forged {
+		req, _ := http.NewRequest(http.MethodPost, base+"/notify/wechatpay", strings.NewReader(`{"id":"x"}`))
+		req.Header.Set("Wechatpay-Serial", hostile[:8000/2])
+		req.Header.Set("Request-Id", hostile)
+		req.Header.Set("Wechatpay-Signature", "bm90IGEgc2lnbmF0dXJl")
+		req.Header.Set("Wechatpay-Timestamp", fmt.Sprint(time.Now().Unix()))
+		req.Header.Set("Wechatpay-Nonce", "n")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 4 {
+			t.Fatalf("forged callback answered %d", resp.StatusCode)
+		}
+	}
+	resp, err := http.Get(serve.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf(`payrecon_callbacks_total{platform="wechatpay",result="refused_signature"} %d`, forged); !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+	serve.signal(t, syscall.SIGTERM)
+	serve.wait(t, 30*time.Second)
+	logs := serve.stderr.String()
+	if strings.Contains(logs, "forged\"") && strings.Contains(logs, `"message":"forged"`) {
+		t.Error("a sender forged a log line")
+	}
+	if strings.Contains(logs, strings.Repeat("A", 200)) || strings.Contains(logs, strings.Repeat("B", 200)) {
+		t.Error("a sender-chosen value was logged beyond 128 bytes")
+	}
+	lines := strings.Count(logs, `"event":"bad_signature"`)
+	if lines == 0 || lines >= forged/2 {
+		t.Errorf("%d bad-signature lines for %d forged callbacks: want them logged, sampled", lines, forged)
+	}
+	if !strings.Contains(logs, "suppressed_since_last") && lines < forged {
+		t.Log("no line reported the suppressed count yet (none logged after the burst)")
+	}
 }

@@ -37,6 +37,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// A spec that does not parse is a usage error before anything connects.
+	var sched cron.Schedule
+	if schedule != "" {
+		if sched, err = parseSchedule(schedule, cfg.Timezone); err != nil {
+			return err
+		}
+	}
 	log := newLogger(cfg, stderr)
 	a, err := newApp(ctx, cfg, log, true)
 	if err != nil {
@@ -44,33 +51,37 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer a.Close()
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+	public, err := listen(cfg.Listen, "RECONCILER_LISTEN", a.handler())
 	if err != nil {
-		return &config.Error{Setting: "RECONCILER_LISTEN", Msg: err.Error()}
+		return err
 	}
-	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 15 * time.Second}
+	admin, err := listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.adminHandler())
+	if err != nil {
+		public.ln.Close()
+		return err
+	}
+	closeListeners := func() { public.ln.Close(); admin.ln.Close() }
 
 	waitRelay := func() {}
 	if withRelay {
 		if waitRelay, err = a.startServeRelay(ctx); err != nil {
-			ln.Close()
+			closeListeners()
 			return err
 		}
 	}
-	var sched *cron.Cron
-	if schedule != "" {
-		sched, err = a.scheduler(ctx, schedule)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		sched.Start()
+	var cr *cron.Cron
+	if sched != nil {
+		cr = a.scheduler(ctx, sched)
+		cr.Start()
 	}
-	log.Info().Str("listen", ln.Addr().String()).Str("schedule", schedule).Str("config", cfg.Redacted()).Msg("serving")
-	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+	log.Info().Str("listen", public.ln.Addr().String()).Str("admin_listen", admin.ln.Addr().String()).
+		Str("schedule", schedule).Str("config", cfg.Redacted()).Msg("serving")
+	fmt.Fprintf(stdout, "listening on %s, admin on %s\n", public.ln.Addr(), admin.ln.Addr())
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	errc := make(chan error, 2)
+	for _, s := range []servedListener{public, admin} {
+		go func() { errc <- s.srv.Serve(s.ln) }()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)
@@ -79,12 +90,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log.Info().Msg("shutting down: finishing in-flight callbacks and passes")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn().Err(err).Msg("http shutdown")
+	for _, s := range []servedListener{public, admin} {
+		if err := s.srv.Shutdown(sctx); err != nil {
+			log.Warn().Err(err).Msg("http shutdown")
+		}
 	}
-	if sched != nil {
+	if cr != nil {
 		select {
-		case <-sched.Stop().Done():
+		case <-cr.Stop().Done():
 		case <-sctx.Done():
 			log.Warn().Msg("a scheduled pass did not drain in time; its leases expire by themselves")
 		}
@@ -94,14 +107,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// scheduler runs passes on a cron spec. SkipIfStillRunning keeps passes from overlapping,
+// scheduler runs passes on a schedule. SkipIfStillRunning keeps passes from overlapping,
 // Recover keeps a panicking pass from taking the server down. Passes run on ctx, so SIGTERM
 // drains a running pass like `run` does.
-func (a *app) scheduler(ctx context.Context, spec string) (*cron.Cron, error) {
+func (a *app) scheduler(ctx context.Context, sched cron.Schedule) *cron.Cron {
 	logger := cronLogger{a.log}
-	c := cron.New(cron.WithLogger(logger), cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)))
+	c := cron.New(cron.WithLocation(a.cfg.Timezone), cron.WithLogger(logger),
+		cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)))
 	runner := a.runner(a.metrics)
-	_, err := c.AddFunc(spec, func() {
+	c.Schedule(sched, cron.FuncJob(func() {
 		run, err := runner.Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeScheduled, Shard: shardOf(a.cfg), DryRun: a.cfg.DryRun})
 		if run.ID != 0 {
 			a.metrics.recordRun(run)
@@ -115,12 +129,35 @@ func (a *app) scheduler(ctx context.Context, spec string) (*cron.Cron, error) {
 		default:
 			a.log.Error().Err(err).Int64("run_id", run.ID).Msg("scheduled pass failed")
 		}
-	})
-	if err != nil {
-		return nil, usagef("serve: --schedule %q: %v", spec, err)
-	}
+	}))
 	a.metrics.reg.MustRegister(a.metrics.lastSuccess)
-	return c, nil
+	return c
+}
+
+// scheduleParser reads five-field specs, descriptors (@every 5m, @daily) and a CRON_TZ= (or
+// TZ=) prefix naming the zone of that spec.
+var scheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// parseSchedule reads a --schedule spec whose times are in loc unless the spec names its own
+// zone. A spec that does not parse is a usage error (exit 2): robfig/cron panics on some
+// (a bare "TZ=UTC"), so those are caught here too.
+func parseSchedule(spec string, loc *time.Location) (sched cron.Schedule, err error) {
+	fail := func(reason any) error { return usagef("serve: --schedule %q: %v", spec, reason) }
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fail("not a schedule")
+		}
+	}()
+	sched, err = scheduleParser.Parse(spec)
+	if err != nil {
+		return nil, fail(err)
+	}
+	// Without a zone of its own a spec would follow the process's local zone; dates in
+	// payrecon are read in TIMEZONE, so its schedules are too.
+	if s, ok := sched.(*cron.SpecSchedule); ok && s.Location == time.Local {
+		s.Location = loc
+	}
+	return sched, nil
 }
 
 // cronLogger adapts zerolog to robfig/cron's logger.
@@ -134,13 +171,44 @@ func (l cronLogger) Error(err error, msg string, kv ...any) {
 	l.log.Error().Err(err).Fields(kv).Msg("cron: " + msg)
 }
 
-// handler is serve's HTTP surface.
+// maxHeaderBytes bounds a request's headers; a callback's are well under 2 KiB.
+const maxHeaderBytes = 16 << 10
+
+// servedListener is one of serve's ports.
+type servedListener struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+func listen(addr, setting string, h http.Handler) (servedListener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return servedListener{}, &config.Error{Setting: setting, Msg: err.Error()}
+	}
+	return servedListener{ln: ln, srv: &http.Server{Handler: h, MaxHeaderBytes: maxHeaderBytes,
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 15 * time.Second}}, nil
+}
+
+// handler is the public port: what the platforms reach: their callbacks and the probes, nothing else.
 func (a *app) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /notify/alipay", a.notifyAlipay)
 	mux.HandleFunc("POST /notify/alipay/{merchant_id}", a.notifyAlipay)
 	mux.HandleFunc("POST /notify/wechatpay", a.notifyWechatPay)
 	mux.HandleFunc("POST /notify/wechatpay/{merchant_id}", a.notifyWechatPay)
+	a.probes(mux)
+	return mux
+}
+
+// adminHandler is for the cluster only (monitoring): metrics and the probes.
+func (a *app) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	a.probes(mux)
+	return mux
+}
+
+func (a *app) probes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }) //nolint:errcheck
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -151,8 +219,6 @@ func (a *app) handler() http.Handler {
 		}
 		io.WriteString(w, "ready\n") //nolint:errcheck
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
-	return mux
 }
 
 // callbackDeadline keeps every answer well inside the platforms' 5 s.
@@ -196,7 +262,7 @@ func (a *app) notifyAlipay(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		a.refused(reconcile.Alipay, err, "")
+		a.refused(reconcile.Alipay, err, r, body)
 		reply(false, refusalReason(err))
 		return
 	}
@@ -231,7 +297,7 @@ func (a *app) notifyWechatPay(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		a.refused(reconcile.WechatPay, err, r.Header.Get("Request-Id"))
+		a.refused(reconcile.WechatPay, err, r, body)
 		switch {
 		case errors.Is(err, platformclient.ErrBadSignature):
 			reply(http.StatusUnauthorized, "refused_signature", "signature verification failed")
@@ -320,13 +386,26 @@ func settledReason(ack bool, err error) string {
 	return "refused_busy"
 }
 
-// refused logs a callback we would not read. A bad signature is a security event.
-func (a *app) refused(p reconcile.Platform, err error, requestID string) {
+// refused logs a callback we would not read: a bad signature is a security event. Anyone
+// can send junk, so under a flood the lines are sampled (payrecon_callbacks_total still
+// counts every refusal) and what the sender chose is clipped and escaped.
+func (a *app) refused(p reconcile.Platform, err error, r *http.Request, body []byte) {
+	if !a.refusals.allow() {
+		return
+	}
 	ev := a.log.Warn()
 	if errors.Is(err, platformclient.ErrBadSignature) {
 		ev = a.log.Error().Str("event", "bad_signature")
 	}
-	ev.Str("platform", string(p)).Str("request_id", requestID).Err(err).Msg("callback refused")
+	ev = ev.Str("platform", string(p)).Str("raw_digest", platformclient.Digest(body)).
+		Str("request_id", clip(r.Header.Get("Request-Id"))).Str("error", clip(err.Error()))
+	if p == reconcile.WechatPay {
+		ev = ev.Str("serial", clip(r.Header.Get(wechatpay.HeaderSerial)))
+	}
+	if n := a.refusals.suppressed.Swap(0); n > 0 {
+		ev = ev.Int64("suppressed_since_last", n)
+	}
+	ev.Msg("callback refused")
 }
 
 func (a *app) logCallback(res reconcile.Result, applied reconcile.Applied, ack bool, err error) {

@@ -31,12 +31,14 @@ type app struct {
 	wechat  []*wechatpay.Client       // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics
+	// refusals samples the log lines of refused callbacks: anyone can send those.
+	refusals *logSampler
 }
 
 // newApp connects to the database (and Redis), loads the platform keys and builds the apply
 // path. Key and setting problems are *config.Error (exit 2).
 func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]*alipay.Client{}}
+	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]*alipay.Client{}, refusals: newLogSampler()}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
 		var err error

@@ -146,11 +146,7 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
 			"gave up waiting for the platform certificates that verify the callback", ctx.Err())
 	}
-	if err != nil && reconcile.PlatformErrorKindOf(err) == reconcile.KindBadSignature {
-		c.log.Error().Str("event", "bad_signature").Str("raw_digest", platformclient.Digest(body)).
-			Str("serial", quoteSerial(h.Get(HeaderSerial))).Err(err).
-			Msg("wechatpay callback failed signature verification; refused")
-	}
+	// A refusal is not logged here: the HTTP handler logs it once, sampled under a flood.
 	return res, err
 }
 
