@@ -107,12 +107,13 @@ func TestE2EServePortsAndHostileRequests(t *testing.T) {
 		resp.Body.Close()
 	} // a reset connection is a refusal too
 
-	// Forged callbacks whose serial and request id are long and carry a forged log line.
+	// Forged callbacks whose serial and request id are long and carry quotes, a tab and
+	// non-ASCII bytes (HTTP itself keeps line breaks out of a header).
 	const forged = 200
-	hostile := strings.Repeat("B", 4000) + "\n{\"level\":\"info\",\"message\":\"forged\"}"
+	hostile := "\"}\t{\"message\":\"forged\",\"序列号\":\"" + strings.Repeat("B", 4000)
 	for range forged {
 		req, _ := http.NewRequest(http.MethodPost, base+"/notify/wechatpay", strings.NewReader(`{"id":"x"}`))
-		req.Header.Set("Wechatpay-Serial", hostile[:8000/2])
+		req.Header.Set("Wechatpay-Serial", hostile[:2000])
 		req.Header.Set("Request-Id", hostile)
 		req.Header.Set("Wechatpay-Signature", "bm90IGEgc2lnbmF0dXJl")
 		req.Header.Set("Wechatpay-Timestamp", fmt.Sprint(time.Now().Unix()))
@@ -138,8 +139,8 @@ func TestE2EServePortsAndHostileRequests(t *testing.T) {
 	serve.signal(t, syscall.SIGTERM)
 	serve.wait(t, 30*time.Second)
 	logs := serve.stderr.String()
-	if strings.Contains(logs, "forged\"") && strings.Contains(logs, `"message":"forged"`) {
-		t.Error("a sender forged a log line")
+	if strings.Contains(logs, `"message":"forged"`) || strings.Contains(logs, "序列号") {
+		t.Error("a sender-chosen value reached the log unescaped")
 	}
 	if strings.Contains(logs, strings.Repeat("A", 200)) || strings.Contains(logs, strings.Repeat("B", 200)) {
 		t.Error("a sender-chosen value was logged beyond 128 bytes")
@@ -147,8 +148,5 @@ func TestE2EServePortsAndHostileRequests(t *testing.T) {
 	lines := strings.Count(logs, `"event":"bad_signature"`)
 	if lines == 0 || lines >= forged/2 {
 		t.Errorf("%d bad-signature lines for %d forged callbacks: want them logged, sampled", lines, forged)
-	}
-	if !strings.Contains(logs, "suppressed_since_last") && lines < forged {
-		t.Log("no line reported the suppressed count yet (none logged after the burst)")
 	}
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -112,6 +114,35 @@ func readAccountFile[K any](fail func(field, msg string) *config.Error, field, p
 	return v, nil
 }
 
+// warnIfExposed warns when a secret key file is readable by group or others: anyone else on
+// the host (or in the pod) could sign as the merchant. It is a warning, not an error, so
+// that a fix of the mode never has to wait for a release.
+func (a *app) warnIfExposed(field, path string) {
+	if mode, exposed := exposedKeyFile(path); exposed {
+		a.log.Warn().Str("field", field).Str("file", path).Str("mode", mode.String()).
+			Msg("key file is readable by group or others: chmod 600 it (on Kubernetes, defaultMode: 0400 on the Secret volume)")
+	}
+}
+
+// exposedKeyFile tells whether path (its target, when a symlink as Secret volumes use) is
+// readable by others, or by a group that is not the process's own (a Secret volume mounted
+// 0440 with fsGroup = runAsGroup is readable by this process's group alone: fine).
+func exposedKeyFile(path string) (fs.FileMode, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, false // reading it fails next, with the reason
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o004 != 0 {
+		return mode, true
+	}
+	if mode&0o040 == 0 {
+		return mode, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return mode, !ok || int(st.Gid) != os.Getegid()
+}
+
 func (a *app) buildPlatforms() error {
 	for _, acct := range a.cfg.Accounts.Alipay {
 		c, err := a.alipayClient(acct)
@@ -139,6 +170,7 @@ func (a *app) addClient(c reconcile.PlatformClient, breaker func() string) {
 
 func (a *app) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 	fail := acct.FieldError
+	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
 	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
 	if err != nil {
 		return nil, err
@@ -174,10 +206,12 @@ func (a *app) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 
 func (a *app) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error) {
 	fail := acct.FieldError
+	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
 	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
 	if err != nil {
 		return nil, err
 	}
+	a.warnIfExposed("apiv3_key_file", acct.APIv3KeyFile)
 	v3, err := readAccountFile(fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
 	if err != nil {
 		return nil, err
