@@ -52,7 +52,7 @@ func commands() map[string]command {
 		"mismatches": {"finance review: list, show, ack and resolve findings (audit trail kept)", cmdMismatches},
 		"report":     {"mismatch and run report for a period as csv, json, xlsx or html", cmdReport},
 		"run":        {"one reconciliation pass over due PENDING orders, then exit (the CronJob entry point)", cmdRun},
-		"serve":      {"callback endpoints, /healthz, /readyz, /metrics, and with --schedule, passes on a cron spec", cmdServe},
+		"serve":      {"callback endpoints and probes; /metrics on the admin port; with --schedule, passes on a cron spec", cmdServe},
 		"demo":       {"the whole story on this machine: sandbox, seeded orders, a pass racing callbacks, findings", cmdDemo},
 		"sandbox":    {"run the platform simulator (Alipay + WeChat Pay v3) on a local port, for staging and demos", sandbox.Main},
 		"backfill":   {"re-check every order created in [--from, --to) against the platform; resumable", cmdBackfill},
