@@ -266,7 +266,14 @@ type Loader struct {
 	group  Group
 	values map[string]*value
 	env    func(string) (string, bool)
+	// verifyOnly, when it answers true after parsing, lets accounts come without their
+	// private keys: the command verifies callbacks and never signs a request.
+	verifyOnly func() bool
 }
+
+// VerifyOnly makes the accounts' private keys optional when verifyOnly (asked after the
+// flags are parsed) is true: for a command that only verifies callbacks.
+func (l *Loader) VerifyOnly(verifyOnly func() bool) { l.verifyOnly = verifyOnly }
 
 // Register adds the flags of the chosen groups to fs. Env lookups go through lookupEnv
 // (os.LookupEnv when nil), so tests never touch the process environment.
@@ -330,7 +337,7 @@ func (l *Loader) validate(c *Config) error {
 	if l.group&GroupPlatforms == 0 {
 		return nil
 	}
-	return resolveAccounts(c)
+	return resolveAccounts(c, l.verifyOnly == nil || !l.verifyOnly())
 }
 
 // ReadAPIv3Key reads the WeChat Pay API v3 key file: exactly 32 bytes, one trailing newline

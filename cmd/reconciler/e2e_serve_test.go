@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -148,5 +149,67 @@ func TestE2EServePortsAndHostileRequests(t *testing.T) {
 	lines := strings.Count(logs, `"event":"bad_signature"`)
 	if lines == 0 || lines >= forged/2 {
 		t.Errorf("%d bad-signature lines for %d forged callbacks: want them logged, sampled", lines, forged)
+	}
+}
+
+// TestE2EServeWithoutPrivateKeysAnswersCallbacks: serve without --schedule verifies
+// callbacks with the platforms' public keys and the API v3 key alone, so the merchant
+// private keys need not be on the callback pods; the callbacks are applied and
+// acknowledged. A command that signs requests (run, serve --schedule) refuses to start
+// without them and names the missing one.
+func TestE2EServeWithoutPrivateKeysAnswersCallbacks(t *testing.T) {
+	t.Parallel()
+	e := newE2EEnv(t)
+	noKeys := []string{"RECONCILER_ALIPAY_PRIVATE_KEY_FILE=", "RECONCILER_WECHATPAY_PRIVATE_KEY_FILE=", "RECONCILER_WECHATPAY_SERIAL_NO="}
+	cbs := map[reconcile.Platform][]sandbox.Callback{}
+	var orders []e2eOrder
+	for _, p := range e2ePlatforms {
+		o := e2eOrder{platform: p, otn: string(p) + "-nokey", amount: 4200, createdAt: e2eAgo(5 * time.Minute)}
+		orders = append(orders, o)
+		e.paidAtPlatform(p, o.otn, o.amount)
+		cbs[p] = append(cbs[p], sandbox.Callback{Platform: p, OutTradeNo: o.otn})
+	}
+	e.seed(orders...)
+	serve, base := e.startServe(noKeys...)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, p := range e2ePlatforms {
+		d, err := e.sb.Deliver(ctx, sandbox.DeliveryOptions{URL: base + "/notify/" + string(p), Copies: 1, TimeScale: 1000}, cbs[p]...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := d.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if !r.Acked {
+				t.Errorf("%s callback not acknowledged (status %d, %s)", p, r.LastStatus, r.LastError)
+			}
+		}
+	}
+	for _, o := range orders {
+		if got := e.order(o.platform, o.otn); got.Status != string(reconcile.StatusPaid) || got.Events != 1 {
+			t.Errorf("%s: %s with %d events, want PAID once", o.otn, got.Status, got.Events)
+		}
+	}
+	serve.signal(t, syscall.SIGTERM)
+	serve.wait(t, 30*time.Second)
+	serve.expect(t, 0)
+	if n := e.sb.PlatformQueryCount(reconcile.Alipay) + e.sb.PlatformQueryCount(reconcile.WechatPay); n != 0 {
+		t.Errorf("a verify-only serve called the platforms %d times", n)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run"}, "RECONCILER_ALIPAY_PRIVATE_KEY_FILE: is required"},
+		{[]string{"serve", "--schedule", "@every 1m"}, "RECONCILER_ALIPAY_PRIVATE_KEY_FILE: is required"},
+	} {
+		p := e.run(noKeys, c.args...)
+		if p.exitCode() != 2 || !strings.Contains(p.stderr.String(), c.want) {
+			t.Errorf("%v without private keys: exit %d, want 2 naming %q:\n%s", c.args, p.exitCode(), c.want, e2eTail(p.stderr.String(), 2000))
+		}
 	}
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/platformclient"
-	"github.com/payrecon/payrecon/platformclient/alipay"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
 )
@@ -30,9 +29,11 @@ const maxCallbackBody = 64 << 10
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var schedule string
 	var withRelay bool
-	cfg, _, err := parse("serve", args, config.GroupAll, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&schedule, "schedule", "", `run passes on this cron spec (robfig/cron, e.g. "*/5 * * * *" or "@every 5m"); passes never overlap`)
+	cfg, _, err := parseWithLoader("serve", args, config.GroupAll, stderr, func(fs *flag.FlagSet, l *config.Loader) {
+		fs.StringVar(&schedule, "schedule", "", `run passes on this cron spec (robfig/cron, e.g. "*/5 * * * *", "CRON_TZ=Asia/Shanghai 0 9 * * *" or "@every 5m"; times in TIMEZONE unless CRON_TZ= says otherwise); passes never overlap`)
 		fs.BoolVar(&withRelay, "relay", false, "also relay the fulfilment outbox to NATS JetStream (RECONCILER_RELAY_URL), as relay --follow does")
+		// Only verifying callbacks needs no merchant private key; passes sign requests.
+		l.VerifyOnly(func() bool { return schedule == "" })
 	})
 	if err != nil {
 		return err
@@ -256,9 +257,9 @@ func (a *app) notifyAlipay(w http.ResponseWriter, r *http.Request) {
 	body, err := a.readCallback(w, r)
 	var res reconcile.Result
 	if err == nil {
-		var c *alipay.Client
-		if c, err = a.alipayAccountFor(r.PathValue("merchant_id"), body); err == nil {
-			res, err = c.ParseNotify(body)
+		var read alipayNotifyReader
+		if read, err = a.alipayAccountFor(r.PathValue("merchant_id"), body); err == nil {
+			res, err = read(body)
 		}
 	}
 	if err != nil {
@@ -291,7 +292,7 @@ func (a *app) notifyWechatPay(w http.ResponseWriter, r *http.Request) {
 	body, err := a.readCallback(w, r)
 	var res reconcile.Result
 	if err == nil {
-		var c *wechatpay.Client
+		var c wechatNotifyReader
 		if c, err = a.wechatAccountFor(ctx, r.PathValue("merchant_id"), r.Header.Get(wechatpay.HeaderSerial)); err == nil {
 			res, err = c.ParseNotifyContext(ctx, r.Header, body)
 		}
@@ -326,7 +327,7 @@ func errNoAccount(p reconcile.Platform, msg string) error {
 
 // alipayAccountFor finds the app a notification is for: the one its URL names, else the
 // notification's own app_id (which the signature then covers).
-func (a *app) alipayAccountFor(pathMerchant string, body []byte) (*alipay.Client, error) {
+func (a *app) alipayAccountFor(pathMerchant string, body []byte) (alipayNotifyReader, error) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
 		return nil, platformclient.Malformed(reconcile.Alipay, "callback body is not a form")
@@ -344,7 +345,7 @@ func (a *app) alipayAccountFor(pathMerchant string, body []byte) (*alipay.Client
 // wechatAccountFor finds the merchant a callback is for: the one its URL names, else the one
 // whose public key or platform certificate has the serial that signed it (then that
 // merchant's API v3 key decrypts it).
-func (a *app) wechatAccountFor(ctx context.Context, pathMerchant, serial string) (*wechatpay.Client, error) {
+func (a *app) wechatAccountFor(ctx context.Context, pathMerchant, serial string) (wechatNotifyReader, error) {
 	if pathMerchant != "" {
 		for _, c := range a.wechat {
 			if c.MerchantID() == pathMerchant {

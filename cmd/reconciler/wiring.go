@@ -28,9 +28,10 @@ type app struct {
 	rdb     *redis.Client
 	claims  *repo.RedisClaimer // nil: database-only claims
 	applier *reconcile.Applier
-	// One client per merchant account; callbacks find theirs by app_id, serial or path.
-	alipay  map[string]*alipay.Client // by app_id
-	wechat  []*wechatpay.Client       // in configuration order
+	// One callback reader per merchant account; callbacks find theirs by app_id, serial or
+	// path. An account given without its private key has a reader but no client.
+	alipay  map[string]alipayNotifyReader // by app_id
+	wechat  []wechatNotifyReader          // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics
 	// refusals samples the log lines of refused callbacks: anyone can send those.
@@ -40,7 +41,7 @@ type app struct {
 // newApp connects to the database (and Redis), loads the platform keys and builds the apply
 // path. Key and setting problems are *config.Error (exit 2).
 func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]*alipay.Client{}, refusals: newLogSampler()}
+	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]alipayNotifyReader{}, refusals: newLogSampler()}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
 		var err error
@@ -58,7 +59,7 @@ func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlat
 			a.Close()
 			return nil, err
 		}
-		if len(a.clients) == 0 {
+		if len(a.alipay)+len(a.wechat) == 0 {
 			a.Close()
 			return nil, &config.Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: "no platform account configured: list accounts in RECONCILER_ACCOUNTS_FILE, or set RECONCILER_ALIPAY_APP_ID and/or RECONCILER_WECHATPAY_MCHID with their keys"}
 		}
@@ -145,14 +146,30 @@ func exposedKeyFile(path string) (fs.FileMode, bool) {
 
 func (a *app) buildPlatforms() error {
 	for _, acct := range a.cfg.Accounts.Alipay {
+		if acct.PrivateKeyFile == "" { // allowed only when serve only verifies callbacks
+			read, err := a.alipayVerifier(acct)
+			if err != nil {
+				return err
+			}
+			a.alipay[acct.AppID] = read
+			continue
+		}
 		c, err := a.alipayClient(acct)
 		if err != nil {
 			return err
 		}
-		a.alipay[acct.AppID] = c
+		a.alipay[acct.AppID] = c.ParseNotify
 		a.addClient(c, c.BreakerState)
 	}
 	for _, acct := range a.cfg.Accounts.WechatPay {
+		if acct.PrivateKeyFile == "" {
+			v, err := a.wechatVerifier(acct)
+			if err != nil {
+				return err
+			}
+			a.wechat = append(a.wechat, v)
+			continue
+		}
 		c, err := a.wechatClient(acct)
 		if err != nil {
 			return err
