@@ -50,8 +50,18 @@ func ParseNotifyForm(form url.Values, raw []byte, alipayPublicKey *rsa.PublicKey
 // ParseNotify verifies a notification with the client's Alipay public key, or in
 // certificate mode with the key of the Alipay certificate (the one its alipay_cert_sn
 // names, if it carries one).
-// A refusal is not logged here: the HTTP handler logs it once, sampled under a flood.
 func (c *Client) ParseNotify(body []byte) (reconcile.Result, error) {
+	res, err := c.parseNotify(body)
+	// Debug only: the HTTP handler logs the refusal as the security event, once and
+	// sampled under a flood (anyone can post junk to a notify URL).
+	if err != nil && reconcile.PlatformErrorKindOf(err) == reconcile.KindBadSignature {
+		c.log.Debug().Str("event", "bad_signature").Str("raw_digest", platformclient.Digest(body)).
+			Msg("alipay notification failed signature verification; refused")
+	}
+	return res, err
+}
+
+func (c *Client) parseNotify(body []byte) (reconcile.Result, error) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
 		return reconcile.Result{}, platformclient.Malformed(reconcile.Alipay, "notification is not a form")

@@ -146,7 +146,13 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
 			"gave up waiting for the platform certificates that verify the callback", ctx.Err())
 	}
-	// A refusal is not logged here: the HTTP handler logs it once, sampled under a flood.
+	// Debug only: the HTTP handler logs the refusal as the security event, once and
+	// sampled under a flood (anyone can post junk to a notify URL).
+	if err != nil && reconcile.PlatformErrorKindOf(err) == reconcile.KindBadSignature {
+		c.log.Debug().Str("event", "bad_signature").Str("raw_digest", platformclient.Digest(body)).
+			Str("serial", quoteSerial(h.Get(HeaderSerial))).Err(err).
+			Msg("wechatpay callback failed signature verification; refused")
+	}
 	return res, err
 }
 
