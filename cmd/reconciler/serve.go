@@ -88,24 +88,30 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info().Msg("shutting down: finishing in-flight callbacks and passes")
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	a.drain([]servedListener{public, admin}, cr)
+	waitRelay()
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// drain stops taking requests and passes and lets those in flight finish, within
+// RECONCILER_DRAIN_TIMEOUT.
+func (a *app) drain(servers []servedListener, cr *cron.Cron) {
+	a.log.Info().Msg("shutting down: finishing in-flight callbacks and passes")
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.DrainTimeout)
 	defer cancel()
-	for _, s := range []servedListener{public, admin} {
-		if err := s.srv.Shutdown(sctx); err != nil {
-			log.Warn().Err(err).Msg("http shutdown")
+	for _, s := range servers {
+		if err := s.srv.Shutdown(ctx); err != nil {
+			a.log.Warn().Err(err).Msg("http shutdown")
 		}
 	}
 	if cr != nil {
 		select {
 		case <-cr.Stop().Done():
-		case <-sctx.Done():
-			log.Warn().Msg("a scheduled pass did not drain in time; its leases expire by themselves")
+		case <-ctx.Done():
+			a.log.Warn().Msg("a scheduled pass did not drain in time; its leases expire by themselves")
 		}
 	}
-	waitRelay()
-	log.Info().Msg("stopped")
-	return nil
 }
 
 // scheduler runs passes on a schedule. SkipIfStillRunning keeps passes from overlapping,
