@@ -215,7 +215,9 @@ func nextLine(list []*yaml.Node, n int, top []*yaml.Node, i int) int {
 // resolveAccounts builds the account list: the file's accounts, then one account for each
 // platform whose single-account settings are set. Defaults are filled and each account is
 // validated; the first problem is returned as an *Error that names where it is.
-func resolveAccounts(c *Config) error {
+// signing says whether the command signs platform requests (and so needs every account's
+// private key); a callback-only serve only verifies.
+func resolveAccounts(c *Config, signing bool) error {
 	var accts Accounts
 	if c.AccountsFile != "" {
 		var err error
@@ -232,7 +234,7 @@ func resolveAccounts(c *Config) error {
 	seen := map[string]bool{}
 	for i := range accts.Alipay {
 		a := &accts.Alipay[i]
-		if err := a.check(c.AllowInsecurePlatform); err != nil {
+		if err := a.check(c.AllowInsecurePlatform, signing); err != nil {
 			return err
 		}
 		if seen["alipay/"+a.AppID] {
@@ -242,7 +244,7 @@ func resolveAccounts(c *Config) error {
 	}
 	for i := range accts.WechatPay {
 		w := &accts.WechatPay[i]
-		if err := w.check(c.AllowInsecurePlatform); err != nil {
+		if err := w.check(c.AllowInsecurePlatform, signing); err != nil {
 			return err
 		}
 		if seen["wechatpay/"+w.MchID] {
@@ -254,11 +256,14 @@ func resolveAccounts(c *Config) error {
 	return nil
 }
 
-func (a *AlipayAccount) check(allowInsecure bool) error {
+func (a *AlipayAccount) check(allowInsecure, signing bool) error {
 	if err := checkIdentity(a.FieldError, "app_id", a.AppID, "gateway", &a.Gateway, DefaultAlipayGateway, &a.QPS, allowInsecure); err != nil {
 		return err
 	}
-	files := []struct{ field, path string }{{"private_key_file", a.PrivateKeyFile}}
+	var files []struct{ field, path string }
+	if signing || a.PrivateKeyFile != "" {
+		files = append(files, struct{ field, path string }{"private_key_file", a.PrivateKeyFile})
+	}
 	if a.CertMode() {
 		if a.PublicKeyFile != "" {
 			return a.FieldError("public_key_file", "give either public_key_file (public-key mode) or the three certificate files (certificate mode), not both")
@@ -277,14 +282,20 @@ func (a *AlipayAccount) check(allowInsecure bool) error {
 	return nil
 }
 
-func (w *WechatAccount) check(allowInsecure bool) error {
+func (w *WechatAccount) check(allowInsecure, signing bool) error {
 	if err := checkIdentity(w.FieldError, "mchid", w.MchID, "base_url", &w.BaseURL, DefaultWechatPayBaseURL, &w.QPS, allowInsecure); err != nil {
 		return err
 	}
-	if w.SerialNo == "" {
+	// Verifying callbacks without the private key needs the public key: downloading
+	// platform certificates is a signed request.
+	verifyOnly := !signing && w.PrivateKeyFile == ""
+	if verifyOnly && w.PublicKeyFile == "" {
+		return w.FieldError("private_key_file", "is required to download the platform certificates that verify callbacks (or give public_key_file and public_key_id)")
+	}
+	if w.SerialNo == "" && !verifyOnly {
 		return w.FieldError("serial_no", "is required (the merchant API certificate's serial)")
 	}
-	if !hexSerial.MatchString(w.SerialNo) {
+	if w.SerialNo != "" && !hexSerial.MatchString(w.SerialNo) {
 		return w.FieldError("serial_no", fmt.Sprintf("must be a hexadecimal certificate serial, got %q", w.SerialNo))
 	}
 	w.SerialNo = strings.ToUpper(w.SerialNo)
@@ -299,6 +310,9 @@ func (w *WechatAccount) check(allowInsecure bool) error {
 	} {
 		if f.path == "" && f.field == "public_key_file" {
 			continue // certificate mode
+		}
+		if f.path == "" && f.field == "private_key_file" && verifyOnly {
+			continue
 		}
 		if err := checkReadable(f.path); err != nil {
 			return w.FieldError(f.field, err.Error())

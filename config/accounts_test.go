@@ -1,6 +1,7 @@
 package config
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,4 +175,55 @@ func TestAccountsFileErrorsNameFileAccountAndField(t *testing.T) {
 			t.Fatalf("missing accounts file: %v", err)
 		}
 	})
+}
+
+// TestVerifyOnlyAccountsNeedNoPrivateKey: a command that only verifies callbacks loads
+// accounts without their private keys (and WeChat Pay ones without the merchant serial),
+// but a WeChat Pay account in certificate mode still needs its private key: downloading
+// the certificates is a signed request. Without VerifyOnly the keys stay required.
+func TestVerifyOnlyAccountsNeedNoPrivateKey(t *testing.T) {
+	dir := t.TempDir()
+	pub := filepath.Join(dir, "pub.pem")
+	v3 := filepath.Join(dir, "v3.key")
+	os.WriteFile(pub, []byte("test-only placeholder"), 0o600)           //nolint:errcheck
+	os.WriteFile(v3, []byte("0123456789abcdef0123456789abcdef"), 0o600) //nolint:errcheck
+	alipayEnv := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db",
+		"RECONCILER_ALIPAY_APP_ID": "2021", "RECONCILER_ALIPAY_PUBLIC_KEY_FILE": pub}
+	wechatEnv := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db",
+		"RECONCILER_WECHATPAY_MCHID": "1900", "RECONCILER_WECHATPAY_APIV3_KEY_FILE": v3,
+		"RECONCILER_WECHATPAY_PUBLIC_KEY_FILE": pub, "RECONCILER_WECHATPAY_PUBLIC_KEY_ID": "PUB_KEY_ID_1"}
+	certMode := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db",
+		"RECONCILER_WECHATPAY_MCHID": "1900", "RECONCILER_WECHATPAY_APIV3_KEY_FILE": v3}
+	cases := []struct {
+		name       string
+		env        map[string]string
+		verifyOnly bool
+		wantErr    string
+	}{
+		{"alipay, verifying", alipayEnv, true, ""},
+		{"alipay, signing", alipayEnv, false, "RECONCILER_ALIPAY_PRIVATE_KEY_FILE: is required"},
+		{"wechat public key, verifying", wechatEnv, true, ""},
+		{"wechat public key, signing", wechatEnv, false, "RECONCILER_WECHATPAY_SERIAL_NO: is required"},
+		{"wechat certificates, verifying", certMode, true, "RECONCILER_WECHATPAY_PRIVATE_KEY_FILE: is required to download"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			l := Register(fs, GroupAll, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			l.VerifyOnly(func() bool { return tc.verifyOnly })
+			if err := fs.Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			c, err := l.Load()
+			if tc.wantErr == "" {
+				if err != nil || c.Accounts.Len() != 1 {
+					t.Fatalf("got %v with %d accounts", err, c.Accounts.Len())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("got %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
 }

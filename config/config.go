@@ -17,6 +17,7 @@ import (
 type Config struct {
 	DatabaseURL     string
 	Listen          string
+	AdminListen     string
 	Timezone        *time.Location
 	RedisURL        string
 	RedisTimeout    time.Duration
@@ -99,6 +100,7 @@ func (c Config) Redacted() string {
 		"database-url":         RedactURL(c.DatabaseURL),
 		"redis-url":            RedactURL(c.RedisURL),
 		"listen":               c.Listen,
+		"admin-listen":         c.AdminListen,
 		"claim-prefix":         c.ClaimPrefix,
 		"claim-lease":          c.ClaimLease.String(),
 		"claim-ttl":            c.ClaimTTL.String(),

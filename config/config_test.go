@@ -27,7 +27,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		"listen": c.Listen == ":8080", "timezone": c.Timezone.String() == "Asia/Shanghai",
+		"listen": c.Listen == ":8080", "admin": c.AdminListen == ":9090", "timezone": c.Timezone.String() == "Asia/Shanghai",
 		"redis": c.RedisURL == "", "lease": c.ClaimLease == 60*time.Second, "ttl": c.ClaimTTL == 25*time.Hour,
 		"grace": c.Grace == 2*time.Minute, "lookback": c.Lookback == 72*time.Hour, "order ttl": c.OrderTTL == 2*time.Hour,
 		"prefix": c.ClaimPrefix == "pay:notify:", "timeout": c.PlatformTimeout == 10*time.Second,
@@ -81,6 +81,9 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"shards":                       {"", "", nil, nil}, // needs JOB_COMPLETION_INDEX: TestShardsFromJobIndex
 		"pushgateway-url":              {"http://pgw:9091", "http://p:1", func(c Config) any { return c.PushgatewayURL }, "http://pgw:9091"},
 		"listen":                       {"127.0.0.1:9000", ":9001", func(c Config) any { return c.Listen }, "127.0.0.1:9000"},
+		"admin-listen":                 {"127.0.0.1:9100", ":9101", func(c Config) any { return c.AdminListen }, "127.0.0.1:9100"},
+		"database-url-file":            {"", "", nil, nil}, // TestURLFiles
+		"redis-url-file":               {"", "", nil, nil}, // TestURLFiles
 		"notify-wait":                  {"500ms", "1s", func(c Config) any { return c.NotifyWait }, 500 * time.Millisecond},
 		"platform-timeout":             {"3s", "4s", func(c Config) any { return c.PlatformTimeout }, 3 * time.Second},
 		"alipay-gateway":               {"http://127.0.0.1:1/gateway.do", "http://x/g", func(c Config) any { return c.Alipay.Gateway }, "http://127.0.0.1:1/gateway.do"},
@@ -286,7 +289,7 @@ func TestDesignSettingsExist(t *testing.T) {
 		"WECHATPAY_BASE_URL", "WECHATPAY_MCHID", "WECHATPAY_SERIAL_NO", "WECHATPAY_PRIVATE_KEY_FILE",
 		"WECHATPAY_PUBLIC_KEY_FILE", "WECHATPAY_PUBLIC_KEY_ID", "WECHATPAY_APIV3_KEY_FILE", "WECHATPAY_QPS",
 		"ACCOUNTS_FILE", "RATE_PREFIX", "ALLOW_INSECURE_PLATFORM",
-		"RELAY_URL", "RELAY_SUBJECT_PREFIX"}
+		"RELAY_URL", "RELAY_SUBJECT_PREFIX", "ADMIN_LISTEN", "DATABASE_URL_FILE", "REDIS_URL_FILE"}
 	have := map[string]bool{}
 	for _, n := range Names() {
 		have[EnvName(n)] = true
@@ -295,5 +298,63 @@ func TestDesignSettingsExist(t *testing.T) {
 		if !have["RECONCILER_"+d] {
 			t.Errorf("RECONCILER_%s (design contract) is not a setting", d)
 		}
+	}
+}
+
+// TestURLFiles: the database and Redis URLs can come from files (a mounted Secret), so their
+// passwords appear in neither the environment nor the command line; a file and a URL
+// together are refused, and an error never quotes the file's content.
+func TestURLFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dbFile := write("db", "postgres://u:s3cret@h/db\n")
+	redisFile := write("redis", "redis://:s3cret@r:6379/1\n")
+	badFile := write("bad", "mysql://u:s3cret@h/db\n")
+	emptyFile := write("empty", "\n")
+	cases := []struct {
+		name      string
+		env       map[string]string
+		wantDB    string
+		wantRedis string
+		wantErr   string // the setting the error names; "" for none
+	}{
+		{"both from files", map[string]string{"RECONCILER_DATABASE_URL_FILE": dbFile, "RECONCILER_REDIS_URL_FILE": redisFile},
+			"postgres://u:s3cret@h/db", "redis://:s3cret@r:6379/1", ""},
+		{"database file, no redis", map[string]string{"RECONCILER_DATABASE_URL_FILE": dbFile}, "postgres://u:s3cret@h/db", "", ""},
+		{"file and url together", map[string]string{"RECONCILER_DATABASE_URL_FILE": dbFile, "RECONCILER_DATABASE_URL": "postgres://x@y/z"}, "", "", "RECONCILER_DATABASE_URL"},
+		{"redis file and url together", map[string]string{"RECONCILER_DATABASE_URL_FILE": dbFile, "RECONCILER_REDIS_URL_FILE": redisFile, "RECONCILER_REDIS_URL": "redis://x:1"}, "", "", "RECONCILER_REDIS_URL"},
+		{"missing file", map[string]string{"RECONCILER_DATABASE_URL_FILE": filepath.Join(dir, "nope")}, "", "", "RECONCILER_DATABASE_URL_FILE"},
+		{"empty file", map[string]string{"RECONCILER_DATABASE_URL_FILE": emptyFile}, "", "", "RECONCILER_DATABASE_URL_FILE"},
+		{"wrong scheme in file", map[string]string{"RECONCILER_DATABASE_URL_FILE": badFile}, "", "", "RECONCILER_DATABASE_URL"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load(GroupAll, nil, tc.env)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.DatabaseURL != tc.wantDB || c.RedisURL != tc.wantRedis {
+					t.Fatalf("got %q and %q", c.DatabaseURL, c.RedisURL)
+				}
+				if strings.Contains(c.Redacted(), "s3cret") {
+					t.Fatalf("redacted form leaks the password: %s", c.Redacted())
+				}
+				return
+			}
+			ce, ok := err.(*Error)
+			if !ok || ce.Setting != tc.wantErr {
+				t.Fatalf("want an error naming %s, got %v", tc.wantErr, err)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("error quotes the file's content: %v", err)
+			}
+		})
 	}
 }

@@ -55,12 +55,19 @@ type setting struct {
 }
 
 var settings = []setting{
-	{"database-url", "", GroupDatabase, kString, "PostgreSQL URL (required)", func(c *Config, v string) error {
-		if v == "" {
-			return fmt.Errorf("is required (e.g. postgres://user@host:5432/db?sslmode=disable)")
+	// A *-url-file row comes before its *-url row: the URL row then sees what the file held.
+	{"database-url-file", "", GroupDatabase, kString, "file holding the PostgreSQL URL (keeps the password out of the environment and the command line)", urlFileInto(func(c *Config) *string { return &c.DatabaseURL })},
+	{"database-url", "", GroupDatabase, kString, "PostgreSQL URL (required, here or in database-url-file)", func(c *Config, v string) error {
+		if v == "" && c.DatabaseURL == "" {
+			return fmt.Errorf("is required (e.g. postgres://user@host:5432/db?sslmode=disable), or RECONCILER_DATABASE_URL_FILE")
 		}
-		c.DatabaseURL = v
-		return checkURL(v, "postgres", "postgresql")
+		if v != "" && c.DatabaseURL != "" {
+			return fmt.Errorf("give either the URL or RECONCILER_DATABASE_URL_FILE, not both")
+		}
+		if v != "" {
+			c.DatabaseURL = v
+		}
+		return checkURL(c.DatabaseURL, "postgres", "postgresql")
 	}},
 	{"log-level", "info", GroupLog, kString, "debug, info, warn or error", func(c *Config, v string) error {
 		c.LogLevel = v
@@ -81,12 +88,18 @@ var settings = []setting{
 		c.Timezone = loc
 		return nil
 	}},
-	{"redis-url", "", GroupApply, kString, "Redis URL for claims; empty means database-only claims", func(c *Config, v string) error {
-		c.RedisURL = v
-		if v == "" {
+	{"redis-url-file", "", GroupApply, kString, "file holding the Redis URL (keeps the password out of the environment and the command line)", urlFileInto(func(c *Config) *string { return &c.RedisURL })},
+	{"redis-url", "", GroupApply, kString, "Redis URL for claims; empty (and no redis-url-file) means database-only claims", func(c *Config, v string) error {
+		if v != "" && c.RedisURL != "" {
+			return fmt.Errorf("give either the URL or RECONCILER_REDIS_URL_FILE, not both")
+		}
+		if v != "" {
+			c.RedisURL = v
+		}
+		if c.RedisURL == "" {
 			return nil
 		}
-		return checkURL(v, "redis", "rediss", "unix")
+		return checkURL(c.RedisURL, "redis", "rediss", "unix")
 	}},
 	{"redis-timeout", "100ms", GroupApply, kString, "deadline of each Redis call", durationInto(func(c *Config) *time.Duration { return &c.RedisTimeout }, false)},
 	{"claim-prefix", "pay:notify:", GroupApply, kString, "prefix of the Redis claim keys (shared with the callback service)", func(c *Config, v string) error {
@@ -151,11 +164,18 @@ var settings = []setting{
 		}
 		return checkURL(v, "http", "https")
 	}},
-	{"listen", ":8080", GroupServe, kString, "serve's HTTP address", func(c *Config, v string) error {
+	{"listen", ":8080", GroupServe, kString, "serve's public HTTP address: the platforms' callbacks (/notify/*), /healthz, /readyz", func(c *Config, v string) error {
 		if !strings.Contains(v, ":") {
 			return fmt.Errorf("must be host:port or :port, got %q", v)
 		}
 		c.Listen = v
+		return nil
+	}},
+	{"admin-listen", ":9090", GroupServe, kString, "serve's admin HTTP address: /metrics, /healthz, /readyz (keep it off the public network)", func(c *Config, v string) error {
+		if !strings.Contains(v, ":") {
+			return fmt.Errorf("must be host:port or :port, got %q", v)
+		}
+		c.AdminListen = v
 		return nil
 	}},
 	{"notify-wait", "2s", GroupServe, kString, "how long a callback waits for a claim held by another handler", durationInto(func(c *Config) *time.Duration { return &c.NotifyWait }, true)},
@@ -246,7 +266,14 @@ type Loader struct {
 	group  Group
 	values map[string]*value
 	env    func(string) (string, bool)
+	// verifyOnly, when it answers true after parsing, lets accounts come without their
+	// private keys: the command verifies callbacks and never signs a request.
+	verifyOnly func() bool
 }
+
+// VerifyOnly makes the accounts' private keys optional when verifyOnly (asked after the
+// flags are parsed) is true: for a command that only verifies callbacks.
+func (l *Loader) VerifyOnly(verifyOnly func() bool) { l.verifyOnly = verifyOnly }
 
 // Register adds the flags of the chosen groups to fs. Env lookups go through lookupEnv
 // (os.LookupEnv when nil), so tests never touch the process environment.
@@ -310,7 +337,7 @@ func (l *Loader) validate(c *Config) error {
 	if l.group&GroupPlatforms == 0 {
 		return nil
 	}
-	return resolveAccounts(c)
+	return resolveAccounts(c, l.verifyOnly == nil || !l.verifyOnly())
 }
 
 // ReadAPIv3Key reads the WeChat Pay API v3 key file: exactly 32 bytes, one trailing newline
@@ -435,4 +462,24 @@ func Names() []string {
 		out[i] = s.name
 	}
 	return out
+}
+
+// urlFileInto reads a URL from a file (a mounted Secret) into a field. The error names the
+// file but never quotes it: the URL may hold a password.
+func urlFileInto(field func(c *Config) *string) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return fmt.Errorf("cannot read: %w", err)
+		}
+		u := strings.TrimSpace(string(b))
+		if u == "" {
+			return fmt.Errorf("%s is empty", v)
+		}
+		*field(c) = u
+		return nil
+	}
 }

@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -65,13 +66,26 @@ func (m manifest) String() string {
 
 // kinds maps "apiVersion kind" to a fresh value of the API type.
 var kinds = map[string]func() any{
-	"batch/v1 CronJob":              func() any { return new(batchv1.CronJob) },
-	"batch/v1 Job":                  func() any { return new(batchv1.Job) },
-	"apps/v1 Deployment":            func() any { return new(appsv1.Deployment) },
-	"v1 Service":                    func() any { return new(corev1.Service) },
-	"v1 ConfigMap":                  func() any { return new(corev1.ConfigMap) },
-	"v1 Secret":                     func() any { return new(corev1.Secret) },
-	"policy/v1 PodDisruptionBudget": func() any { return new(policyv1.PodDisruptionBudget) },
+	"batch/v1 CronJob":                   func() any { return new(batchv1.CronJob) },
+	"batch/v1 Job":                       func() any { return new(batchv1.Job) },
+	"apps/v1 Deployment":                 func() any { return new(appsv1.Deployment) },
+	"v1 Service":                         func() any { return new(corev1.Service) },
+	"v1 ConfigMap":                       func() any { return new(corev1.ConfigMap) },
+	"v1 Secret":                          func() any { return new(corev1.Secret) },
+	"policy/v1 PodDisruptionBudget":      func() any { return new(policyv1.PodDisruptionBudget) },
+	"networking.k8s.io/v1 NetworkPolicy": func() any { return new(networkingv1.NetworkPolicy) },
+	// No Go type ships for the Prometheus Operator's kind without a new dependency: it is
+	// decoded as plain YAML, and TestPrometheusRule holds it to deploy/prometheus/rules.yaml.
+	"monitoring.coreos.com/v1 PrometheusRule": func() any { return new(prometheusRule) },
+}
+
+// prometheusRule is the part of a PrometheusRule the tests read; the groups are left as
+// plain YAML so that they compare with rules.yaml as written.
+type prometheusRule struct {
+	APIVersion string           `json:"apiVersion"`
+	Kind       string           `json:"kind"`
+	Metadata   map[string]any   `json:"metadata"`
+	Spec       map[string][]any `json:"spec"`
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
@@ -222,7 +236,7 @@ func TestEveryManifestDecodesStrictly(t *testing.T) {
 	for _, m := range ms {
 		got[m.kind] = true
 	}
-	for _, k := range []string{"CronJob", "Job", "Deployment", "Service", "ConfigMap", "Secret", "PodDisruptionBudget"} {
+	for _, k := range []string{"CronJob", "Job", "Deployment", "Service", "ConfigMap", "Secret", "PodDisruptionBudget", "NetworkPolicy", "PrometheusRule"} {
 		if !got[k] {
 			t.Errorf("no %s among the manifests", k)
 		}
@@ -513,7 +527,8 @@ func TestServeDeployment(t *testing.T) {
 			t.Errorf("%s probe = %s on %s, want %s on 8080", p.name, g.Path, g.Port.String(), p.path)
 		}
 	}
-	want := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometheus.io/path": "/metrics"}
+	// Metrics are scraped from the admin port: the callback port does not serve them.
+	want := map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090", "prometheus.io/path": "/metrics"}
 	for k, v := range want {
 		if tmpl.Annotations[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, tmpl.Annotations[k], v)

@@ -53,7 +53,7 @@ func commands() map[string]command {
 		"mismatches": {"finance review: list, show, ack and resolve findings (audit trail kept)", cmdMismatches},
 		"report":     {"mismatch and run report for a period as csv, json, xlsx or html", cmdReport},
 		"run":        {"one reconciliation pass over due PENDING orders, then exit (the CronJob entry point)", cmdRun},
-		"serve":      {"callback endpoints, /healthz, /readyz, /metrics, and with --schedule, passes on a cron spec", cmdServe},
+		"serve":      {"callback endpoints and probes; /metrics on the admin port; with --schedule, passes on a cron spec", cmdServe},
 		"demo":       {"the whole story on this machine: sandbox, seeded orders, a pass racing callbacks, findings", cmdDemo},
 		"sandbox":    {"run the platform simulator (Alipay + WeChat Pay v3) on a local port, for staging and demos", sandbox.Main},
 		"backfill":   {"re-check every order created in [--from, --to) against the platform; resumable", cmdBackfill},
@@ -117,15 +117,23 @@ func printUsage(w io.Writer, cmds map[string]command) {
 // parse builds a command's flag set over the chosen setting groups, parses args and loads
 // the configuration. extra registers command-specific flags.
 func parse(name string, args []string, groups config.Group, stderr io.Writer, extra func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
+	return parseWithLoader(name, args, groups, stderr, func(fs *flag.FlagSet, _ *config.Loader) {
+		if extra != nil {
+			extra(fs)
+		}
+	})
+}
+
+// parseWithLoader is parse for a command that also tunes the loader (serve: private keys
+// optional when it only verifies callbacks).
+func parseWithLoader(name string, args []string, groups config.Group, stderr io.Writer, extra func(*flag.FlagSet, *config.Loader)) (config.Config, *flag.FlagSet, error) {
 	fs := flag.NewFlagSet("reconciler "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { printFlags(fs) }
 	loader := config.Register(fs, groups, nil)
 	settings := map[string]bool{}
 	fs.VisitAll(func(f *flag.Flag) { settings[f.Name] = true })
-	if extra != nil {
-		extra(fs)
-	}
+	extra(fs, loader)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config.Config{}, fs, err

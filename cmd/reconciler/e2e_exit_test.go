@@ -40,6 +40,10 @@ func TestE2EExitCodes(t *testing.T) {
 		{"shards without a completion index", nil, []string{"run", "--shards", "2"}, 2, "JOB_COMPLETION_INDEX", 0},
 		{"missing key file", []string{"RECONCILER_ALIPAY_PRIVATE_KEY_FILE=/nonexistent/key.pem"}, []string{"run"}, 2, "RECONCILER_ALIPAY_PRIVATE_KEY_FILE", 0},
 		{"database unreachable", []string{"RECONCILER_DATABASE_URL=postgres://postgres@127.0.0.1:1/x?sslmode=disable"}, []string{"run"}, 1, "database", 15 * time.Second},
+		{"schedule of a zone alone", nil, []string{"serve", "--schedule", "TZ=UTC"}, 2, "--schedule", 0},
+		{"schedule that is not one", []string{"RECONCILER_SCHEDULE=nonsense"}, []string{"serve"}, 2, "nonsense", 0},
+		{"schedule in an unknown zone", nil, []string{"serve", "--schedule", "CRON_TZ=Mars/Olympus 0 9 * * *"}, 2, "--schedule", 0},
+		{"database url file missing", []string{"RECONCILER_DATABASE_URL=", "RECONCILER_DATABASE_URL_FILE=/nonexistent/db-url"}, []string{"run"}, 2, "RECONCILER_DATABASE_URL_FILE", 0},
 		{"help", nil, []string{"run", "--help"}, 0, "RECONCILER_RECHECK_MIN", 0},
 	}
 	for _, c := range cases {

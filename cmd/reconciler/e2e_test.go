@@ -175,6 +175,7 @@ type e2eProc struct {
 	done   chan struct{}
 	code   int
 	took   time.Duration
+	admin  string // serve's admin port, as a base URL
 }
 
 // e2eBuffer is a bytes.Buffer safe to read while the process writes.
@@ -540,12 +541,14 @@ func e2eFreeAddr(t *testing.T) string {
 	return addr
 }
 
-// startServe starts `reconciler serve` and waits for /readyz.
+// startServe starts `reconciler serve` and waits for /readyz. It returns the callback
+// port's base URL; the admin port's is the process's admin.
 func (e *e2eEnv) startServe(extra ...string) (*e2eProc, string) {
 	e.t.Helper()
-	addr := e2eFreeAddr(e.t)
-	p := e.start(append([]string{"RECONCILER_LISTEN=" + addr}, extra...), "serve")
+	addr, admin := e2eFreeAddr(e.t), e2eFreeAddr(e.t)
+	p := e.start(append([]string{"RECONCILER_LISTEN=" + addr, "RECONCILER_ADMIN_LISTEN=" + admin}, extra...), "serve")
 	base := "http://" + addr
+	p.admin = "http://" + admin
 	client := &http.Client{Timeout: time.Second}
 	e2eEventually(e.t, 30*time.Second, "serve to answer /readyz", func() bool {
 		if p.exited() {

@@ -9,8 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/repo"
 )
 
 func TestRelayMetricsCountWhatABatchDid(t *testing.T) {
@@ -53,6 +55,11 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	// Vectors are gathered once they have a child.
 	m.unconfigured.WithLabelValues("alipay", "2021")
 	m.throttles.WithLabelValues("alipay", "2021")
+	m.callbacks.WithLabelValues("alipay", "refused_signature")
+	m.findings.WithLabelValues("alipay", "amount_mismatch")
+	m.platformErrs.WithLabelValues("alipay", "2021", "unavailable")
+	m.watchBreaker("alipay", "2021", func() string { return "closed" })
+	m.watchClaims(repo.NewRedisClaimer(nil, repo.RedisOptions{}, zerolog.Nop()))
 	exported := map[string]bool{}
 	families, err := m.reg.Gather()
 	if err != nil {

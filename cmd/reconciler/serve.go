@@ -18,7 +18,6 @@ import (
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/platformclient"
-	"github.com/payrecon/payrecon/platformclient/alipay"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
 )
@@ -30,12 +29,21 @@ const maxCallbackBody = 64 << 10
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var schedule string
 	var withRelay bool
-	cfg, _, err := parse("serve", args, config.GroupAll, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&schedule, "schedule", "", `run passes on this cron spec (robfig/cron, e.g. "*/5 * * * *" or "@every 5m"); passes never overlap`)
+	cfg, _, err := parseWithLoader("serve", args, config.GroupAll, stderr, func(fs *flag.FlagSet, l *config.Loader) {
+		fs.StringVar(&schedule, "schedule", "", `run passes on this cron spec (robfig/cron, e.g. "*/5 * * * *", "CRON_TZ=Asia/Shanghai 0 9 * * *" or "@every 5m"; times in TIMEZONE unless CRON_TZ= says otherwise); passes never overlap`)
 		fs.BoolVar(&withRelay, "relay", false, "also relay the fulfilment outbox to NATS JetStream (RECONCILER_RELAY_URL), as relay --follow does")
+		// Only verifying callbacks needs no merchant private key; passes sign requests.
+		l.VerifyOnly(func() bool { return schedule == "" })
 	})
 	if err != nil {
 		return err
+	}
+	// A spec that does not parse is a usage error before anything connects.
+	var sched cron.Schedule
+	if schedule != "" {
+		if sched, err = parseSchedule(schedule, cfg.Timezone); err != nil {
+			return err
+		}
 	}
 	log := newLogger(cfg, stderr)
 	a, err := newApp(ctx, cfg, log, true)
@@ -44,64 +52,77 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer a.Close()
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+	public, err := listen(cfg.Listen, "RECONCILER_LISTEN", a.handler())
 	if err != nil {
-		return &config.Error{Setting: "RECONCILER_LISTEN", Msg: err.Error()}
+		return err
 	}
-	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 15 * time.Second}
+	admin, err := listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.adminHandler())
+	if err != nil {
+		public.ln.Close()
+		return err
+	}
+	closeListeners := func() { public.ln.Close(); admin.ln.Close() }
 
 	waitRelay := func() {}
 	if withRelay {
 		if waitRelay, err = a.startServeRelay(ctx); err != nil {
-			ln.Close()
+			closeListeners()
 			return err
 		}
 	}
-	var sched *cron.Cron
-	if schedule != "" {
-		sched, err = a.scheduler(ctx, schedule)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		sched.Start()
+	var cr *cron.Cron
+	if sched != nil {
+		cr = a.scheduler(ctx, sched)
+		cr.Start()
 	}
-	log.Info().Str("listen", ln.Addr().String()).Str("schedule", schedule).Str("config", cfg.Redacted()).Msg("serving")
-	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+	log.Info().Str("listen", public.ln.Addr().String()).Str("admin_listen", admin.ln.Addr().String()).
+		Str("schedule", schedule).Str("config", cfg.Redacted()).Msg("serving")
+	fmt.Fprintf(stdout, "listening on %s, admin on %s\n", public.ln.Addr(), admin.ln.Addr())
 
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	errc := make(chan error, 2)
+	for _, s := range []servedListener{public, admin} {
+		go func() { errc <- s.srv.Serve(s.ln) }()
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info().Msg("shutting down: finishing in-flight callbacks and passes")
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn().Err(err).Msg("http shutdown")
-	}
-	if sched != nil {
-		select {
-		case <-sched.Stop().Done():
-		case <-sctx.Done():
-			log.Warn().Msg("a scheduled pass did not drain in time; its leases expire by themselves")
-		}
-	}
+	a.drain([]servedListener{public, admin}, cr)
 	waitRelay()
 	log.Info().Msg("stopped")
 	return nil
 }
 
-// scheduler runs passes on a cron spec. SkipIfStillRunning keeps passes from overlapping,
+// drain stops taking requests and passes and lets those in flight finish, within
+// RECONCILER_DRAIN_TIMEOUT.
+func (a *app) drain(servers []servedListener, cr *cron.Cron) {
+	a.log.Info().Msg("shutting down: finishing in-flight callbacks and passes")
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.DrainTimeout)
+	defer cancel()
+	for _, s := range servers {
+		if err := s.srv.Shutdown(ctx); err != nil {
+			a.log.Warn().Err(err).Msg("http shutdown")
+		}
+	}
+	if cr != nil {
+		select {
+		case <-cr.Stop().Done():
+		case <-ctx.Done():
+			a.log.Warn().Msg("a scheduled pass did not drain in time; its leases expire by themselves")
+		}
+	}
+}
+
+// scheduler runs passes on a schedule. SkipIfStillRunning keeps passes from overlapping,
 // Recover keeps a panicking pass from taking the server down. Passes run on ctx, so SIGTERM
 // drains a running pass like `run` does.
-func (a *app) scheduler(ctx context.Context, spec string) (*cron.Cron, error) {
+func (a *app) scheduler(ctx context.Context, sched cron.Schedule) *cron.Cron {
 	logger := cronLogger{a.log}
-	c := cron.New(cron.WithLogger(logger), cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)))
+	c := cron.New(cron.WithLocation(a.cfg.Timezone), cron.WithLogger(logger),
+		cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)))
 	runner := a.runner(a.metrics)
-	_, err := c.AddFunc(spec, func() {
+	c.Schedule(sched, cron.FuncJob(func() {
 		run, err := runner.Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeScheduled, Shard: shardOf(a.cfg), DryRun: a.cfg.DryRun})
 		if run.ID != 0 {
 			a.metrics.recordRun(run)
@@ -115,12 +136,35 @@ func (a *app) scheduler(ctx context.Context, spec string) (*cron.Cron, error) {
 		default:
 			a.log.Error().Err(err).Int64("run_id", run.ID).Msg("scheduled pass failed")
 		}
-	})
-	if err != nil {
-		return nil, usagef("serve: --schedule %q: %v", spec, err)
-	}
+	}))
 	a.metrics.reg.MustRegister(a.metrics.lastSuccess)
-	return c, nil
+	return c
+}
+
+// scheduleParser reads five-field specs, descriptors (@every 5m, @daily) and a CRON_TZ= (or
+// TZ=) prefix naming the zone of that spec.
+var scheduleParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// parseSchedule reads a --schedule spec whose times are in loc unless the spec names its own
+// zone. A spec that does not parse is a usage error (exit 2): robfig/cron panics on some
+// (a bare "TZ=UTC"), so those are caught here too.
+func parseSchedule(spec string, loc *time.Location) (sched cron.Schedule, err error) {
+	fail := func(reason any) error { return usagef("serve: --schedule %q: %v", spec, reason) }
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fail("not a schedule")
+		}
+	}()
+	sched, err = scheduleParser.Parse(spec)
+	if err != nil {
+		return nil, fail(err)
+	}
+	// Without a zone of its own a spec would follow the process's local zone; dates in
+	// payrecon are read in TIMEZONE, so its schedules are too.
+	if s, ok := sched.(*cron.SpecSchedule); ok && s.Location == time.Local {
+		s.Location = loc
+	}
+	return sched, nil
 }
 
 // cronLogger adapts zerolog to robfig/cron's logger.
@@ -134,13 +178,44 @@ func (l cronLogger) Error(err error, msg string, kv ...any) {
 	l.log.Error().Err(err).Fields(kv).Msg("cron: " + msg)
 }
 
-// handler is serve's HTTP surface.
+// maxHeaderBytes bounds a request's headers; a callback's are well under 2 KiB.
+const maxHeaderBytes = 16 << 10
+
+// servedListener is one of serve's ports.
+type servedListener struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+func listen(addr, setting string, h http.Handler) (servedListener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return servedListener{}, &config.Error{Setting: setting, Msg: err.Error()}
+	}
+	return servedListener{ln: ln, srv: &http.Server{Handler: h, MaxHeaderBytes: maxHeaderBytes,
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 15 * time.Second}}, nil
+}
+
+// handler is the public port: what the platforms reach: their callbacks and the probes, nothing else.
 func (a *app) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /notify/alipay", a.notifyAlipay)
 	mux.HandleFunc("POST /notify/alipay/{merchant_id}", a.notifyAlipay)
 	mux.HandleFunc("POST /notify/wechatpay", a.notifyWechatPay)
 	mux.HandleFunc("POST /notify/wechatpay/{merchant_id}", a.notifyWechatPay)
+	a.probes(mux)
+	return mux
+}
+
+// adminHandler is for the cluster only (monitoring): metrics and the probes.
+func (a *app) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
+	a.probes(mux)
+	return mux
+}
+
+func (a *app) probes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }) //nolint:errcheck
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -151,8 +226,6 @@ func (a *app) handler() http.Handler {
 		}
 		io.WriteString(w, "ready\n") //nolint:errcheck
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
-	return mux
 }
 
 // callbackDeadline keeps every answer well inside the platforms' 5 s.
@@ -190,13 +263,13 @@ func (a *app) notifyAlipay(w http.ResponseWriter, r *http.Request) {
 	body, err := a.readCallback(w, r)
 	var res reconcile.Result
 	if err == nil {
-		var c *alipay.Client
-		if c, err = a.alipayAccountFor(r.PathValue("merchant_id"), body); err == nil {
-			res, err = c.ParseNotify(body)
+		var read alipayNotifyReader
+		if read, err = a.alipayAccountFor(r.PathValue("merchant_id"), body); err == nil {
+			res, err = read(body)
 		}
 	}
 	if err != nil {
-		a.refused(reconcile.Alipay, err, "")
+		a.refused(reconcile.Alipay, err, r, body)
 		reply(false, refusalReason(err))
 		return
 	}
@@ -225,13 +298,13 @@ func (a *app) notifyWechatPay(w http.ResponseWriter, r *http.Request) {
 	body, err := a.readCallback(w, r)
 	var res reconcile.Result
 	if err == nil {
-		var c *wechatpay.Client
+		var c wechatNotifyReader
 		if c, err = a.wechatAccountFor(ctx, r.PathValue("merchant_id"), r.Header.Get(wechatpay.HeaderSerial)); err == nil {
 			res, err = c.ParseNotifyContext(ctx, r.Header, body)
 		}
 	}
 	if err != nil {
-		a.refused(reconcile.WechatPay, err, r.Header.Get("Request-Id"))
+		a.refused(reconcile.WechatPay, err, r, body)
 		switch {
 		case errors.Is(err, platformclient.ErrBadSignature):
 			reply(http.StatusUnauthorized, "refused_signature", "signature verification failed")
@@ -260,7 +333,7 @@ func errNoAccount(p reconcile.Platform, msg string) error {
 
 // alipayAccountFor finds the app a notification is for: the one its URL names, else the
 // notification's own app_id (which the signature then covers).
-func (a *app) alipayAccountFor(pathMerchant string, body []byte) (*alipay.Client, error) {
+func (a *app) alipayAccountFor(pathMerchant string, body []byte) (alipayNotifyReader, error) {
 	form, err := url.ParseQuery(string(body))
 	if err != nil {
 		return nil, platformclient.Malformed(reconcile.Alipay, "callback body is not a form")
@@ -278,7 +351,7 @@ func (a *app) alipayAccountFor(pathMerchant string, body []byte) (*alipay.Client
 // wechatAccountFor finds the merchant a callback is for: the one its URL names, else the one
 // whose public key or platform certificate has the serial that signed it (then that
 // merchant's API v3 key decrypts it).
-func (a *app) wechatAccountFor(ctx context.Context, pathMerchant, serial string) (*wechatpay.Client, error) {
+func (a *app) wechatAccountFor(ctx context.Context, pathMerchant, serial string) (wechatNotifyReader, error) {
 	if pathMerchant != "" {
 		for _, c := range a.wechat {
 			if c.MerchantID() == pathMerchant {
@@ -320,13 +393,26 @@ func settledReason(ack bool, err error) string {
 	return "refused_busy"
 }
 
-// refused logs a callback we would not read. A bad signature is a security event.
-func (a *app) refused(p reconcile.Platform, err error, requestID string) {
+// refused logs a callback we would not read: a bad signature is a security event. Anyone
+// can send junk, so under a flood the lines are sampled (payrecon_callbacks_total still
+// counts every refusal) and what the sender chose is clipped and escaped.
+func (a *app) refused(p reconcile.Platform, err error, r *http.Request, body []byte) {
+	if !a.refusals.allow() {
+		return
+	}
 	ev := a.log.Warn()
 	if errors.Is(err, platformclient.ErrBadSignature) {
 		ev = a.log.Error().Str("event", "bad_signature")
 	}
-	ev.Str("platform", string(p)).Str("request_id", requestID).Err(err).Msg("callback refused")
+	ev = ev.Str("platform", string(p)).Str("raw_digest", platformclient.Digest(body)).
+		Str("request_id", clip(r.Header.Get("Request-Id"))).Str("error", clip(err.Error()))
+	if p == reconcile.WechatPay {
+		ev = ev.Str("serial", clip(r.Header.Get(wechatpay.HeaderSerial)))
+	}
+	if n := a.refusals.suppressed.Swap(0); n > 0 {
+		ev = ev.Int64("suppressed_since_last", n)
+	}
+	ev.Msg("callback refused")
 }
 
 func (a *app) logCallback(res reconcile.Result, applied reconcile.Applied, ack bool, err error) {

@@ -266,12 +266,21 @@ func TestHealthAndMetrics(t *testing.T) {
 	t.Parallel()
 	f := newServeFixture(t)
 	f.post("/notify/alipay", formType, []byte("sign=bogus"), nil)
-	for path, want := range map[string]string{
-		"/healthz": "ok",
-		"/readyz":  "ready",
-		"/metrics": `payrecon_callbacks_total{platform="alipay",result="refused_signature"} 1`,
+	// Metrics are on the admin port; the callback port has the probes only.
+	admin := httptest.NewServer(f.app.adminHandler())
+	defer admin.Close()
+	if resp, err := http.Get(f.srv.URL + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("/metrics on the callback port: %v %v, want 404", resp, err)
+	}
+	for url, want := range map[string]string{
+		f.srv.URL + "/healthz": "ok",
+		f.srv.URL + "/readyz":  "ready",
+		admin.URL + "/healthz": "ok",
+		admin.URL + "/readyz":  "ready",
+		admin.URL + "/metrics": `payrecon_callbacks_total{platform="alipay",result="refused_signature"} 1`,
 	} {
-		resp, err := http.Get(f.srv.URL + path)
+		path := url
+		resp, err := http.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,17 +28,20 @@ type app struct {
 	rdb     *redis.Client
 	claims  *repo.RedisClaimer // nil: database-only claims
 	applier *reconcile.Applier
-	// One client per merchant account; callbacks find theirs by app_id, serial or path.
-	alipay  map[string]*alipay.Client // by app_id
-	wechat  []*wechatpay.Client       // in configuration order
+	// One callback reader per merchant account; callbacks find theirs by app_id, serial or
+	// path. An account given without its private key has a reader but no client.
+	alipay  map[string]alipayNotifyReader // by app_id
+	wechat  []wechatNotifyReader          // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics
+	// refusals samples the log lines of refused callbacks: anyone can send those.
+	refusals *logSampler
 }
 
 // newApp connects to the database (and Redis), loads the platform keys and builds the apply
 // path. Key and setting problems are *config.Error (exit 2).
 func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]*alipay.Client{}}
+	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]alipayNotifyReader{}, refusals: newLogSampler()}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
 		var err error
@@ -54,7 +59,7 @@ func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlat
 			a.Close()
 			return nil, err
 		}
-		if len(a.clients) == 0 {
+		if len(a.alipay)+len(a.wechat) == 0 {
 			a.Close()
 			return nil, &config.Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: "no platform account configured: list accounts in RECONCILER_ACCOUNTS_FILE, or set RECONCILER_ALIPAY_APP_ID and/or RECONCILER_WECHATPAY_MCHID with their keys"}
 		}
@@ -110,16 +115,61 @@ func readAccountFile[K any](fail func(field, msg string) *config.Error, field, p
 	return v, nil
 }
 
+// warnIfExposed warns when a secret key file is readable by group or others: anyone else on
+// the host (or in the pod) could sign as the merchant. It is a warning, not an error, so
+// that a fix of the mode never has to wait for a release.
+func (a *app) warnIfExposed(field, path string) {
+	if mode, exposed := exposedKeyFile(path); exposed {
+		a.log.Warn().Str("field", field).Str("file", path).Str("mode", mode.String()).
+			Msg("key file is readable by group or others: chmod 600 it (on Kubernetes, defaultMode: 0400 on the Secret volume)")
+	}
+}
+
+// exposedKeyFile tells whether path (its target, when a symlink as Secret volumes use) is
+// readable by others, or by a group that is not the process's own (a Secret volume mounted
+// 0440 with fsGroup = runAsGroup is readable by this process's group alone: fine).
+func exposedKeyFile(path string) (fs.FileMode, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, false // reading it fails next, with the reason
+	}
+	mode := fi.Mode().Perm()
+	if mode&0o004 != 0 {
+		return mode, true
+	}
+	if mode&0o040 == 0 {
+		return mode, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return mode, !ok || int(st.Gid) != os.Getegid()
+}
+
 func (a *app) buildPlatforms() error {
 	for _, acct := range a.cfg.Accounts.Alipay {
+		if acct.PrivateKeyFile == "" { // allowed only when serve only verifies callbacks
+			read, err := a.alipayVerifier(acct)
+			if err != nil {
+				return err
+			}
+			a.alipay[acct.AppID] = read
+			continue
+		}
 		c, err := a.alipayClient(acct)
 		if err != nil {
 			return err
 		}
-		a.alipay[acct.AppID] = c
+		a.alipay[acct.AppID] = c.ParseNotify
 		a.addClient(c, c.BreakerState)
 	}
 	for _, acct := range a.cfg.Accounts.WechatPay {
+		if acct.PrivateKeyFile == "" {
+			v, err := a.wechatVerifier(acct)
+			if err != nil {
+				return err
+			}
+			a.wechat = append(a.wechat, v)
+			continue
+		}
 		c, err := a.wechatClient(acct)
 		if err != nil {
 			return err
@@ -137,6 +187,7 @@ func (a *app) addClient(c reconcile.PlatformClient, breaker func() string) {
 
 func (a *app) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 	fail := acct.FieldError
+	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
 	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
 	if err != nil {
 		return nil, err
@@ -172,10 +223,12 @@ func (a *app) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 
 func (a *app) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error) {
 	fail := acct.FieldError
+	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
 	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
 	if err != nil {
 		return nil, err
 	}
+	a.warnIfExposed("apiv3_key_file", acct.APIv3KeyFile)
 	v3, err := readAccountFile(fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
 	if err != nil {
 		return nil, err

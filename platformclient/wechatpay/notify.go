@@ -146,8 +146,10 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
 			"gave up waiting for the platform certificates that verify the callback", ctx.Err())
 	}
+	// Debug only: the HTTP handler logs the refusal as the security event, once and
+	// sampled under a flood (anyone can post junk to a notify URL).
 	if err != nil && reconcile.PlatformErrorKindOf(err) == reconcile.KindBadSignature {
-		c.log.Error().Str("event", "bad_signature").Str("raw_digest", platformclient.Digest(body)).
+		c.log.Debug().Str("event", "bad_signature").Str("raw_digest", platformclient.Digest(body)).
 			Str("serial", quoteSerial(h.Get(HeaderSerial))).Err(err).
 			Msg("wechatpay callback failed signature verification; refused")
 	}
