@@ -92,29 +92,10 @@ func (m *metrics) watchClaims(c *repo.RedisClaimer) {
 // Checked implements reconcile.Observer.
 func (m *metrics) Checked(c reconcile.Check) {
 	p := string(c.Order.Platform)
-	m.checks.WithLabelValues(p, checkOutcome(c)).Inc()
+	m.checks.WithLabelValues(p, string(c.Tally())).Inc()
 	if c.Applied.Outcome == reconcile.OutcomeMismatch {
 		m.findings.WithLabelValues(p, string(c.Applied.Mismatch)).Inc()
 	}
-}
-
-// checkOutcome names a check's outcome the way the run counters do.
-func checkOutcome(c reconcile.Check) string {
-	switch {
-	case c.Err != nil:
-		return "error"
-	case c.Applied.Outcome == reconcile.OutcomeApplied && c.Applied.To == reconcile.StatusPaid:
-		return "repaired"
-	case c.Applied.Outcome == reconcile.OutcomeApplied:
-		return "closed"
-	case c.Applied.Outcome == reconcile.OutcomeMismatch:
-		return "mismatch"
-	case c.Applied.Outcome == reconcile.OutcomeClaimedElsewhere:
-		return "claimed_elsewhere"
-	case c.Applied.Outcome == reconcile.OutcomeStillPending:
-		return "still_pending"
-	}
-	return "unchanged"
 }
 
 // timeBudget counts the time an account's calls wait for its budget.
