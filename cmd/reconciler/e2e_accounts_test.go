@@ -69,14 +69,7 @@ func newE2EAccountsEnv(t *testing.T) (*e2eEnv, []e2eAccount, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.base = append(sandbox.AccountsEnv(accountsFile),
-		"RECONCILER_DATABASE_URL="+e.db.URL,
-		"RECONCILER_REDIS_URL="+e.redis.URL,
-		"RECONCILER_CLAIM_PREFIX="+e.redis.Prefix,
-		"RECONCILER_RATE_PREFIX="+e.redis.Prefix+"rate:",
-		"RECONCILER_LOG_FORMAT=json",
-		"RECONCILER_CONCURRENCY=4",
-	)
+	e.base = e.accountsBase(accountsFile, 4)
 	t.Cleanup(func() {
 		for _, p := range e.procs {
 			p.kill()
@@ -103,7 +96,20 @@ func newE2EAccountsEnv(t *testing.T) (*e2eEnv, []e2eAccount, string) {
 	return e, accounts, accountsFile
 }
 
-// seedFor inserts a PENDING order of one account, paid at that account's platform side.
+// accountsBase is the settings of a world configured only through an accounts file: the
+// test's database, Redis claim and budget prefixes, JSON logs.
+func (e *e2eEnv) accountsBase(accountsFile string, concurrency int) []string {
+	return append(sandbox.AccountsEnv(accountsFile),
+		"RECONCILER_DATABASE_URL="+e.db.URL,
+		"RECONCILER_REDIS_URL="+e.redis.URL,
+		"RECONCILER_CLAIM_PREFIX="+e.redis.Prefix,
+		"RECONCILER_RATE_PREFIX="+e.redis.Prefix+"rate:",
+		"RECONCILER_LOG_FORMAT=json",
+		fmt.Sprintf("RECONCILER_CONCURRENCY=%d", concurrency),
+	)
+}
+
+// seedPaidFor inserts a PENDING order of one account, paid at that account's platform side.
 func (e *e2eEnv) seedPaidFor(a e2eAccount, otn string, amount int64, created time.Time) {
 	e.t.Helper()
 	e.sb.SetScenario(a.platform, otn, sandbox.Scenario{MerchantID: a.merchant, State: sandbox.StatePaid, AmountMinor: amount})

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -42,14 +41,7 @@ func newBudgetEnv(t *testing.T, extra sandbox.Accounts, qps float64) (*e2eEnv, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.base = append(sandbox.AccountsEnv(file),
-		"RECONCILER_DATABASE_URL="+e.db.URL,
-		"RECONCILER_REDIS_URL="+e.redis.URL,
-		"RECONCILER_CLAIM_PREFIX="+e.redis.Prefix,
-		"RECONCILER_RATE_PREFIX="+e.redis.Prefix+"rate:",
-		"RECONCILER_LOG_FORMAT=json",
-		"RECONCILER_CONCURRENCY=8",
-	)
+	e.base = e.accountsBase(file, 8)
 	return e, rec
 }
 
@@ -124,7 +116,7 @@ func TestE2EBudgetWithoutRedisEachShardTakesItsShare(t *testing.T) {
 	const n = budgetQPS * 4
 	seedPaid(e, reconcile.WechatPay, mch, "noredis", n)
 
-	runShards(e, 4, "RECONCILER_REDIS_URL=redis://"+e2eDeadAddr(t)+"/0")
+	runShards(e, 4, "RECONCILER_REDIS_URL=redis://"+e2eFreeAddr(t)+"/0")
 	expectAllPaid(e, n)
 
 	calls := rec.account(mch)
@@ -183,16 +175,4 @@ func TestE2EBudgetSlowAccountDoesNotHoldBackFastOne(t *testing.T) {
 	if len(slowCalls) < nSlow {
 		t.Errorf("slow account: %d queries for %d orders", len(slowCalls), nSlow)
 	}
-}
-
-// e2eDeadAddr is a loopback address nothing listens on: connections are refused at once.
-func e2eDeadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
