@@ -162,3 +162,12 @@ func (s callSeries) maxInWindow(w time.Duration) int {
 	}
 	return best
 }
+
+// longestGap is the longest time between two consecutive calls.
+func (s callSeries) longestGap() time.Duration {
+	var gap time.Duration
+	for i := 1; i < len(s); i++ {
+		gap = max(gap, s[i].at.Sub(s[i-1].at))
+	}
+	return gap
+}

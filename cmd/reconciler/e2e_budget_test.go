@@ -169,8 +169,12 @@ func TestE2EBudgetSlowAccountDoesNotHoldBackFastOne(t *testing.T) {
 	slowCalls := rec.account(slow.MchID)
 	t.Logf("fast account: %d calls, steady %.1f calls/s, %d throttled; slow account: %d calls in %s",
 		len(calls), rate, calls.throttles(), len(slowCalls), slowCalls.busy().Round(time.Millisecond))
-	if rate < 0.9*budgetQPS {
-		t.Errorf("fast account at %.1f calls/s beside the slow one, want >= 90%% of its budget %d", rate, budgetQPS)
+	// Held back would mean the fast account's queries wait behind the slow one's 2 s
+	// answers: gaps of about 2 s in its series. Judged by the gaps, not by the rate, which
+	// on a loaded machine (the race detector, parallel tests) measures the machine;
+	// BenchmarkBudget reports the rate.
+	if gap := calls.longestGap(); gap >= time.Second {
+		t.Errorf("fast account went %s without a query beside the slow one (2 s answers), want < 1s", gap.Round(time.Millisecond))
 	}
 	if len(slowCalls) < nSlow {
 		t.Errorf("slow account: %d queries for %d orders", len(slowCalls), nSlow)
