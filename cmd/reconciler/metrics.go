@@ -98,6 +98,11 @@ func (m *metrics) Checked(c reconcile.Check) {
 	}
 }
 
+// callback counts one callback by platform and what was answered.
+func (m *metrics) callback(p reconcile.Platform, result string) {
+	m.callbacks.WithLabelValues(string(p), result).Inc()
+}
+
 // timeBudget counts the time an account's calls wait for its budget.
 func (m *metrics) timeBudget(acct reconcile.AccountKey, b platformclient.Budget) platformclient.Budget {
 	return &timedBudget{Budget: b, wait: m.budgetWait.WithLabelValues(string(acct.Platform), acct.MerchantID)}

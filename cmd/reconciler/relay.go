@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/httpapi"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/repo"
@@ -153,10 +153,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, log zerolog.Logger) (st
 	if err != nil {
 		return nil, usagef("relay: --metrics-listen %s: %v", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }) //nolint:errcheck
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := httpapi.NewServer(httpapi.NewAdminMux(reg, nil, nil))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("relay: metrics server")

@@ -1,34 +1,20 @@
 package main
 
 import (
-	"context"
 	"crypto/rsa"
 	"fmt"
-	"net/http"
-	"strings"
 
 	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/httpapi"
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/platformclient/alipay"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// alipayNotifyReader verifies and reads one app's notification.
-type alipayNotifyReader func(body []byte) (reconcile.Result, error)
-
-// wechatNotifyReader verifies and reads one merchant's callbacks: a *wechatpay.Client, or
-// a wechatVerifier when serve runs without the merchant's private key.
-type wechatNotifyReader interface {
-	MerchantID() string
-	HoldsSerial(serial string) bool
-	KnowsSerial(ctx context.Context, serial string) bool
-	ParseNotifyContext(ctx context.Context, h http.Header, body []byte) (reconcile.Result, error)
-}
-
 // alipayVerifier reads an app's notifications with Alipay's public key (or, in certificate
 // mode, the key of Alipay's certificate) alone: no private key, no platform call.
-func (a *app) alipayVerifier(acct config.AlipayAccount) (alipayNotifyReader, error) {
+func (a *app) alipayVerifier(acct config.AlipayAccount) (httpapi.AlipayNotifyReader, error) {
 	fail := acct.FieldError
 	var pub *rsa.PublicKey
 	if acct.CertMode() {
@@ -50,13 +36,8 @@ func (a *app) alipayVerifier(acct config.AlipayAccount) (alipayNotifyReader, err
 }
 
 // wechatVerifier reads a merchant's callbacks with the WeChat Pay public key and the API v3
-// key alone. Platform certificates cannot serve here: downloading them is a signed request.
-type wechatVerifier struct {
-	mchID, publicKeyID string
-	verifier           *wechatpay.NotifyVerifier
-}
-
-func (a *app) wechatVerifier(acct config.WechatAccount) (*wechatVerifier, error) {
+// key alone.
+func (a *app) wechatVerifier(acct config.WechatAccount) (*httpapi.WechatVerifier, error) {
 	fail := acct.FieldError
 	a.warnIfExposed("apiv3_key_file", acct.APIv3KeyFile)
 	v3, err := readAccountFile(fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
@@ -71,20 +52,5 @@ func (a *app) wechatVerifier(acct config.WechatAccount) (*wechatVerifier, error)
 	if err != nil {
 		return nil, fail("public_key_id", fmt.Sprintf("cannot verify callbacks: %v", err))
 	}
-	return &wechatVerifier{mchID: acct.MchID, publicKeyID: acct.PublicKeyID, verifier: nv}, nil
-}
-
-func (v *wechatVerifier) MerchantID() string { return v.mchID }
-
-func (v *wechatVerifier) HoldsSerial(serial string) bool {
-	serial = strings.TrimSpace(serial)
-	return serial != "" && strings.EqualFold(serial, v.publicKeyID)
-}
-
-func (v *wechatVerifier) KnowsSerial(_ context.Context, serial string) bool {
-	return v.HoldsSerial(serial)
-}
-
-func (v *wechatVerifier) ParseNotifyContext(_ context.Context, h http.Header, body []byte) (reconcile.Result, error) {
-	return v.verifier.ParseNotify(h, body)
+	return httpapi.NewWechatVerifier(acct.MchID, acct.PublicKeyID, nv), nil
 }

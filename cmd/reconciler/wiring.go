@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/httpapi"
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/platformclient/alipay"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
@@ -30,18 +31,16 @@ type app struct {
 	applier *reconcile.Applier
 	// One callback reader per merchant account; callbacks find theirs by app_id, serial or
 	// path. An account given without its private key has a reader but no client.
-	alipay  map[string]alipayNotifyReader // by app_id
-	wechat  []wechatNotifyReader          // in configuration order
+	alipay  map[string]httpapi.AlipayNotifyReader // by app_id
+	wechat  []httpapi.WechatNotifyReader          // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics
-	// refusals samples the log lines of refused callbacks: anyone can send those.
-	refusals *logSampler
 }
 
 // newApp connects to the database (and Redis), loads the platform keys and builds the apply
 // path. Key and setting problems are *config.Error (exit 2).
 func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]alipayNotifyReader{}, refusals: newLogSampler()}
+	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]httpapi.AlipayNotifyReader{}}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
 		var err error
