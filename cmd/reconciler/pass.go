@@ -93,7 +93,7 @@ func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, st
 		log.Info().Int64("run_id", run.ID).Int64("peak_rss_kib", rss).Float64("cpu_seconds", cpu.Seconds()).
 			Int64("overhead_p50_us", overhead.quantile(0.5).Microseconds()).Int64("overhead_p99_us", overhead.quantile(0.99).Microseconds()).
 			Int64("scanned", run.Counts.Scanned).Msg("process stats")
-		a.metrics.recordRun(run)
+		a.metrics.RecordRun(run)
 		a.observeBacklog(ctx)
 		render.RunSummary(stdout, run)
 	}
@@ -125,7 +125,7 @@ func (a *app) observeBacklog(ctx context.Context) {
 		a.log.Warn().Err(err).Msg("could not measure the pending backlog")
 		return
 	}
-	a.metrics.oldestAge.Set(age.Seconds())
+	a.metrics.SetOldestPendingAge(age)
 }
 
 // pushMetrics push-adds the run's metrics to the Pushgateway, grouped by job and shard. The
@@ -135,10 +135,10 @@ func (a *app) pushMetrics(run reconcile.Run, ok bool) {
 	if a.cfg.PushgatewayURL == "" {
 		return
 	}
-	p := push.New(a.cfg.PushgatewayURL, "payrecon_reconciler").Grouping("shard", fmt.Sprintf("%d-of-%d", a.cfg.Shard.Index, a.cfg.Shard.Count)).Gatherer(a.metrics.reg)
+	p := push.New(a.cfg.PushgatewayURL, "payrecon_reconciler").Grouping("shard", fmt.Sprintf("%d-of-%d", a.cfg.Shard.Index, a.cfg.Shard.Count)).Gatherer(a.metrics.Registry())
 	if ok {
-		a.metrics.lastSuccess.SetToCurrentTime()
-		p = p.Collector(a.metrics.lastSuccess)
+		a.metrics.MarkSuccess()
+		p = p.Collector(a.metrics.LastSuccess())
 	}
 	if err := p.Add(); err != nil {
 		a.log.Warn().Err(err).Msg("could not push metrics to the Pushgateway")
@@ -164,3 +164,14 @@ func newProgress(ctx context.Context, a *app, spec reconcile.PassSpec, w io.Writ
 type progressObserver struct{ bar *progressbar.ProgressBar }
 
 func (p progressObserver) Checked(reconcile.Check) { p.bar.Add(1) } //nolint:errcheck // cosmetic
+
+// observers fans one check out to several observers.
+type observers []reconcile.Observer
+
+func (o observers) Checked(c reconcile.Check) {
+	for _, x := range o {
+		if x != nil {
+			x.Checked(c)
+		}
+	}
+}

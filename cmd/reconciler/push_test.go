@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/metrics"
 	"github.com/payrecon/payrecon/reconcile"
 )
 
@@ -34,9 +35,9 @@ func TestPushMetricsAddsAndSendsLastSuccessOnlyOnSuccess(t *testing.T) {
 	}))
 	defer gw.Close()
 
-	a := &app{cfg: config.Config{PushgatewayURL: gw.URL, Shard: config.Shard{Index: 2, Count: 4}}, log: zerolog.Nop(), metrics: newMetrics()}
+	a := &app{cfg: config.Config{PushgatewayURL: gw.URL, Shard: config.Shard{Index: 2, Count: 4}}, log: zerolog.Nop(), metrics: metrics.New()}
 	run := reconcile.Run{ID: 7, Counts: reconcile.CounterValues{Scanned: 5, Repaired: 2}}
-	a.metrics.recordRun(run)
+	a.metrics.RecordRun(run)
 	a.pushMetrics(run, false)
 	a.pushMetrics(run, true)
 

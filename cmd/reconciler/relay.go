@@ -15,6 +15,7 @@ import (
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/metrics"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/repo"
@@ -38,7 +39,8 @@ func cmdRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer db.Close()
-	m := newRelayMetrics(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	m := metrics.NewRelay(reg)
 	rl, err := openRelay(ctx, cfg, repo.NewStore(db), m, log)
 	if err != nil {
 		return err
@@ -60,7 +62,7 @@ func cmdRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	if metricsListen != "" {
-		stop, err := serveMetrics(metricsListen, m.reg, log)
+		stop, err := serveMetrics(metricsListen, reg, log)
 		if err != nil {
 			return err
 		}
@@ -117,7 +119,7 @@ func openRelay(ctx context.Context, cfg config.Config, store *repo.Store, obs re
 // serve: the relay starts over after a pause. The returned wait blocks until the batches
 // in flight have finished.
 func (a *app) startServeRelay(ctx context.Context) (wait func(), err error) {
-	m := newRelayMetrics(a.metrics.reg)
+	m := metrics.NewRelay(a.metrics.Registry())
 	rl, err := openRelay(ctx, a.cfg, a.store, m, a.log)
 	if err != nil {
 		return nil, err
@@ -161,48 +163,3 @@ func serveMetrics(addr string, reg *prometheus.Registry, log zerolog.Logger) (st
 	}()
 	return func() { srv.Close() }, nil
 }
-
-// relayMetrics exports the hand-off. The lag gauge is what the alert rules watch.
-type relayMetrics struct {
-	reg         *prometheus.Registry
-	published   *prometheus.CounterVec // kind
-	duplicates  prometheus.Counter
-	publishErrs prometheus.Counter
-	batchDur    prometheus.Histogram
-	delivery    prometheus.Histogram
-	lag         prometheus.Gauge
-}
-
-func newRelayMetrics(reg *prometheus.Registry) *relayMetrics {
-	m := &relayMetrics{reg: reg}
-	m.published = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_relay_messages_published_total",
-		Help: "Outbox messages acknowledged by JetStream and marked dispatched, by kind."}, []string{"kind"})
-	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{Name: "payrecon_relay_duplicates_total",
-		Help: "Acknowledgements the stream flagged as duplicate: re-publishes after a crash or a lost acknowledgement."})
-	m.publishErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "payrecon_relay_publish_errors_total",
-		Help: "Outbox messages taken but not acknowledged (NATS down, slow or refusing); they stay undispatched."})
-	m.batchDur = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "payrecon_relay_batch_duration_seconds",
-		Help: "One batch: take, publish, wait for the acknowledgements, mark.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)})
-	m.delivery = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "payrecon_relay_delivery_lag_seconds",
-		Help: "From the outbox row's commit to JetStream's acknowledgement.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)})
-	m.lag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_outbox_oldest_undispatched_age_seconds",
-		Help: "Age of the oldest fulfillment_outbox row not yet dispatched (0 when none waits): the hand-off's lag."})
-	reg.MustRegister(m.published, m.duplicates, m.publishErrs, m.batchDur, m.delivery, m.lag)
-	return m
-}
-
-// Batch implements relay.Observer.
-func (m *relayMetrics) Batch(b relay.BatchReport) {
-	m.batchDur.Observe(b.Took.Seconds())
-	m.publishErrs.Add(float64(b.Failed))
-	for _, d := range b.Delivered {
-		m.published.WithLabelValues(d.Kind).Inc()
-		if d.Duplicate {
-			m.duplicates.Inc()
-		}
-		m.delivery.Observe(d.AckedAt.Sub(d.CreatedAt).Seconds())
-	}
-}
-
-// Lag implements relay.Observer.
-func (m *relayMetrics) Lag(d time.Duration) { m.lag.Set(d.Seconds()) }

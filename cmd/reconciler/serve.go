@@ -118,19 +118,19 @@ func (a *app) scheduler(ctx context.Context, sched cron.Schedule) *cron.Cron {
 	c.Schedule(sched, cron.FuncJob(func() {
 		run, err := runner.Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeScheduled, Shard: shardOf(a.cfg), DryRun: a.cfg.DryRun})
 		if run.ID != 0 {
-			a.metrics.recordRun(run)
+			a.metrics.RecordRun(run)
 		}
 		a.observeBacklog(ctx)
 		switch {
 		case err == nil:
-			a.metrics.lastSuccess.SetToCurrentTime()
+			a.metrics.MarkSuccess()
 		case errors.Is(err, reconcile.ErrLockHeld):
 			a.log.Info().Msg("scheduled pass skipped: another pass holds this shard's lock")
 		default:
 			a.log.Error().Err(err).Int64("run_id", run.ID).Msg("scheduled pass failed")
 		}
 	}))
-	a.metrics.reg.MustRegister(a.metrics.lastSuccess)
+	a.metrics.ServeLastSuccess()
 	return c
 }
 
@@ -188,10 +188,10 @@ func listen(addr, setting string, h http.Handler) (servedListener, error) {
 // handler is the public port: the platforms' callbacks and the probes, nothing else.
 func (a *app) handler() http.Handler {
 	return httpapi.NewCallbackMux(httpapi.Callbacks{Settler: a.applier, NotifyWait: a.cfg.NotifyWait,
-		Alipay: a.alipay, Wechat: a.wechat, Count: a.metrics.callback, Pinger: a.store.DB(), Log: a.log})
+		Alipay: a.alipay, Wechat: a.wechat, Count: a.metrics.Callback, Pinger: a.store.DB(), Log: a.log})
 }
 
 // adminHandler is for the cluster only (monitoring): metrics and the probes.
 func (a *app) adminHandler() http.Handler {
-	return httpapi.NewAdminMux(a.metrics.reg, a.store.DB(), nil)
+	return httpapi.NewAdminMux(a.metrics.Registry(), a.store.DB(), nil)
 }

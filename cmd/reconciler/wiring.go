@@ -14,6 +14,7 @@ import (
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/metrics"
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/platformclient/alipay"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
@@ -34,13 +35,13 @@ type app struct {
 	alipay  map[string]httpapi.AlipayNotifyReader // by app_id
 	wechat  []httpapi.WechatNotifyReader          // in configuration order
 	clients []reconcile.PlatformClient
-	metrics *metrics
+	metrics *metrics.Metrics
 }
 
 // newApp connects to the database (and Redis), loads the platform keys and builds the apply
 // path. Key and setting problems are *config.Error (exit 2).
 func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: newMetrics(), alipay: map[string]httpapi.AlipayNotifyReader{}}
+	a := &app{cfg: cfg, log: log, metrics: metrics.New(), alipay: map[string]httpapi.AlipayNotifyReader{}}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
 		var err error
@@ -51,7 +52,7 @@ func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlat
 		}
 		a.claims = repo.NewRedisClaimer(a.rdb, repo.RedisOptions{CallTimeout: cfg.RedisTimeout}, log)
 		claimer = a.claims
-		a.metrics.watchClaims(a.claims)
+		a.metrics.WatchClaims(a.claims)
 	}
 	if withPlatforms {
 		if err := a.buildPlatforms(); err != nil {
@@ -180,8 +181,8 @@ func (a *app) buildPlatforms() error {
 }
 
 func (a *app) addClient(c reconcile.PlatformClient, breaker func() string) {
-	a.clients = append(a.clients, a.metrics.instrument(c))
-	a.metrics.watchBreaker(c.Platform(), c.MerchantID(), breaker)
+	a.clients = append(a.clients, a.metrics.Instrument(c))
+	a.metrics.WatchBreaker(c.Platform(), c.MerchantID(), breaker)
 }
 
 func (a *app) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
@@ -264,8 +265,8 @@ func (a *app) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuni
 		budget = rate.NewLimiter(rate.Limit(share), reconcile.BudgetBurst(share))
 	}
 	return platformclient.Tuning{
-		Budget:     a.metrics.timeBudget(acct, budget),
-		OnThrottle: func() { a.metrics.throttles.WithLabelValues(string(acct.Platform), acct.MerchantID).Inc() },
+		Budget:     a.metrics.TimeBudget(acct, budget),
+		OnThrottle: a.metrics.OnThrottle(acct),
 	}
 }
 

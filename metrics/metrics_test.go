@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"os"
@@ -16,7 +16,7 @@ import (
 )
 
 func TestRelayMetricsCountWhatABatchDid(t *testing.T) {
-	m := newRelayMetrics(prometheus.NewRegistry())
+	m := NewRelay(prometheus.NewRegistry())
 	now := time.Now()
 	m.Batch(relay.BatchReport{Taken: 4, Failed: 1, Took: 20 * time.Millisecond, Delivered: []relay.Delivery{
 		{OutboxID: 1, Kind: "order.paid", CreatedAt: now.Add(-time.Second), AckedAt: now},
@@ -44,13 +44,13 @@ func TestRelayMetricsCountWhatABatchDid(t *testing.T) {
 // Every payrecon_* metric the alert rules use is one the binary exports: a renamed metric
 // must not silently disarm an alert.
 func TestAlertRulesUseExportedMetrics(t *testing.T) {
-	rules, err := os.ReadFile("../../deploy/prometheus/rules.yaml")
+	rules, err := os.ReadFile("../deploy/prometheus/rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMetrics()
+	m := New()
 	m.reg.MustRegister(m.lastSuccess)
-	rm := newRelayMetrics(m.reg)
+	rm := NewRelay(m.reg)
 	rm.published.WithLabelValues("order.paid")
 	// Vectors are gathered once they have a child.
 	m.unconfigured.WithLabelValues("alipay", "2021")
@@ -58,8 +58,8 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	m.callbacks.WithLabelValues("alipay", "refused_signature")
 	m.findings.WithLabelValues("alipay", "amount_mismatch")
 	m.platformErrs.WithLabelValues("alipay", "2021", "unavailable")
-	m.watchBreaker("alipay", "2021", func() string { return "closed" })
-	m.watchClaims(repo.NewRedisClaimer(nil, repo.RedisOptions{}, zerolog.Nop()))
+	m.WatchBreaker("alipay", "2021", func() string { return "closed" })
+	m.WatchClaims(repo.NewRedisClaimer(nil, repo.RedisOptions{}, zerolog.Nop()))
 	exported := map[string]bool{}
 	families, err := m.reg.Gather()
 	if err != nil {

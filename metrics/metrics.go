@@ -1,4 +1,7 @@
-package main
+// Package metrics is the Prometheus instruments payrecon exports: the pass's checks and
+// findings, callbacks, platform calls and budget waits, breakers, claim-store failures, the
+// backlog, the last run's counters and the relay's hand-off. Nothing else registers a metric.
+package metrics
 
 import (
 	"context"
@@ -10,11 +13,10 @@ import (
 
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
 )
 
-// metrics is the process's Prometheus registry and the instruments payrecon exports.
-type metrics struct {
+// Metrics is the process's Prometheus registry and the instruments payrecon exports.
+type Metrics struct {
 	reg *prometheus.Registry
 
 	checks       *prometheus.CounterVec   // platform, outcome
@@ -30,8 +32,9 @@ type metrics struct {
 	runCounts    *prometheus.GaugeVec // counter
 }
 
-func newMetrics() *metrics {
-	m := &metrics{reg: prometheus.NewRegistry()}
+// New registers every instrument, with the Go and process collectors, on a registry of its own.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.checks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_checks_total",
 		Help: "Orders checked by a pass, by outcome (repaired, closed, unchanged, still_pending, mismatch, claimed_elsewhere, error)."},
 		[]string{"platform", "outcome"})
@@ -68,8 +71,8 @@ func newMetrics() *metrics {
 	return m
 }
 
-// watchBreaker exports a merchant account's circuit breaker state (1 = open).
-func (m *metrics) watchBreaker(p reconcile.Platform, merchantID string, state func() string) {
+// WatchBreaker exports a merchant account's circuit breaker state (1 = open).
+func (m *Metrics) WatchBreaker(p reconcile.Platform, merchantID string, state func() string) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "payrecon_platform_breaker_open",
 		Help:        "1 while the merchant account's circuit breaker is open (calls fail fast), 0.5 half-open, 0 closed.",
 		ConstLabels: prometheus.Labels{"platform": string(p), "merchant_id": merchantID}}, func() float64 {
@@ -83,14 +86,17 @@ func (m *metrics) watchBreaker(p reconcile.Platform, merchantID string, state fu
 	}))
 }
 
-// watchClaims exports how often Redis failed (and the apply path went on without it).
-func (m *metrics) watchClaims(c *repo.RedisClaimer) {
+// ClaimStore is the Redis claimer, as far as its failures go.
+type ClaimStore interface{ Failures() uint64 }
+
+// WatchClaims exports how often Redis failed (and the apply path went on without it).
+func (m *Metrics) WatchClaims(c ClaimStore) {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "payrecon_claim_store_failures_total",
 		Help: "Redis claim calls that failed or timed out; the database decided alone."}, func() float64 { return float64(c.Failures()) }))
 }
 
 // Checked implements reconcile.Observer.
-func (m *metrics) Checked(c reconcile.Check) {
+func (m *Metrics) Checked(c reconcile.Check) {
 	p := string(c.Order.Platform)
 	m.checks.WithLabelValues(p, string(c.Tally())).Inc()
 	if c.Applied.Outcome == reconcile.OutcomeMismatch {
@@ -98,13 +104,13 @@ func (m *metrics) Checked(c reconcile.Check) {
 	}
 }
 
-// callback counts one callback by platform and what was answered.
-func (m *metrics) callback(p reconcile.Platform, result string) {
+// Callback counts one callback by platform and what was answered.
+func (m *Metrics) Callback(p reconcile.Platform, result string) {
 	m.callbacks.WithLabelValues(string(p), result).Inc()
 }
 
-// timeBudget counts the time an account's calls wait for its budget.
-func (m *metrics) timeBudget(acct reconcile.AccountKey, b platformclient.Budget) platformclient.Budget {
+// TimeBudget counts the time an account's calls wait for its budget.
+func (m *Metrics) TimeBudget(acct reconcile.AccountKey, b platformclient.Budget) platformclient.Budget {
 	return &timedBudget{Budget: b, wait: m.budgetWait.WithLabelValues(string(acct.Platform), acct.MerchantID)}
 }
 
@@ -120,7 +126,7 @@ func (b *timedBudget) Wait(ctx context.Context) error {
 	return err
 }
 
-func (m *metrics) recordRun(run reconcile.Run) {
+func (m *Metrics) RecordRun(run reconcile.Run) {
 	m.unconfigured.Reset()
 	for _, u := range run.Unconfigured {
 		m.unconfigured.WithLabelValues(string(u.Account.Platform), u.Account.MerchantID).Set(float64(u.Orders))
@@ -133,14 +139,14 @@ func (m *metrics) recordRun(run reconcile.Run) {
 	}
 }
 
-// instrument wraps a platform client to time its calls and count its errors by class.
-func (m *metrics) instrument(c reconcile.PlatformClient) reconcile.PlatformClient {
+// Instrument wraps a platform client to time its calls and count its errors by class.
+func (m *Metrics) Instrument(c reconcile.PlatformClient) reconcile.PlatformClient {
 	return &instrumentedClient{PlatformClient: c, m: m}
 }
 
 type instrumentedClient struct {
 	reconcile.PlatformClient
-	m *metrics
+	m *Metrics
 }
 
 func (c *instrumentedClient) observe(op string, start time.Time, err error) {
@@ -169,13 +175,24 @@ func (c *instrumentedClient) Close(ctx context.Context, outTradeNo string) error
 	return err
 }
 
-// observers fans one check out to several observers.
-type observers []reconcile.Observer
+// Registry is where every instrument is registered: what /metrics and the Pushgateway get.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-func (o observers) Checked(c reconcile.Check) {
-	for _, x := range o {
-		if x != nil {
-			x.Checked(c)
-		}
-	}
+// OnThrottle counts the account's throttle answers.
+func (m *Metrics) OnThrottle(acct reconcile.AccountKey) func() {
+	c := m.throttles.WithLabelValues(string(acct.Platform), acct.MerchantID)
+	return c.Inc
 }
+
+// SetOldestPendingAge sets the backlog gauge.
+func (m *Metrics) SetOldestPendingAge(d time.Duration) { m.oldestAge.Set(d.Seconds()) }
+
+// ServeLastSuccess registers the last-success time for scraping (serve). Run mode pushes it
+// instead, and only after a pass that succeeded.
+func (m *Metrics) ServeLastSuccess() { m.reg.MustRegister(m.lastSuccess) }
+
+// MarkSuccess sets the last-success time to now.
+func (m *Metrics) MarkSuccess() { m.lastSuccess.SetToCurrentTime() }
+
+// LastSuccess is the last-success gauge, for a push that includes it.
+func (m *Metrics) LastSuccess() prometheus.Collector { return m.lastSuccess }
