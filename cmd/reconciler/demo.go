@@ -20,6 +20,7 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/worker"
 )
 
 // demoOrder is one seeded order: what the merchant's database says, and what the platform
@@ -112,12 +113,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	a, err := newApp(ctx, cfg, log, true)
+	a, err := worker.New(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	notifyURL, stopServe, err := serveLoopback(a.handler())
+	notifyURL, stopServe, err := serveLoopback(a.CallbackMux())
 	if err != nil {
 		return err
 	}
@@ -179,14 +180,14 @@ func demoConfig(env map[string]string, accountsFile string) (config.Config, erro
 
 // demoStory seeds the mix, races a pass against a callback storm, backfills, and shows what
 // changed, what finance must review and what the relay hands to fulfilment.
-func demoStory(ctx context.Context, stdout io.Writer, a *app, cfg config.Config, sb *sandbox.Sandbox, notifyURL string, log zerolog.Logger) error {
+func demoStory(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.Config, sb *sandbox.Sandbox, notifyURL string, log zerolog.Logger) error {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	orders := demoOrders()
-	if err := seedDemo(ctx, a.store, sb, orders); err != nil {
+	if err := seedDemo(ctx, a.Store(), sb, orders); err != nil {
 		return err
 	}
 	say("4. seeded %d orders (%s)\n", len(orders), storySummary(orders))
-	before, err := a.store.OrderTrails(ctx)
+	before, err := a.Store().OrderTrails(ctx)
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func demoStory(ctx context.Context, stdout io.Writer, a *app, cfg config.Config,
 		return err
 	}
 	say("5. reconciliation pass (reconciler run), racing %d duplicate callbacks:", 6*(countCallbacks(orders)+1))
-	run, err := a.runner(a.metrics).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: shardOf(cfg)})
+	run, err := a.Runner(a.Metrics()).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: worker.ShardOf(cfg)})
 	if err != nil {
 		return fmt.Errorf("demo pass: %w", err)
 	}
@@ -208,22 +209,22 @@ func demoStory(ctx context.Context, stdout io.Writer, a *app, cfg config.Config,
 
 	// An operator's backfill over the last day finds what a pass over PENDING orders cannot.
 	now := time.Now()
-	bf, err := a.runner(a.metrics).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: shardOf(cfg), From: now.Add(-24 * time.Hour), To: now})
+	bf, err := a.Runner(a.Metrics()).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: worker.ShardOf(cfg), From: now.Add(-24 * time.Hour), To: now})
 	if err != nil {
 		return fmt.Errorf("demo backfill: %w", err)
 	}
 	say("6. backfill of the last 24h (reconciler backfill --from ... --to ...):")
 	render.RunSummary(stdout, bf)
 
-	after, err := a.store.OrderTrails(ctx)
+	after, err := a.Store().OrderTrails(ctx)
 	if err != nil {
 		return err
 	}
 	printBeforeAfter(stdout, sb, orders, before, after)
-	if err := printFindings(ctx, stdout, repo.NewReview(a.store.DB())); err != nil {
+	if err := printFindings(ctx, stdout, repo.NewReview(a.Store().DB())); err != nil {
 		return err
 	}
-	if err := demoRelay(ctx, stdout, cfg, a.store, log); err != nil {
+	if err := demoRelay(ctx, stdout, cfg, a.Store(), log); err != nil {
 		return err
 	}
 	say(demoNextSteps)

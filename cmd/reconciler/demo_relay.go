@@ -17,6 +17,7 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/worker"
 )
 
 // demoRelay is the demo's fulfilment hand-off: the repaired orders' outbox rows go to a
@@ -76,7 +77,7 @@ func demoRelay(ctx context.Context, stdout io.Writer, cfg config.Config, store *
 	defer cc.Stop()
 
 	say("\n9. fulfilment hand-off (reconciler relay): the outbox to NATS JetStream stream %s", streamName)
-	rl, err := openRelay(ctx, cfg, store, nil, log)
+	rl, err := worker.OpenRelay(ctx, cfg, store, nil, log)
 	if err != nil {
 		return fmt.Errorf("demo relay: %w", err)
 	}

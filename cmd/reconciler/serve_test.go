@@ -21,13 +21,14 @@ import (
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/worker"
 )
 
 // serveFixture is serve's HTTP surface in-process, wired exactly as the binary wires it, over
 // a private database and Redis prefix, with the sandbox's keys.
 type serveFixture struct {
 	t    *testing.T
-	app  *app
+	app  *worker.App
 	srv  *httptest.Server
 	keys *sandbox.Keys
 	id   sandbox.Identity
@@ -60,12 +61,12 @@ func newServeFixture(t *testing.T) *serveFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newApp(context.Background(), cfg, zerolog.Nop(), true)
+	a, err := worker.New(context.Background(), cfg, zerolog.Nop(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
-	srv := httptest.NewServer(a.handler())
+	srv := httptest.NewServer(a.CallbackMux())
 	t.Cleanup(srv.Close)
 	return &serveFixture{t: t, app: a, srv: srv, keys: keys, id: sb.Identity(), db: db}
 }
@@ -238,7 +239,7 @@ func TestCallbacksRefusedWhileTheDatabaseIsDown(t *testing.T) {
 	f.order(reconcile.WechatPay, f.id.WechatMchID, "DB-2", 100)
 	aliBody := f.alipayNotify("DB-1", "T-DB-1", "1.00", true, false)
 	wxBody, wxH := f.wechatNotify("DB-2", "TX-DB-2", 100, false, false)
-	f.app.store.DB().Close() // the database is gone for this process
+	f.app.Store().DB().Close() // the database is gone for this process
 
 	if _, body := f.post("/notify/alipay", formType, aliBody, nil); body != "fail" {
 		t.Fatalf("alipay with the database down: %q, want fail (the platform retries)", body)
@@ -267,7 +268,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	f := newServeFixture(t)
 	f.post("/notify/alipay", formType, []byte("sign=bogus"), nil)
 	// Metrics are on the admin port; the callback port has the probes only.
-	admin := httptest.NewServer(f.app.adminHandler())
+	admin := httptest.NewServer(f.app.AdminMux())
 	defer admin.Close()
 	if resp, err := http.Get(f.srv.URL + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("/metrics on the callback port: %v %v, want 404", resp, err)

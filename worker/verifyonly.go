@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"crypto/rsa"
@@ -14,7 +14,7 @@ import (
 
 // alipayVerifier reads an app's notifications with Alipay's public key (or, in certificate
 // mode, the key of Alipay's certificate) alone: no private key, no platform call.
-func (a *app) alipayVerifier(acct config.AlipayAccount) (httpapi.AlipayNotifyReader, error) {
+func (a *App) alipayVerifier(acct config.AlipayAccount) (httpapi.AlipayNotifyReader, error) {
 	fail := acct.FieldError
 	var pub *rsa.PublicKey
 	if acct.CertMode() {
@@ -37,7 +37,7 @@ func (a *app) alipayVerifier(acct config.AlipayAccount) (httpapi.AlipayNotifyRea
 
 // wechatVerifier reads a merchant's callbacks with the WeChat Pay public key and the API v3
 // key alone.
-func (a *app) wechatVerifier(acct config.WechatAccount) (*httpapi.WechatVerifier, error) {
+func (a *App) wechatVerifier(acct config.WechatAccount) (*httpapi.WechatVerifier, error) {
 	fail := acct.FieldError
 	a.warnIfExposed("apiv3_key_file", acct.APIv3KeyFile)
 	v3, err := readAccountFile(fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)

@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"math"
@@ -11,10 +11,10 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// processStats reads this process's peak resident set size and CPU time from /proc, for the
+// ProcessStats reads this process's peak resident set size and CPU time from /proc, for the
 // end-of-pass log line (and `make bench`, which reads it from there). Zero where /proc is
 // missing.
-func processStats() (peakRSSKiB int64, cpu time.Duration) {
+func ProcessStats() (peakRSSKiB int64, cpu time.Duration) {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {

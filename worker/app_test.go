@@ -1,4 +1,4 @@
-package main
+package worker
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func TestKeyFileReadableByOthersIsAWarning(t *testing.T) {
 				t.Fatal(err)
 			}
 			var logs bytes.Buffer
-			a := &app{log: zerolog.New(&logs)}
+			a := &App{log: zerolog.New(&logs)}
 			a.warnIfExposed("private_key_file", path)
 			warned := strings.Contains(logs.String(), `"level":"warn"`) && strings.Contains(logs.String(), path)
 			if warned != tc.warn {

@@ -1,4 +1,9 @@
-package main
+// Package worker is payrecon's runtime: it wires the configuration into the apply path, the
+// platform clients of every merchant account (or verify-only readers where serve holds no
+// private key), the metrics, the pass runner, the schedule and the relay, and runs a pass
+// from start to summary. It returns errors as the domain classifies them; the command maps
+// them to exit codes.
+package worker
 
 import (
 	"context"
@@ -22,8 +27,8 @@ import (
 	"github.com/payrecon/payrecon/repo"
 )
 
-// app is everything a worker command needs, wired from the configuration once.
-type app struct {
+// App is everything a worker command needs, wired from the configuration once.
+type App struct {
 	cfg     config.Config
 	log     zerolog.Logger
 	store   *repo.Store
@@ -38,10 +43,10 @@ type app struct {
 	metrics *metrics.Metrics
 }
 
-// newApp connects to the database (and Redis), loads the platform keys and builds the apply
+// New connects to the database (and Redis), loads the platform keys and builds the apply
 // path. Key and setting problems are *config.Error (exit 2).
-func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*app, error) {
-	a := &app{cfg: cfg, log: log, metrics: metrics.New(), alipay: map[string]httpapi.AlipayNotifyReader{}}
+func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*App, error) {
+	a := &App{cfg: cfg, log: log, metrics: metrics.New(), alipay: map[string]httpapi.AlipayNotifyReader{}}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
 		var err error
@@ -90,7 +95,14 @@ func newApp(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlat
 	return a, nil
 }
 
-func (a *app) Close() {
+// Store is the database adapter the app wired.
+func (a *App) Store() *repo.Store { return a.store }
+
+// Metrics is the app's registry of instruments.
+func (a *App) Metrics() *metrics.Metrics { return a.metrics }
+
+// Close closes Redis and the database.
+func (a *App) Close() {
 	if a.rdb != nil {
 		a.rdb.Close()
 	}
@@ -118,7 +130,7 @@ func readAccountFile[K any](fail func(field, msg string) *config.Error, field, p
 // warnIfExposed warns when a secret key file is readable by group or others: anyone else on
 // the host (or in the pod) could sign as the merchant. It is a warning, not an error, so
 // that a fix of the mode never has to wait for a release.
-func (a *app) warnIfExposed(field, path string) {
+func (a *App) warnIfExposed(field, path string) {
 	if mode, exposed := exposedKeyFile(path); exposed {
 		a.log.Warn().Str("field", field).Str("file", path).Str("mode", mode.String()).
 			Msg("key file is readable by group or others: chmod 600 it (on Kubernetes, defaultMode: 0400 on the Secret volume)")
@@ -144,7 +156,7 @@ func exposedKeyFile(path string) (fs.FileMode, bool) {
 	return mode, !ok || int(st.Gid) != os.Getegid()
 }
 
-func (a *app) buildPlatforms() error {
+func (a *App) buildPlatforms() error {
 	for _, acct := range a.cfg.Accounts.Alipay {
 		if acct.PrivateKeyFile == "" { // allowed only when serve only verifies callbacks
 			read, err := a.alipayVerifier(acct)
@@ -180,12 +192,12 @@ func (a *app) buildPlatforms() error {
 	return nil
 }
 
-func (a *app) addClient(c reconcile.PlatformClient, breaker func() string) {
+func (a *App) addClient(c reconcile.PlatformClient, breaker func() string) {
 	a.clients = append(a.clients, a.metrics.Instrument(c))
 	a.metrics.WatchBreaker(c.Platform(), c.MerchantID(), breaker)
 }
 
-func (a *app) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
+func (a *App) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 	fail := acct.FieldError
 	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
 	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
@@ -221,7 +233,7 @@ func (a *app) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 	return c, nil
 }
 
-func (a *app) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error) {
+func (a *App) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error) {
 	fail := acct.FieldError
 	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
 	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
@@ -254,7 +266,7 @@ func (a *app) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error)
 // tuning gives an account's client its share of the call budget and its throttle counter.
 // With Redis, every process calling for the account takes from one budget held there;
 // without it, this shard paces at QPS/n so that n shards together stay within the budget.
-func (a *app) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuning {
+func (a *App) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuning {
 	var budget platformclient.Budget
 	if a.rdb != nil {
 		budget = repo.NewRedisBudget(a.rdb, repo.BudgetOptions{
@@ -270,8 +282,8 @@ func (a *app) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuni
 	}
 }
 
-// runner builds the pass runner over the app's parts.
-func (a *app) runner(observer reconcile.Observer) *reconcile.Runner {
+// Runner builds the pass runner over the app's parts.
+func (a *App) Runner(observer reconcile.Observer) *reconcile.Runner {
 	cfg := a.cfg
 	// A lease outlives the slowest check: query, close and confirming query, each with
 	// its retries.
@@ -286,6 +298,7 @@ func (a *app) runner(observer reconcile.Observer) *reconcile.Runner {
 	}, observer, a.log)
 }
 
-func shardOf(cfg config.Config) reconcile.Shard {
+// ShardOf is the configured shard as the pass takes it.
+func ShardOf(cfg config.Config) reconcile.Shard {
 	return reconcile.Shard{Index: cfg.Shard.Index, Count: cfg.Shard.Count}
 }
