@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -23,9 +23,8 @@ import (
 // demoRelay is the demo's fulfilment hand-off: the repaired orders' outbox rows go to a
 // JetStream stream of the demo's own, and a consumer standing in for fulfilment prints
 // what it receives. Without a NATS server the step is skipped, not failed.
-func demoRelay(ctx context.Context, stdout io.Writer, cfg config.Config, store *repo.Store, log zerolog.Logger) error {
+func demoRelay(ctx context.Context, stdout io.Writer, cfg config.Config, store *repo.Store, natsURL string, log zerolog.Logger) error {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
-	natsURL := envOr("RECONCILER_TEST_NATS_URL", "nats://127.0.0.1:4222")
 	nc, err := nats.Connect(natsURL, nats.Timeout(3*time.Second))
 	if err != nil {
 		say("\n9. fulfilment hand-off: skipped, no NATS server at %s (%v); make demo starts one", natsURL, err)
