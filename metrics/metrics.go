@@ -131,11 +131,8 @@ func (m *Metrics) RecordRun(run reconcile.Run) {
 	for _, u := range run.Unconfigured {
 		m.unconfigured.WithLabelValues(string(u.Account.Platform), u.Account.MerchantID).Set(float64(u.Orders))
 	}
-	c := run.Counts
-	for name, v := range map[string]int64{"scanned": c.Scanned, "repaired": c.Repaired, "closed": c.Closed,
-		"unchanged": c.Unchanged, "still_pending": c.StillPending, "mismatches": c.Mismatches,
-		"claimed_elsewhere": c.ClaimedElsewhere, "errors": c.Errors} {
-		m.runCounts.WithLabelValues(name).Set(float64(v))
+	for _, rc := range reconcile.RunCounters {
+		m.runCounts.WithLabelValues(rc.Name).Set(float64(rc.Value(run.Counts)))
 	}
 }
 

@@ -196,11 +196,10 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 	if run.Status != RunSucceeded {
 		ev = log.Warn().Err(passErr)
 	}
-	ev.Str("status", string(run.Status)).Int64("scanned", run.Counts.Scanned).Int64("repaired", run.Counts.Repaired).
-		Int64("closed", run.Counts.Closed).Int64("unchanged", run.Counts.Unchanged).
-		Int64("still_pending", run.Counts.StillPending).Int64("mismatches", run.Counts.Mismatches).
-		Int64("claimed_elsewhere", run.Counts.ClaimedElsewhere).Int64("errors", run.Counts.Errors).
-		Dur("took", run.FinishedAt.Sub(run.StartedAt)).Msg("pass finished")
+	for _, rc := range RunCounters {
+		ev = ev.Int64(rc.Name, rc.Value(run.Counts))
+	}
+	ev.Str("status", string(run.Status)).Dur("took", run.FinishedAt.Sub(run.StartedAt)).Msg("pass finished")
 	return run, passErr
 }
 
