@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // RECONCILER_TIMEZONE must resolve in a scratch container too
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Config is every setting of the reconciler.
@@ -38,7 +40,7 @@ type Config struct {
 	CloseAtPlatform bool
 	NotifyWait      time.Duration
 	DrainTimeout    time.Duration
-	Shard           Shard
+	Shard           reconcile.Shard // this process's slice of the orders
 	// Alipay and WechatPay are the single-account settings (RECONCILER_ALIPAY_*,
 	// RECONCILER_WECHATPAY_*); Accounts holds every account, theirs included.
 	Alipay                AlipayAccount
@@ -60,13 +62,6 @@ type Relay struct {
 	Poll          time.Duration // --follow: look for rows this often even without a NOTIFY
 	RetryHorizon  time.Duration // the longest a published row may wait to be re-published
 }
-
-// Shard is this process's slice of the orders: Index in [0, Count).
-type Shard struct {
-	Index, Count int
-}
-
-func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // Error is a bad setting. Its message names the setting; the binary exits 2 on it.
 type Error struct {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // load runs a Loader over a fresh flag set with the given args and environment.
@@ -32,7 +34,7 @@ func TestDefaults(t *testing.T) {
 		"grace": c.Grace == 2*time.Minute, "lookback": c.Lookback == 72*time.Hour, "order ttl": c.OrderTTL == 2*time.Hour,
 		"prefix": c.ClaimPrefix == "pay:notify:", "timeout": c.PlatformTimeout == 10*time.Second,
 		"recheck": c.RecheckMin == time.Minute && c.RecheckMax == time.Hour, "close": c.CloseAtPlatform,
-		"notify wait": c.NotifyWait == 2*time.Second, "shard": c.Shard == Shard{0, 1}, "dry": !c.DryRun,
+		"notify wait": c.NotifyWait == 2*time.Second, "shard": c.Shard == reconcile.Shard{Index: 0, Count: 1}, "dry": !c.DryRun,
 		"alipay gw": c.Alipay.Gateway == "https://openapi.alipay.com/gateway.do",
 		"wechat":    c.WechatPay.BaseURL == "https://api.mch.weixin.qq.com",
 	}
@@ -77,7 +79,7 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"dry-run":                      {"true", "false", func(c Config) any { return c.DryRun }, true},
 		"close-at-platform":            {"false", "true", func(c Config) any { return c.CloseAtPlatform }, false},
 		"drain-timeout":                {"5s", "9s", func(c Config) any { return c.DrainTimeout }, 5 * time.Second},
-		"shard":                        {"2/4", "1/4", func(c Config) any { return c.Shard }, Shard{2, 4}},
+		"shard":                        {"2/4", "1/4", func(c Config) any { return c.Shard }, reconcile.Shard{Index: 2, Count: 4}},
 		"shards":                       {"", "", nil, nil}, // needs JOB_COMPLETION_INDEX: TestShardsFromJobIndex
 		"pushgateway-url":              {"http://pgw:9091", "http://p:1", func(c Config) any { return c.PushgatewayURL }, "http://pgw:9091"},
 		"listen":                       {"127.0.0.1:9000", ":9001", func(c Config) any { return c.Listen }, "127.0.0.1:9000"},
@@ -236,7 +238,7 @@ func TestPlatformRequirements(t *testing.T) {
 func TestShardsFromJobIndex(t *testing.T) {
 	t.Setenv("JOB_COMPLETION_INDEX", "3")
 	c, err := load(GroupAll, []string{"--shards", "8"}, map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db"})
-	if err != nil || c.Shard != (Shard{3, 8}) {
+	if err != nil || c.Shard != (reconcile.Shard{Index: 3, Count: 8}) {
 		t.Fatalf("shard = %v, %v; want 3/8", c.Shard, err)
 	}
 	t.Setenv("JOB_COMPLETION_INDEX", "8")

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Group selects which settings a command takes, so `--help` lists only what applies.
@@ -131,11 +133,11 @@ var settings = []setting{
 		if v == "" {
 			return nil
 		}
-		var i, n int
-		if _, err := fmt.Sscanf(v, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n || fmt.Sprintf("%d/%d", i, n) != v {
+		shard, err := reconcile.ParseShard(v)
+		if err != nil {
 			return fmt.Errorf("must be i/n with 0 <= i < n, got %q", v)
 		}
-		c.Shard = Shard{Index: i, Count: n}
+		c.Shard = shard
 		return nil
 	}},
 	{"shards", "", GroupWorker, kString, "shard count; the index comes from JOB_COMPLETION_INDEX (Kubernetes Indexed Job)", func(c *Config, v string) error {
@@ -154,7 +156,7 @@ var settings = []setting{
 		if err != nil || i < 0 || i >= n {
 			return fmt.Errorf("needs JOB_COMPLETION_INDEX between 0 and %d, got %q", n-1, idx)
 		}
-		c.Shard = Shard{Index: i, Count: n}
+		c.Shard = reconcile.Shard{Index: i, Count: n}
 		return nil
 	}},
 	{"pushgateway-url", "", GroupWorker, kString, "Prometheus Pushgateway to push run metrics to (run mode)", func(c *Config, v string) error {
@@ -317,7 +319,7 @@ func (l *Loader) Load() (Config, error) {
 		}
 	}
 	if c.Shard.Count == 0 {
-		c.Shard = Shard{Index: 0, Count: 1}
+		c.Shard = reconcile.Shard{Index: 0, Count: 1}
 	}
 	err := l.validate(&c)
 	return c, err

@@ -196,7 +196,7 @@ func demoStory(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.
 		return err
 	}
 	say("5. reconciliation pass (reconciler run), racing %d duplicate callbacks:", 6*(countCallbacks(orders)+1))
-	run, err := a.Runner(a.Metrics()).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: worker.ShardOf(cfg)})
+	run, err := a.Runner(a.Metrics()).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: cfg.Shard})
 	if err != nil {
 		return fmt.Errorf("demo pass: %w", err)
 	}
@@ -209,7 +209,7 @@ func demoStory(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.
 
 	// An operator's backfill over the last day finds what a pass over PENDING orders cannot.
 	now := time.Now()
-	bf, err := a.Runner(a.Metrics()).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: worker.ShardOf(cfg), From: now.Add(-24 * time.Hour), To: now})
+	bf, err := a.Runner(a.Metrics()).Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: cfg.Shard, From: now.Add(-24 * time.Hour), To: now})
 	if err != nil {
 		return fmt.Errorf("demo backfill: %w", err)
 	}

@@ -297,8 +297,3 @@ func (a *App) Runner(observer reconcile.Observer) *reconcile.Runner {
 		DrainTimeout: cfg.DrainTimeout, Lease: lease,
 	}, observer, a.log)
 }
-
-// ShardOf is the configured shard as the pass takes it.
-func ShardOf(cfg config.Config) reconcile.Shard {
-	return reconcile.Shard{Index: cfg.Shard.Index, Count: cfg.Shard.Count}
-}

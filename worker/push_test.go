@@ -35,7 +35,7 @@ func TestPushMetricsAddsAndSendsLastSuccessOnlyOnSuccess(t *testing.T) {
 	}))
 	defer gw.Close()
 
-	a := &App{cfg: config.Config{PushgatewayURL: gw.URL, Shard: config.Shard{Index: 2, Count: 4}}, log: zerolog.Nop(), metrics: metrics.New()}
+	a := &App{cfg: config.Config{PushgatewayURL: gw.URL, Shard: reconcile.Shard{Index: 2, Count: 4}}, log: zerolog.Nop(), metrics: metrics.New()}
 	run := reconcile.Run{ID: 7, Counts: reconcile.CounterValues{Scanned: 5, Repaired: 2}}
 	a.metrics.RecordRun(run)
 	a.pushMetrics(run, false)

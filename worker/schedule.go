@@ -21,7 +21,7 @@ func (a *App) Scheduler(ctx context.Context, sched cron.Schedule) *cron.Cron {
 		cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)))
 	runner := a.Runner(a.metrics)
 	c.Schedule(sched, cron.FuncJob(func() {
-		run, err := runner.Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeScheduled, Shard: ShardOf(a.cfg), DryRun: a.cfg.DryRun})
+		run, err := runner.Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeScheduled, Shard: a.cfg.Shard, DryRun: a.cfg.DryRun})
 		if run.ID != 0 {
 			a.metrics.RecordRun(run)
 		}

@@ -22,7 +22,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return runPass(ctx, cfg, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: worker.ShardOf(cfg), DryRun: cfg.DryRun}, stdout, stderr)
+	return runPass(ctx, cfg, reconcile.PassSpec{Mode: reconcile.ModeOnce, Shard: cfg.Shard, DryRun: cfg.DryRun}, stdout, stderr)
 }
 
 // cmdBackfill re-checks every order created in [from, to) whatever its local status.
@@ -37,7 +37,7 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	spec := reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: worker.ShardOf(cfg), DryRun: cfg.DryRun, Resume: resume}
+	spec := reconcile.PassSpec{Mode: reconcile.ModeBackfill, Shard: cfg.Shard, DryRun: cfg.DryRun, Resume: resume}
 	if resume == 0 {
 		if fromS == "" || toS == "" {
 			return usagef("backfill: --from and --to are required (or --resume RUN_ID)")
