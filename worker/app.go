@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -285,15 +284,9 @@ func (a *App) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuni
 // Runner builds the pass runner over the app's parts.
 func (a *App) Runner(observer reconcile.Observer) *reconcile.Runner {
 	cfg := a.cfg
-	// A lease outlives the slowest check: query, close and confirming query, each with
-	// its retries.
-	lease := 10 * cfg.PlatformTimeout
-	if lease < 2*time.Minute {
-		lease = 2 * time.Minute
-	}
 	return reconcile.NewRunner(a.applier, a.store, a.store.Runs(), a.store.Locker(), a.clients, reconcile.RunnerSettings{
 		Concurrency: cfg.Concurrency, Grace: cfg.Grace, Lookback: cfg.Lookback, OrderTTL: cfg.OrderTTL,
 		RecheckMin: cfg.RecheckMin, RecheckMax: cfg.RecheckMax, CloseAtPlatform: cfg.CloseAtPlatform,
-		DrainTimeout: cfg.DrainTimeout, Lease: lease,
+		DrainTimeout: cfg.DrainTimeout, PlatformTimeout: cfg.PlatformTimeout,
 	}, observer, a.log)
 }
