@@ -126,6 +126,13 @@ func readAccountFile[K any](fail func(field, msg string) *config.Error, field, p
 	return v, nil
 }
 
+// readKeyFile is readAccountFile for a secret key: a file others can read is warned about
+// first.
+func readKeyFile[K any](a *App, fail func(field, msg string) *config.Error, field, path string, parse func([]byte) (K, error)) (K, error) {
+	a.warnIfExposed(field, path)
+	return readAccountFile(fail, field, path, parse)
+}
+
 // warnIfExposed warns when a secret key file is readable by group or others: anyone else on
 // the host (or in the pod) could sign as the merchant. It is a warning, not an error, so
 // that a fix of the mode never has to wait for a release.
@@ -198,8 +205,7 @@ func (a *App) addClient(c reconcile.PlatformClient, breaker func() string) {
 
 func (a *App) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 	fail := acct.FieldError
-	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
-	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
+	priv, err := readKeyFile(a, fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
 	if err != nil {
 		return nil, err
 	}
@@ -234,13 +240,11 @@ func (a *App) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 
 func (a *App) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error) {
 	fail := acct.FieldError
-	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
-	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
+	priv, err := readKeyFile(a, fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
 	if err != nil {
 		return nil, err
 	}
-	a.warnIfExposed("apiv3_key_file", acct.APIv3KeyFile)
-	v3, err := readAccountFile(fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
+	v3, err := readKeyFile(a, fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
 	if err != nil {
 		return nil, err
 	}
