@@ -1,13 +1,10 @@
-// Package layering holds the module's folders to the imports docs/architecture.md allows
-// them: the domain imports no adapter, no package imports the binary, and each new folder
-// stays on its side of the map.
-package layering
+package houserules
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 )
@@ -19,26 +16,8 @@ const Module = "github.com/payrecon/payrecon"
 // slash-separated), the module's own packages it imports (relative to the module).
 func Imports(root string) (map[string][]string, error) {
 	seen := map[string]map[string]bool{}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		dir, _ := filepath.Rel(root, filepath.Dir(path))
-		dir = filepath.ToSlash(dir)
+	err := walkSource(root, parser.ImportsOnly, func(rel string, _ *token.FileSet, f *ast.File) {
+		dir := path.Dir(rel)
 		if seen[dir] == nil {
 			seen[dir] = map[string]bool{}
 		}
@@ -48,7 +27,6 @@ func Imports(root string) (map[string][]string, error) {
 				seen[dir][rest] = true
 			}
 		}
-		return nil
 	})
 	out := map[string][]string{}
 	for dir, imps := range seen {

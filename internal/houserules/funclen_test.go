@@ -1,4 +1,4 @@
-package funclen
+package houserules
 
 import (
 	"os"

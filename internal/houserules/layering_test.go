@@ -1,4 +1,4 @@
-package layering
+package houserules
 
 import (
 	"path/filepath"
@@ -24,8 +24,7 @@ var allowed = map[string][]string{
 	"demo":                {"*"},
 	"cmd":                 {"*"},
 	"internal/faultproxy": {},
-	"internal/funclen":    {},
-	"internal/layering":   {},
+	"internal/houserules": {},
 	"deploy":              {},
 }
 

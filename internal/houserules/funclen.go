@@ -1,15 +1,10 @@
-// Package funclen measures the functions of the module's non-test Go files, so a test can
-// hold every one of them to the house limit of 80 lines.
-package funclen
+package houserules
 
 import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"sort"
-	"strings"
 )
 
 // Limit is the most lines a non-test function may have, its signature and closing brace
@@ -28,33 +23,13 @@ type Func struct {
 // and returns its functions, longest first.
 func Measure(root string) ([]Func, error) {
 	var out []Func
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (name == "testdata" || strings.HasPrefix(name, ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
+	err := walkSource(root, parser.SkipObjectResolution, func(rel string, fset *token.FileSet, f *ast.File) {
 		for _, decl := range f.Decls {
 			if fn, ok := decl.(*ast.FuncDecl); ok && fn.Body != nil {
 				start, end := fset.Position(fn.Pos()), fset.Position(fn.End())
 				out = append(out, Func{Name: funcName(fn), File: rel, Line: start.Line, Lines: end.Line - start.Line + 1})
 			}
 		}
-		return nil
 	})
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Lines > out[j].Lines })
 	return out, err
