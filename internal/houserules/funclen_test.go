@@ -9,13 +9,8 @@ import (
 // TestNoFunctionOverTheLimit holds every non-test function of the module to Limit lines and
 // logs the five longest (go test -v shows them).
 func TestNoFunctionOverTheLimit(t *testing.T) {
-	funcs, err := Measure(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(funcs) < 100 {
-		t.Fatalf("measured only %d functions: is the root right?", len(funcs))
-	}
+	funcs, err := Measure(repoRoot)
+	readEnough(t, err, len(funcs), 100, "functions")
 	for i, f := range funcs[:5] {
 		t.Logf("#%d %s:%d %s: %d lines", i+1, f.File, f.Line, f.Name, f.Lines)
 	}
@@ -43,5 +38,20 @@ func TestMeasureCountsSignatureToClosingBrace(t *testing.T) {
 	}
 	if len(funcs) != 2 || funcs[0].Name != "a" || funcs[0].Lines != 3 || funcs[1].Name != "T.b" || funcs[1].Lines != 1 {
 		t.Fatalf("got %+v, want a (3 lines) and T.b (1 line), the test file skipped", funcs)
+	}
+}
+
+// repoRoot is the repository, two folders up from this package.
+var repoRoot = filepath.Join("..", "..")
+
+// readEnough fails the test when reading the repository failed or found fewer than min
+// things: a wrong root would otherwise pass every rule.
+func readEnough(t *testing.T, err error, n, min int, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < min {
+		t.Fatalf("read only %d %s under %s: is the root right?", n, what, repoRoot)
 	}
 }

@@ -1,7 +1,6 @@
 package houserules
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -48,13 +47,8 @@ func rule(dir string) (string, bool) {
 func under(p, folder string) bool { return p == folder || strings.HasPrefix(p, folder+"/") }
 
 func TestEveryFolderImportsOnlyWhatTheMapAllows(t *testing.T) {
-	imports, err := Imports(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(imports) < 15 {
-		t.Fatalf("read only %d folders: is the root right?", len(imports))
-	}
+	imports, err := Imports(repoRoot)
+	readEnough(t, err, len(imports), 15, "folders")
 	for dir, imps := range imports {
 		key, ok := rule(dir)
 		if !ok {
