@@ -12,7 +12,8 @@ func (a *App) CallbackMux() http.Handler {
 		Alipay: a.alipay, Wechat: a.wechat, Count: a.metrics.Callback, Pinger: a.store.DB(), Log: a.log})
 }
 
-// AdminMux is for the cluster only (monitoring): metrics and the probes (the review console comes next).
-func (a *App) AdminMux() http.Handler {
-	return httpapi.NewAdminMux(a.metrics.Registry(), a.store.DB(), nil)
+// AdminMux is for the cluster only: metrics, the probes and, when review is not nil, the
+// review console under /review/.
+func (a *App) AdminMux(review http.Handler) http.Handler {
+	return httpapi.NewAdminMux(a.metrics.Registry(), a.store.DB(), review)
 }

@@ -48,7 +48,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	admin, err := listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux())
+	// No review console yet: it plugs in here, on the admin port only.
+	admin, err := listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux(nil))
 	if err != nil {
 		public.ln.Close()
 		return err

@@ -268,7 +268,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	f := newServeFixture(t)
 	f.post("/notify/alipay", formType, []byte("sign=bogus"), nil)
 	// Metrics are on the admin port; the callback port has the probes only.
-	admin := httptest.NewServer(f.app.AdminMux())
+	admin := httptest.NewServer(f.app.AdminMux(nil))
 	defer admin.Close()
 	if resp, err := http.Get(f.srv.URL + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("/metrics on the callback port: %v %v, want 404", resp, err)
