@@ -27,7 +27,14 @@ type Line struct {
 	RefundNo        string // the merchant's refund number, refund lines only
 	MerchantID      string // the mchid or app_id the line names, "" where the bill names none
 	Currency        string
-	AmountMinor     int64
+	// AmountMinor is the order's amount (a payment line) or the refund's (a refund line):
+	// what the local order is checked against.
+	AmountMinor int64
+	// ReceivedMinor is what the merchant actually got or gave back (Alipay 商家实收, WeChat
+	// Pay 应结订单金额 / 退款金额): less than AmountMinor where the platform paid part of it.
+	ReceivedMinor int64
+	// Pending marks a refund the platform has not finished (WeChat Pay 退款状态 PROCESSING).
+	Pending bool
 	// FeeMilliFen is the platform's service fee in thousandths of a fen: WeChat Pay writes
 	// fees with five decimals of a yuan, and finance signs off the fee total to the last digit.
 	// Negative on refund lines that return a fee.
@@ -53,6 +60,12 @@ type Reader interface {
 	Next() (Line, error)
 	// Totals is what the lines read so far add up to; after io.EOF, the whole bill's.
 	Totals() Totals
+}
+
+// ReadCloser is a Reader over a file it must close.
+type ReadCloser interface {
+	Reader
+	Close() error
 }
 
 // RejectError says why a whole bill was refused: a line that does not parse, totals that do
