@@ -122,3 +122,7 @@ func simplifiedChineseDecode(b []byte) (string, error) {
 }
 
 func slicesValues(l []Line) func(func(Line) bool) { return slices.Values(l) }
+
+func asReject(err error, re **RejectError) bool {
+	return errors.As(err, re) && errors.Is(err, ErrRejected)
+}
