@@ -36,6 +36,7 @@ func (s *Sandbox) mountControl(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sandbox/counts/{platform}/{no}", s.ctlOrderCounts)
 	mux.HandleFunc("POST /sandbox/callbacks", s.ctlCallbacks)
 	mux.HandleFunc("POST /sandbox/reset", s.ctlReset)
+	s.mountBillControl(mux)
 }
 
 func (s *Sandbox) ctlInfo(w http.ResponseWriter, _ *http.Request) {
