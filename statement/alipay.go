@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/simplifiedchinese"
@@ -29,6 +30,13 @@ const (
 // alipayFooter matches "#交易合计：6笔，商家实收共0.06元，..." and its refund twin; older bills
 // name another amount ("交易金额共0.08元").
 var alipayFooter = regexp.MustCompile(`^#(交易|退款)合计[：:]\s*(\d+)笔[，,]\s*([^，,共]+)共(-?[0-9.]+)元`)
+
+// alipayAccount and alipayPeriod read the "#账号：[...]" and "#起始日期：[...]   终止日期：[...]"
+// lines.
+var (
+	alipayAccount = regexp.MustCompile(`^#账号[：:]\s*\[([^\]]*)\]`)
+	alipayPeriod  = regexp.MustCompile(`^#起始日期[：:]\s*\[([^\]]*)\]\s*终止日期[：:]\s*\[([^\]]*)\]`)
+)
 
 // declared is one footer line's figures.
 type declared struct {
@@ -54,6 +62,7 @@ type alipayReader struct {
 	// afterDetail, when set (a zip), checks the summary entry once the detail added up.
 	afterDetail func(t Totals, payRecv, refRecv int64) error
 	closer      io.Closer
+	head        Header
 	err         error
 }
 
@@ -132,7 +141,7 @@ func (a *alipayReader) Next() (Line, error) {
 		comment := strings.HasPrefix(text, "#")
 		switch {
 		case a.state == 0 && comment:
-			continue
+			a.preamble(text)
 		case a.state == 0:
 			if err := a.header(raw); err != nil {
 				return Line{}, err
@@ -148,6 +157,21 @@ func (a *alipayReader) Next() (Line, error) {
 		default:
 			return a.line(raw)
 		}
+	}
+}
+
+// Header is the account and period the bill's "#" lines name.
+func (a *alipayReader) Header() Header { return a.head }
+
+// preamble reads the "#" lines before the header; those it does not know are skipped.
+func (a *alipayReader) preamble(text string) {
+	if m := alipayAccount.FindStringSubmatch(text); m != nil {
+		a.head.Account = strings.TrimSpace(m[1])
+	}
+	if m := alipayPeriod.FindStringSubmatch(text); m != nil {
+		const cn = "2006年01月02日 15:04:05"
+		a.head.Start, _ = time.ParseInLocation(cn, strings.TrimSpace(m[1]), chinaTime)
+		a.head.End, _ = time.ParseInLocation(cn, strings.TrimSpace(m[2]), chinaTime)
 	}
 }
 

@@ -81,6 +81,10 @@ func TestAlipayCSVOddities(t *testing.T) {
 			if tot := r.Totals(); tot != (Totals{Payments: 1, PaymentsMinor: c.pay, Refunds: 1, RefundsMinor: c.ref}) {
 				t.Fatalf("totals %+v", tot)
 			}
+			wantHead := Header{Account: "20880211096256330156", Start: testDay, End: testDay.AddDate(0, 0, 1)}
+			if h := r.(HeaderReader).Header(); h.Account != wantHead.Account || !h.Start.Equal(wantHead.Start) || !h.End.Equal(wantHead.End) {
+				t.Fatalf("header %+v, want %+v", h, wantHead)
+			}
 		})
 	}
 }
@@ -161,6 +165,9 @@ func TestAlipayZipRoundTrip(t *testing.T) {
 		sameLines(t, got, lines)
 		if got[0].No != 6 {
 			t.Fatalf("first line numbered %d, want 6", got[0].No)
+		}
+		if h := r.(HeaderReader).Header(); h.Account != f.UserID || !h.Start.Equal(testDay) {
+			t.Fatalf("zip header %+v", h)
 		}
 		if r.Totals().Refunds != 500/7 || r.Totals().Payments != 500-500/7 {
 			t.Fatalf("totals %+v", r.Totals())

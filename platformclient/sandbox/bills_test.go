@@ -298,3 +298,13 @@ func TestBillControlEndpoints(t *testing.T) {
 		}
 	}
 }
+
+func TestBillNotReadyMessage(t *testing.T) {
+	sb, url := newBillSandbox(t)
+	_, err := billHarnesses[0].newClient(t, sb, url, nil).DownloadBill(context.Background(), billNow, t.TempDir())
+	want := "alipay permanent error 40004/isp.bill_not_exist: alipay bill of 2026-12-02 for " + sb.Identity().AlipayAppID +
+		" not published yet (Business Failed 账单不存在); retry after 2026-12-03T09:00:00+08:00"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got  %v\nwant %s", err, want)
+	}
+}
