@@ -47,6 +47,7 @@ func (s *Sandbox) ctlInfo(w http.ResponseWriter, _ *http.Request) {
 		"alipay_gateway_path":     "/gateway.do",
 		"wechatpay_paths":         []string{"/v3/pay/transactions/out-trade-no/{out_trade_no}", "/v3/pay/transactions/id/{transaction_id}", "/v3/pay/transactions/out-trade-no/{out_trade_no}/close", "/v3/certificates"},
 		"wechatpay_merchants":     s.wechatMerchantInfo(),
+		"bill_paths":              []string{alipayBillFilePath, "/v3/bill/tradebill", wechatBillFilePath, "/sandbox/bills/{platform}/{day}", "/sandbox/bills/{platform}/spoil"},
 	})
 }
 
