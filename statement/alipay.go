@@ -134,7 +134,7 @@ func (a *alipayReader) Next() (Line, error) {
 		if err != nil {
 			return Line{}, a.reject(a.lr.no, "read: %v", err)
 		}
-		text := string(raw)
+		text := raw
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
@@ -175,7 +175,7 @@ func (a *alipayReader) preamble(text string) {
 	}
 }
 
-func (a *alipayReader) header(raw []byte) error {
+func (a *alipayReader) header(raw string) error {
 	row, err := splitFields(a.row[:0], raw)
 	if err != nil {
 		return a.reject(a.lr.no, "header: %v", err)
@@ -222,7 +222,7 @@ func (a *alipayReader) footer(text string) error {
 }
 
 // line parses one detail row.
-func (a *alipayReader) line(raw []byte) (Line, error) {
+func (a *alipayReader) line(raw string) (Line, error) {
 	no := a.lr.no
 	row, err := splitFields(a.row[:0], raw)
 	a.row = row[:0]
