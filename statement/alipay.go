@@ -18,6 +18,7 @@ const (
 	alipayColOutTrade = "商户订单号"
 	alipayColKind     = "业务类型"
 	alipayColDone     = "完成时间"
+	alipayColCreated  = "创建时间"
 	alipayColAmount   = "订单金额（元）"
 	alipayColReceived = "商家实收（元）"
 	alipayColRefundNo = "退款批次号/请求号"
@@ -46,7 +47,7 @@ type declared struct {
 	minor int64
 }
 
-type alipayIdx struct{ trade, out, kind, done, amount, received, refundNo, fee int }
+type alipayIdx struct{ trade, out, kind, created, done, amount, received, refundNo, fee int }
 
 // alipayReader reads an Alipay detail CSV (already decoded to UTF-8).
 type alipayReader struct {
@@ -183,7 +184,7 @@ func (a *alipayReader) header(raw string) error {
 	c := newColumns(row)
 	a.idx = alipayIdx{
 		trade: c.find(alipayColTradeNo), out: c.find(alipayColOutTrade), kind: c.find(alipayColKind),
-		done: c.find(alipayColDone), amount: c.find(alipayColAmount), received: c.find(alipayColReceived),
+		created: c.find(alipayColCreated), done: c.find(alipayColDone), amount: c.find(alipayColAmount), received: c.find(alipayColReceived),
 		refundNo: c.find(alipayColRefundNo), fee: c.find(alipayColFee),
 	}
 	for name, i := range map[string]int{alipayColTradeNo: a.idx.trade, alipayColOutTrade: a.idx.out,
@@ -244,6 +245,11 @@ func (a *alipayReader) line(raw string) (Line, error) {
 	}
 	if l.At, err = parseChinaTime(cell(row, a.idx.done)); err != nil {
 		return Line{}, a.reject(no, "%s: %v", alipayColDone, err)
+	}
+	if created := cell(row, a.idx.created); created != "" {
+		if l.CreatedAt, err = parseChinaTime(created); err != nil {
+			return Line{}, a.reject(no, "%s: %v", alipayColCreated, err)
+		}
 	}
 	amount, err := parseDecimal(cell(row, a.idx.amount), fenPlaces)
 	if err != nil {

@@ -49,6 +49,9 @@ type Line struct {
 	// Negative on refund lines that return a fee.
 	FeeMilliFen int64
 	At          time.Time // when the payment or refund completed, in the bill's zone
+	// CreatedAt is when the order was created (Alipay 创建时间: the order's, on a refund line
+	// too); zero where the bill does not say.
+	CreatedAt time.Time
 }
 
 // Totals are a bill's own figures: what its footer or summary row declares, or what its lines

@@ -98,7 +98,8 @@ func (s *Sandbox) BillLines(p reconcile.Platform, merchantID string, day time.Ti
 		cur := cmp.Or(sc.Currency, "CNY")
 		pay := statement.Line{Kind: statement.Payment, OutTradeNo: k.outTradeNo, PlatformTradeNo: sc.TradeNo,
 			MerchantID: merchantID, Currency: cur, AmountMinor: sc.AmountMinor, ReceivedMinor: sc.AmountMinor,
-			FeeMilliFen: sc.AmountMinor * feeMilliFenPerFen, At: sc.PaidAt.In(platformclient.ChinaTime)}
+			FeeMilliFen: sc.AmountMinor * feeMilliFenPerFen, At: sc.PaidAt.In(platformclient.ChinaTime),
+			CreatedAt: sc.PaidAt.Add(-time.Minute).In(platformclient.ChinaTime)} // the sandbox keeps no creation time
 		if platformclient.BillDay(pay.At).Equal(d) {
 			lines = append(lines, pay)
 		}
