@@ -308,3 +308,26 @@ func TestBillNotReadyMessage(t *testing.T) {
 		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 }
+
+// An Alipay download URL lives about 30 seconds: one that expired before the download is
+// asked for again, a bounded number of times.
+func TestAlipayBillURLExpired(t *testing.T) {
+	var ticks atomic.Int64
+	clock := func() time.Time { return billNow.Add(time.Duration(ticks.Add(1)) * 31 * time.Second) }
+	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sb)
+	t.Cleanup(func() { sb.Close(); srv.Close() })
+	sb.SetScenario(reconcile.Alipay, "B1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 100, PaidAt: billDay.Add(time.Hour)})
+	budget := &countingBudget{}
+	_, err = billHarnesses[0].newClient(t, sb, srv.URL, budget).DownloadBill(context.Background(), billDay, t.TempDir())
+	var pe *reconcile.PlatformError
+	if !errors.As(err, &pe) || pe.Code != "URL_EXPIRED" {
+		t.Fatalf("want URL_EXPIRED, got %v", err)
+	}
+	if budget.n.Load() != 4 || sb.BillDownloads(reconcile.Alipay) != 0 {
+		t.Fatalf("%d paced calls (want 4: URL, download, twice), %d downloads served", budget.n.Load(), sb.BillDownloads(reconcile.Alipay))
+	}
+}
