@@ -14,7 +14,7 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// alipaySample is the layout PROTOCOLS documents, a payment and its refund (lines 6 and 7).
+// alipaySample is the published layout (docs/protocols.md), a payment and its refund (lines 6 and 7).
 const alipaySample = "#支付宝业务明细查询\n" +
 	"#账号：[20880211096256330156]\n" +
 	"#起始日期：[2019年09月16日 00:00:00]   终止日期：[2019年09月17日 00:00:00]\n" +
