@@ -95,7 +95,7 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	nodeName := "error_response"
-	if method == alipay.MethodTradeQuery || method == alipay.MethodTradeClose {
+	if method == alipay.MethodTradeQuery || method == alipay.MethodTradeClose || method == alipay.MethodBillDownloadURL {
 		nodeName = alipay.ResponseNodeName(method)
 	}
 	app := s.alipay.get(appID)
@@ -113,8 +113,12 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		reply(alipayErrorFor(f.ErrorCode).node())
 		return
 	}
-	if e, refused := alipayGatewayRefusal(nodeName, app, p); refused {
+	if e, refused := alipayRefusal(p, nodeName, app); refused {
 		reply(e.node())
+		return
+	}
+	if method == alipay.MethodBillDownloadURL {
+		reply(s.alipayBillNode(r, app, p.Get("biz_content")))
 		return
 	}
 	if biz.OutTradeNo == "" && biz.TradeNo == "" {
@@ -131,10 +135,9 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 	reply(s.alipayQueryNode(outTradeNo, biz.OutTradeNo))
 }
 
-// alipayGatewayRefusal is the gateway's answer to a request it serves no further: a
-// required parameter missing, an unknown method or app, a sign type other than RSA2, a
-// signature or certificate SN that does not match. refused=false: the request goes on.
-func alipayGatewayRefusal(nodeName string, app *alipayApp, p url.Values) (e alipayError, refused bool) {
+// alipayRefusal is the gateway's own refusal of a call, before any business logic: a
+// missing common parameter, an unknown method or app, a bad signature or certificate SN.
+func alipayRefusal(p url.Values, nodeName string, app *alipayApp) (alipayError, bool) {
 	for _, req := range gatewayRequired {
 		if p.Get(req.param) == "" {
 			return alipayError{"40001", "Missing Required Arguments", req.sub, "缺少必选参数"}, true
