@@ -83,7 +83,7 @@ const atStakeSQL = `CASE kind
 const summaryOrder = `array_position(ARRAY['AMOUNT_MISMATCH', 'CURRENCY_MISMATCH', 'MERCHANT_MISMATCH',
 	'UNKNOWN_ORDER', 'PAID_AFTER_CLOSE', 'DUPLICATE_PAYMENT', 'LOCAL_PAID_PLATFORM_UNPAID',
 	'REFUNDED_AT_PLATFORM']::text[], kind), kind,
-	array_position(ARRAY['OPEN', 'ACKNOWLEDGED', 'RESOLVED']::text[], review_status)`
+	array_position(ARRAY['OPEN', 'ACKNOWLEDGED', 'PENDING_APPROVAL', 'RESOLVED']::text[], review_status)`
 
 // Report builds the report of [from, to): the findings first or last seen in it, their
 // summary, and the runs that started in it. All reads see one snapshot.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -14,7 +15,10 @@ import (
 )
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, _, err := parse("migrate", args, config.GroupDatabase|config.GroupLog, stderr, nil)
+	var rolesSQL bool
+	cfg, _, err := parse("migrate", args, config.GroupDatabase|config.GroupLog, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&rolesSQL, "roles-sql", false, "print the SQL that creates the database roles and grants their rights (for an administrator), apply nothing")
+	})
 	if err != nil {
 		return err
 	}
@@ -24,6 +28,14 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
+	if rolesSQL {
+		sql, err := repo.RolesSQL(ctx, db)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, sql)
+		return nil
+	}
 	applied, err := repo.Migrate(ctx, db)
 	if err != nil {
 		return err
@@ -49,7 +61,8 @@ func setupRoles(ctx context.Context, db *sqlx.DB, stdout io.Writer, log zerolog.
 	if out.SQL != "" {
 		log.Warn().Strs("roles", repo.Roles).Msg("cannot create database roles (no CREATEROLE): printing the SQL to run as an administrator")
 		fmt.Fprintf(stdout, "-- The database roles %s are missing and this role may not create them.\n"+
-			"-- Run this as a role with CREATEROLE (then set each role's password), then run migrate again:\n%s",
+			"-- Run this as a role with CREATEROLE (then set each role's password), then run migrate again.\n"+
+			"-- (reconciler migrate --roles-sql prints the SQL alone.)\n%s",
 			strings.Join(repo.Roles, ", "), out.SQL)
 		return nil
 	}
