@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"syscall"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
@@ -41,6 +43,10 @@ type App struct {
 	wechat  []httpapi.WechatNotifyReader          // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics.Metrics
+	// console is the review console (nil until EnableConsole); consoleDB its own connection
+	// when it has one.
+	console   http.Handler
+	consoleDB *sqlx.DB
 }
 
 // New connects to the database (and Redis), loads the platform keys and builds the apply
@@ -108,6 +114,9 @@ func (a *App) Close() {
 	}
 	if a.store != nil {
 		a.store.DB().Close()
+	}
+	if a.consoleDB != nil {
+		a.consoleDB.Close()
 	}
 }
 

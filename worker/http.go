@@ -1,9 +1,12 @@
 package worker
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/repo"
 )
 
 // CallbackMux is the public port: the platforms' callbacks and the probes, nothing else.
@@ -12,7 +15,31 @@ func (a *App) CallbackMux() http.Handler {
 		Alipay: a.alipay, Wechat: a.wechat, Count: a.metrics.Callback, Pinger: a.store.DB(), Log: a.log})
 }
 
-// AdminMux is for the cluster only (monitoring): metrics and the probes (the review console comes next).
+// AdminMux is for the cluster only: metrics, the probes and, once EnableConsole has run, the
+// review console under /review/.
 func (a *App) AdminMux() http.Handler {
-	return httpapi.NewAdminMux(a.metrics.Registry(), a.store.DB(), nil)
+	var review http.Handler
+	if a.console != nil {
+		review = a.console
+	}
+	return httpapi.NewAdminMux(a.metrics.Registry(), a.store.DB(), review)
+}
+
+// EnableConsole builds the review console. It acts on findings through its own connection
+// (RECONCILER_REVIEW_DATABASE_URL, as payrecon_reviewer) when one is configured, so the
+// callback path keeps the worker's rights and the console gets the reviewer's.
+func (a *App) EnableConsole(ctx context.Context) error {
+	cfg, err := console.FromSettings(a.cfg.Console, a.cfg.Timezone, a.log)
+	if err != nil {
+		return err
+	}
+	db := a.store.DB()
+	if a.cfg.Console.DatabaseURL != "" {
+		if db, err = repo.Open(ctx, a.cfg.Console.DatabaseURL); err != nil {
+			return err
+		}
+		a.consoleDB = db
+	}
+	a.console = console.New(cfg, repo.NewReview(db))
+	return nil
 }

@@ -43,6 +43,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer a.Close()
+	if err := a.EnableConsole(ctx); err != nil {
+		return err
+	}
 
 	public, err := listen(cfg.Listen, "RECONCILER_LISTEN", a.CallbackMux())
 	if err != nil {
