@@ -21,9 +21,10 @@ vet:
 	$(GO) vet $(PKGS)
 
 # The signature tests cross-check against the openssl command; the alert rules are checked
-# with promtool (Debian package prometheus). Install them where missing, starting no service.
+# with promtool (Debian package prometheus); the console's browser test drives Debian's chromium.
+# Install them where missing, starting no service.
 test-deps:
-	@scripts/need-debs.sh openssl:openssl promtool:prometheus
+	@scripts/need-debs.sh openssl:openssl promtool:prometheus chromium:chromium
 
 # Every test, with the race detector, against real PostgreSQL, Redis and NATS.
 test: fmt-check vet test-deps

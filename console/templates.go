@@ -76,7 +76,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <label>&nbsp;<select name="dir"><option value="desc">{{.T "order_desc"}}</option><option value="asc"{{if eq .Q.Dir "asc"}} selected{{end}}>{{.T "order_asc"}}</option></select></label>
 <button type="submit" id="apply">{{.T "filter"}}</button> <a href="/review/">{{.T "clear"}}</a>
 </form>
-<h2>{{.Result.Total}} {{.T "findings"}}</h2>
+<h2>{{.T "findings"}}: {{.Result.Total}}</h2>
 {{if .Result.Findings}}
 <table id="findings"><thead><tr><th>#</th><th>{{.T "kind"}}</th><th>{{.T "status"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th>
 <th>{{.T "order_no"}}</th><th class="num">{{.T "at_stake"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th></tr></thead><tbody>
@@ -109,7 +109,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <table><thead><tr><th colspan="2">{{.T "ours"}}</th></tr></thead><tbody>
 <tr><td>{{.T "order_no"}}</td><td>{{$f.OutTradeNo}}</td></tr>
 <tr{{if ne (yp $f.LocalAmountMinor) (yp $f.PlatformAmountMinor)}} class="diff"{{end}}><td>{{.T "amount"}}</td><td class="num">{{.YuanP $f.LocalAmountMinor}}</td></tr>
-<tr{{if ne $f.LocalStatus $f.PlatformStatus}} class="diff"{{end}}><td>{{.T "order_status"}}</td><td>{{if $f.LocalStatus}}{{.N $f.LocalStatus}}{{else}}—{{end}}</td></tr>
+<tr><td>{{.T "order_status"}}</td><td>{{if $f.LocalStatus}}{{.N $f.LocalStatus}}{{else}}—{{end}}</td></tr>
 {{with .D.Order}}<tr><td>{{$.T "currency"}}</td><td>{{.Currency}}</td></tr>
 <tr><td>{{$.T "created"}}</td><td>{{$.Time .CreatedAt}}</td></tr><tr><td>{{$.T "paid_at"}}</td><td>{{$.TimeP .PaidAt}}</td></tr>
 <tr><td>{{$.T "local_order"}}</td><td>{{$.N .Status}} · {{$.Yuan .AmountMinor}}</td></tr>{{end}}
@@ -117,7 +117,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <table><thead><tr><th colspan="2">{{.T "theirs"}}</th></tr></thead><tbody>
 <tr><td>{{.T "platform_trade_no"}}</td><td>{{if $f.PlatformTradeNo}}{{$f.PlatformTradeNo}}{{else}}—{{end}}</td></tr>
 <tr{{if ne (yp $f.LocalAmountMinor) (yp $f.PlatformAmountMinor)}} class="diff"{{end}}><td>{{.T "amount"}}</td><td class="num">{{.YuanP $f.PlatformAmountMinor}}</td></tr>
-<tr{{if ne $f.LocalStatus $f.PlatformStatus}} class="diff"{{end}}><td>{{.T "order_status"}}</td><td>{{if $f.PlatformStatus}}{{$f.PlatformStatus}}{{else}}—{{end}}</td></tr>
+<tr><td>{{.T "order_status"}}</td><td>{{if $f.PlatformStatus}}{{$f.PlatformStatus}}{{else}}—{{end}}</td></tr>
 <tr><td>{{.T "merchant"}}</td><td>{{$f.MerchantID}}</td></tr>
 </tbody></table></div>
 <h2>{{.T "sightings"}}</h2>
