@@ -270,11 +270,18 @@ func (h *handler) renderFinding(w http.ResponseWriter, r *http.Request, p page, 
 			fp.Detail = pretty.String()
 		}
 	}
-	st := d.Finding.ReviewStatus
-	fp.CanAck = st == reconcile.ReviewOpen
-	fp.CanResolve = st == reconcile.ReviewOpen || st == reconcile.ReviewAcknowledged
-	fp.OwnProposal = st == reconcile.ReviewPendingApproval && strings.EqualFold(d.Finding.ProposedBy, p.Viewer.Email)
-	fp.CanApprove = st == reconcile.ReviewPendingApproval && p.Viewer.CanApprove() && !fp.OwnProposal
+	// The buttons are the moves the review rules allow this person now; approving and
+	// rejecting also need an approver. Each post is decided again by the store.
+	f := d.Finding
+	st := reconcile.FindingReviewState{ID: f.ID, Status: f.ReviewStatus, EvidenceVersion: f.EvidenceVersion, ProposedBy: f.ProposedBy}
+	if f.ProposedVersion != nil {
+		st.ProposedVersion = *f.ProposedVersion
+	}
+	can := reconcile.AvailableReviewActions(st, p.Viewer.Email)
+	fp.CanAck = slices.Contains(can, reconcile.ReviewAcknowledge)
+	fp.CanResolve = slices.Contains(can, reconcile.ReviewResolve)
+	fp.CanApprove = slices.Contains(can, reconcile.ReviewApprove) && p.Viewer.CanApprove()
+	fp.OwnProposal = f.ReviewStatus == reconcile.ReviewPendingApproval && strings.EqualFold(f.ProposedBy, p.Viewer.Email)
 	h.render(w, status, "finding", fp)
 }
 

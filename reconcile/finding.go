@@ -157,6 +157,20 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 	return d, nil
 }
 
+// AvailableReviewActions are the moves actor may take on the finding now, in workflow
+// order: what a console offers as buttons (the server still decides each post with
+// DecideReview). The proposer is not offered approve.
+func AvailableReviewActions(cur FindingReviewState, actor string) []ReviewAction {
+	var out []ReviewAction
+	for _, a := range []ReviewAction{ReviewAcknowledge, ReviewResolve, ReviewApprove, ReviewReject} {
+		req := ReviewRequest{Action: a, Actor: actor, Resolution: ResolutionAccepted, Note: "-"}
+		if _, err := DecideReview(cur, req); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // AtStakeMinor is the money a finding puts in question, in minor units: the difference for
 // an amount mismatch, the local amount for an order paid locally but not at the platform,
 // and otherwise the amount the platform reports moved (the local amount when it named none).

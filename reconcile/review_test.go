@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -129,5 +130,30 @@ func TestResolutionMovesMoney(t *testing.T) {
 	}
 	if got, err := reconcile.ParseResolution("written-off"); got != reconcile.ResolutionWrittenOff || err != nil {
 		t.Errorf("written-off: %q %v", got, err)
+	}
+}
+
+func TestAvailableReviewActions(t *testing.T) {
+	t.Parallel()
+	pending := reconcile.FindingReviewState{ID: 1, Status: reconcile.ReviewPendingApproval, EvidenceVersion: 2, ProposedBy: "ann", ProposedVersion: 2}
+	stale := pending
+	stale.EvidenceVersion = 3
+	for _, tc := range []struct {
+		name  string
+		cur   reconcile.FindingReviewState
+		actor string
+		want  string
+	}{
+		{"open", reconcile.FindingReviewState{Status: reconcile.ReviewOpen, EvidenceVersion: 1}, "bob", "[acknowledge resolve]"},
+		{"acknowledged", reconcile.FindingReviewState{Status: reconcile.ReviewAcknowledged, EvidenceVersion: 1}, "bob", "[resolve]"},
+		{"pending, a second person", pending, "bob", "[approve reject]"},
+		{"pending, the proposer", pending, "ann", "[reject]"},
+		{"pending on changed evidence", stale, "bob", "[reject]"},
+		{"resolved", reconcile.FindingReviewState{Status: reconcile.ReviewResolved, EvidenceVersion: 1}, "bob", "[]"},
+		{"nobody", reconcile.FindingReviewState{Status: reconcile.ReviewOpen, EvidenceVersion: 1}, "", "[]"},
+	} {
+		if got := fmt.Sprint(reconcile.AvailableReviewActions(tc.cur, tc.actor)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

@@ -70,14 +70,14 @@ func countByDay(findings []repo.Finding, from, to time.Time, loc *time.Location)
 	return dc
 }
 
-// chartSVG draws findings first seen per day as stacked bars by kind, with a legend and a
-// tooltip per bar segment: inline SVG, no script, drawn on the server. Every text is
+// chartSVG draws findings first seen per day as stacked bars by kind, with a tooltip per bar
+// segment and a legend: inline SVG, no script, drawn on the server. Every text is
 // escaped. Empty when no finding was first seen in the period.
 func chartSVG(dc dayCounts, lang Lang) template.HTML {
 	if len(dc.kinds) == 0 {
 		return ""
 	}
-	const w, h, left, right, top, bottom = 960.0, 280.0, 44.0, 12.0, 40.0, 34.0
+	const w, h, left, right, top, bottom = 960.0, 250.0, 44.0, 12.0, 12.0, 34.0
 	plotW, plotH := w-left-right, h-top-bottom
 	peak := 1
 	for _, c := range dc.counts {
@@ -117,15 +117,15 @@ func chartSVG(dc dayCounts, lang Lang) template.HTML {
 				left+slot*float64(i)+slot/2, h-bottom+16, day.Format("01-02"))
 		}
 	}
-	x := left
-	for _, k := range dc.kinds { // legend
-		name := html.EscapeString(Label(lang, string(k)))
-		fmt.Fprintf(&b, `<rect x="%.1f" y="10" width="12" height="12" fill="%s"/><text x="%.1f" y="20" font-size="12" fill="#1f2328">%s</text>`,
-			x, kindColours[k], x+16, name)
-		x += 16 + float64(displayWidth(Label(lang, string(k))))*7 + 18
-	}
 	b.WriteString(`</svg>`)
-	return template.HTML(b.String()) //nolint:gosec // built above from numbers and escaped labels
+	// The legend is HTML below the chart, so it wraps on a narrow page instead of running
+	// off the drawing.
+	b.WriteString(`<ul class="legend">`)
+	for _, k := range dc.kinds {
+		fmt.Fprintf(&b, `<li><span class="swatch" style="background:%s"></span>%s</li>`, kindColours[k], html.EscapeString(Label(lang, string(k))))
+	}
+	b.WriteString(`</ul>`)
+	return template.HTML(b.String()) //nolint:gosec // built above from numbers, fixed colours and escaped labels
 }
 
 // niceStep is a grid step giving about four lines: 1, 2, 5, 10, 20, 50...

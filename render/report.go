@@ -115,7 +115,8 @@ type repSection struct {
 	Filter   bool // the XLSX sheet gets an autofilter over the table
 }
 
-func (d ReportDoc) sections() []repSection {
+// sections are the report's tables; lang labels the few composed texts ("" for CSV).
+func (d ReportDoc) sections(lang Lang) []repSection {
 	r := d.Report
 	summary := repSection{Key: "summary", Sheet: "report.sheet.summary", Title: "report.summary", Empty: "report.summary.empty",
 		Header:   []string{"kind", "review_status", "findings", "sightings", "local_amount", "platform_amount", "at_stake"},
@@ -131,9 +132,10 @@ func (d ReportDoc) sections() []repSection {
 	findings := repSection{Key: "finding", Sheet: "report.sheet.findings", Title: "report.findings", Empty: "report.findings.empty",
 		Header: FindingCSVHeader, Filter: true,
 		// id, kind, platform, merchant, our order, platform trade, ours, theirs, at stake,
-		// review status, seen, first and last seen, resolution.
-		HTMLCols: []htmlCol{{0, 4}, {1, 9}, {2, 6}, {3, 8}, {4, 10}, {5, 10}, {6, 7}, {7, 7}, {8, 7},
-			{14, 8}, {11, 4}, {12, 7}, {13, 7}, {15, 6}}}
+		// review status, seen, first seen, resolution: what fits a page at widths where no
+		// word breaks (the XLSX has every column).
+		HTMLCols: []htmlCol{{0, 3}, {1, 10}, {2, 7}, {3, 7}, {4, 10}, {5, 9}, {6, 8}, {7, 8}, {8, 8},
+			{14, 10}, {11, 5}, {12, 7}, {15, 8}}}
 	for _, f := range r.Findings {
 		order := rcText("")
 		if f.OrderID != nil {
@@ -147,8 +149,10 @@ func (d ReportDoc) sections() []repSection {
 	}
 
 	runs := repSection{Key: "run", Sheet: "report.sheet.runs", Title: "report.runs", Empty: "report.runs.empty", Filter: true,
-		HTMLCols: []htmlCol{{0, 4}, {1, 6}, {2, 7}, {3, 4}, {5, 9}, {6, 9}, {9, 6}, {10, 6}, {11, 5}, {12, 6}, {13, 6},
-			{14, 6}, {15, 6}, {16, 5}, {17, 15}},
+		// The page leaves out the finish time and the window (the XLSX has them) so that
+		// every heading fits its column.
+		HTMLCols: []htmlCol{{0, 4}, {1, 8}, {2, 9}, {3, 5}, {5, 9}, {9, 7}, {10, 7}, {11, 6}, {12, 6}, {13, 6},
+			{14, 7}, {15, 7}, {16, 6}, {17, 13}},
 		Header: []string{"id", "mode", "status", "shard", "dry_run", "started_at", "finished_at", "window_from", "window_to",
 			"scanned", "repaired", "closed", "unchanged", "still_pending", "mismatches", "claimed_elsewhere", "errors", "error"}}
 	for _, run := range r.Runs {
@@ -158,21 +162,28 @@ func (d ReportDoc) sections() []repSection {
 			rcInt(run.StillPending), rcInt(run.Mismatches), rcInt(run.ClaimedElsewhere), rcInt(run.Errors), rcText(run.Error)})
 	}
 	rt := r.RunTotals
-	runs.Totals = []repCell{rcCode("total"), rcText(""), rcText(runStatusCounts(rt)), rcText(""), rcText(""), rcText(""), rcText(""), rcText(""),
+	runs.Totals = []repCell{rcCode("total"), rcText(""), rcText(runStatusCounts(rt, lang)), rcText(""), rcText(""), rcText(""), rcText(""), rcText(""),
 		rcText(""), rcInt(rt.Scanned), rcInt(rt.Repaired), rcInt(rt.Closed), rcInt(rt.Unchanged), rcInt(rt.StillPending),
 		rcInt(rt.Mismatches), rcInt(rt.ClaimedElsewhere), rcInt(rt.Errors), rcText("")}
 	return []repSection{summary, findings, runs}
 }
 
 // runStatusCounts renders "2 succeeded, 1 failed" in a fixed order.
-func runStatusCounts(rt repo.RunTotals) string {
+func runStatusCounts(rt repo.RunTotals, lang Lang) string {
 	var parts []string
 	for _, s := range []string{"succeeded", "failed", "interrupted", "running"} {
 		if n := rt.ByStatus[s]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, s))
+			name := s
+			if lang != "" {
+				name = Label(lang, s)
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", n, name))
 		}
 	}
 	if len(parts) == 0 {
+		if lang != "" {
+			return Label(lang, "report.no_runs")
+		}
 		return "0 runs"
 	}
 	return strings.Join(parts, ", ")
@@ -189,7 +200,7 @@ func (d ReportDoc) writeCSV(w io.Writer) error {
 	cw.Write([]string{"section", "from", "to", "timezone", "generated_at"}) //nolint:errcheck // Flush reports it
 	cw.Write([]string{"report", rfc3339In(d.Report.From, d.Loc), rfc3339In(d.Report.To, d.Loc), d.Loc.String(),
 		rfc3339In(d.Generated, d.Loc)}) //nolint:errcheck
-	for _, s := range d.sections() {
+	for _, s := range d.sections("") {
 		cw.Write(nil)                                      //nolint:errcheck
 		cw.Write(append([]string{"section"}, s.Header...)) //nolint:errcheck
 		for _, row := range s.Rows {

@@ -87,7 +87,7 @@ func (d ReportDoc) writeHTML(w io.Writer) error {
 		Findings: strconv.FormatInt(r.Totals.Count, 10), Stake: Yuan(r.Totals.AtStakeMinor),
 		Runs: strconv.FormatInt(r.RunTotals.Runs, 10), Errors: strconv.FormatInt(r.RunTotals.Errors, 10),
 		Chart: chartSVG(countByDay(r.Findings, r.From, r.To, d.Loc), lang)}
-	for _, s := range d.sections() {
+	for _, s := range d.sections(d.lang()) {
 		hs := htmlSection{Title: Label(lang, s.Title), Empty: Label(lang, s.Empty), Columns: d.htmlColumns(s), Count: len(s.Rows)}
 		for _, row := range s.Rows {
 			hs.Rows = append(hs.Rows, d.htmlCells(row, s.HTMLCols))
@@ -123,8 +123,10 @@ var reportPageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE h
   .card { border: 1px solid #d0d7de; border-radius: 6px; padding: .6rem 1rem; min-width: 9rem; }
   .card b { display: block; font-size: 1.3rem; font-variant-numeric: tabular-nums; }
   svg.chart { width: 100%; height: auto; display: block; }
+  ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; padding: 0; margin: .5rem 0 0; font-size: .85rem; }
+  ul.legend .swatch { display: inline-block; width: .8rem; height: .8rem; margin-right: .35rem; vertical-align: -.1rem; border-radius: 2px; }
   table { width: 100%; table-layout: fixed; border-collapse: collapse; font-size: .8rem; }
-  th, td { border: 1px solid #d0d7de; padding: .25rem .4rem; text-align: left; vertical-align: top;
+  th, td { border: 1px solid #d0d7de; padding: .25rem .35rem; text-align: left; vertical-align: top;
            overflow-wrap: anywhere; word-break: normal; hyphens: auto; }
   th { background: #f6f8fa; font-weight: 600; }
   th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; }

@@ -189,7 +189,7 @@ func TestReportHTMLColumnsFit(t *testing.T) {
 			for _, a := range c.Attr {
 				var w int
 				if a.Key == "style" {
-					if _, err := fmt.Sscanf(a.Val, "width: %d%%", &w); err != nil || w < 4 {
+					if _, err := fmt.Sscanf(a.Val, "width: %d%%", &w); err != nil || w < 3 {
 						t.Errorf("column style %q", a.Val)
 					}
 					total += w

@@ -55,7 +55,7 @@ func (d ReportDoc) writeXLSX(w io.Writer) error {
 		return err
 	}
 	lang := d.lang()
-	for i, s := range d.sections() {
+	for i, s := range d.sections(d.lang()) {
 		name := Label(lang, s.Sheet)
 		if i == 0 {
 			err = f.SetSheetName("Sheet1", name)

@@ -73,18 +73,6 @@ type RunTotals struct {
 	Errors           int64            `json:"errors"`
 }
 
-// atStakeSQL is Finding.AtStakeMinor in SQL, for the summary's sums.
-const atStakeSQL = `CASE kind
-	WHEN 'AMOUNT_MISMATCH' THEN abs(COALESCE(platform_amount_minor, 0) - COALESCE(local_amount_minor, 0))
-	WHEN 'LOCAL_PAID_PLATFORM_UNPAID' THEN COALESCE(local_amount_minor, 0)
-	ELSE COALESCE(platform_amount_minor, local_amount_minor, 0) END`
-
-// summaryOrder sorts the summary in the order the domain lists them.
-const summaryOrder = `array_position(ARRAY['AMOUNT_MISMATCH', 'CURRENCY_MISMATCH', 'MERCHANT_MISMATCH',
-	'UNKNOWN_ORDER', 'PAID_AFTER_CLOSE', 'DUPLICATE_PAYMENT', 'LOCAL_PAID_PLATFORM_UNPAID',
-	'REFUNDED_AT_PLATFORM']::text[], kind), kind,
-	array_position(ARRAY['OPEN', 'ACKNOWLEDGED', 'PENDING_APPROVAL', 'RESOLVED']::text[], review_status)`
-
 // Report builds the report of [from, to): the findings first or last seen in it, their
 // summary, and the runs that started in it. All reads see one snapshot.
 func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error) {
@@ -109,29 +97,12 @@ func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error)
 	}
 	period := periodSQL(from, to, arg)
 
-	err = tx.SelectContext(ctx, &rep.Summary, `SELECT kind, review_status, count(*) AS count,
-		COALESCE(sum(seen_count), 0)::bigint AS seen_count,
-		COALESCE(sum(local_amount_minor), 0)::bigint AS local_amount_minor,
-		COALESCE(sum(platform_amount_minor), 0)::bigint AS platform_amount_minor,
-		COALESCE(sum(`+atStakeSQL+`), 0)::bigint AS at_stake_minor
-		FROM reconcile_mismatches WHERE `+period+`
-		GROUP BY kind, review_status ORDER BY `+summaryOrder, args...)
-	if err != nil {
-		return Report{}, fmt.Errorf("report: summarise findings: %w", err)
-	}
-	for _, s := range rep.Summary {
-		rep.Totals.Count += s.Count
-		rep.Totals.SeenCount += s.SeenCount
-		rep.Totals.LocalAmountMinor += s.LocalAmountMinor
-		rep.Totals.PlatformAmountMinor += s.PlatformAmountMinor
-		rep.Totals.AtStakeMinor += s.AtStakeMinor
-	}
-
 	err = tx.SelectContext(ctx, &rep.Findings, `SELECT `+findingColumns+` FROM reconcile_mismatches
 		WHERE `+period+` ORDER BY first_seen_at, id`, args...)
 	if err != nil {
 		return Report{}, fmt.Errorf("report: read findings: %w", err)
 	}
+	rep.Summary, rep.Totals = summarise(rep.Findings)
 
 	err = tx.SelectContext(ctx, &rep.Runs, `SELECT id, mode, status, shard, started_at, finished_at,
 		window_from, window_to, dry_run, COALESCE(error, '') AS error, scanned, repaired, closed, unchanged,
@@ -154,4 +125,46 @@ func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error)
 		t.Errors += run.Errors
 	}
 	return rep, nil
+}
+
+// summarise groups the period's findings by kind and review status, in the domain's order,
+// summing with the domain's money rule (Finding.AtStakeMinor): one rule, no copy in SQL.
+func summarise(findings []Finding) ([]SummaryRow, SummaryRow) {
+	type key struct {
+		kind   reconcile.MismatchKind
+		status reconcile.ReviewStatus
+	}
+	groups := map[key]*SummaryRow{}
+	var total SummaryRow
+	for _, f := range findings {
+		k := key{f.Kind, f.ReviewStatus}
+		g := groups[k]
+		if g == nil {
+			g = &SummaryRow{Kind: f.Kind, ReviewStatus: f.ReviewStatus}
+			groups[k] = g
+		}
+		for _, row := range []*SummaryRow{g, &total} {
+			row.Count++
+			row.SeenCount += f.SeenCount
+			row.LocalAmountMinor += orZero(f.LocalAmountMinor)
+			row.PlatformAmountMinor += orZero(f.PlatformAmountMinor)
+			row.AtStakeMinor += f.AtStakeMinor()
+		}
+	}
+	out := []SummaryRow{}
+	for _, kind := range reconcile.MismatchKinds {
+		for _, st := range reconcile.ReviewStatuses {
+			if g := groups[key{kind, st}]; g != nil {
+				out = append(out, *g)
+			}
+		}
+	}
+	return out, total
+}
+
+func orZero(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -40,7 +40,8 @@ type Finding struct {
 	ResolvedAt          *time.Time             `json:"resolved_at" db:"resolved_at"`
 	// EvidenceVersion is bumped by the database when a sighting brings different figures;
 	// a review move names the version it saw.
-	EvidenceVersion int64      `json:"evidence_version" db:"evidence_version"`
+	EvidenceVersion int64 `json:"evidence_version" db:"evidence_version"`
+	// A money-moving resolution: ResolvedBy is its maker (ProposedBy), ApprovedBy its checker.
 	ProposedBy      string     `json:"proposed_by" db:"proposed_by"`
 	ProposedAt      *time.Time `json:"proposed_at" db:"proposed_at"`
 	ProposedVersion *int64     `json:"proposed_version" db:"proposed_version"`

@@ -11,6 +11,14 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
+// atStakeSQL is reconcile.AtStakeMinor in SQL: the console filters and sorts by the money at
+// stake across every finding, which only the database can do a page at a time.
+// TestSearchAtStakeMatchesTheDomain holds the two equal for every kind.
+const atStakeSQL = `CASE kind
+	WHEN 'AMOUNT_MISMATCH' THEN abs(COALESCE(platform_amount_minor, 0) - COALESCE(local_amount_minor, 0))
+	WHEN 'LOCAL_PAID_PLATFORM_UNPAID' THEN COALESCE(local_amount_minor, 0)
+	ELSE COALESCE(platform_amount_minor, local_amount_minor, 0) END`
+
 // SearchSort is a column the review console sorts findings by.
 type SearchSort string
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -145,6 +146,7 @@ func TestRolesRunTheRealPaths(t *testing.T) {
 	if len(audit) != 2 || audit[1].Action != reconcile.AuditReopen || audit[1].EvidenceVersion == nil || *audit[1].EvidenceVersion != 2 {
 		t.Fatalf("audit %+v", audit)
 	}
+	workerPass(t, db, worker)
 	readonly := repo.NewReview(asRole(t, db, repo.RoleReadonly))
 	if _, err := readonly.List(ctx, repo.ListFilter{}); err != nil {
 		t.Fatalf("read-only lists: %v", err)
@@ -306,5 +308,34 @@ func TestReviewRacingApprovers(t *testing.T) {
 		if a := auditRows(t, db, id); len(a) != 2 {
 			t.Fatalf("round %d: %d audit rows, want propose + one decision", round, len(a))
 		}
+	}
+}
+
+// workerPass runs a pass's database work as the worker: start a run, take a due order under
+// a lease, pay it (event and outbox in one transaction), record the check, finish the run.
+func workerPass(t *testing.T, db *repotest.DB, worker *repo.Store) {
+	t.Helper()
+	ctx := context.Background()
+	oid := insertOrder(t, db, "alipay", "2021000000000001", "pass-1", 1000, "PENDING")
+	run := &reconcile.Run{Mode: reconcile.ModeOnce, Status: reconcile.RunRunning, Shard: reconcile.Shard{Index: 0, Count: 1}}
+	if err := worker.Runs().StartRun(ctx, run); err != nil {
+		t.Fatalf("worker starts a run: %v", err)
+	}
+	now := time.Now()
+	taken, err := worker.Take(ctx, reconcile.TakeQuery{Mode: reconcile.ModeOnce, Now: now, PassStart: now,
+		Lookback: 1000 * time.Hour, Shard: reconcile.Shard{Index: 0, Count: 1}, Limit: 10, Lease: time.Minute, Owner: "t",
+		Account: reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: "2021000000000001"}})
+	if err != nil || len(taken) == 0 {
+		t.Fatalf("worker takes orders: %d %v", len(taken), err)
+	}
+	ok, err := worker.ApplyTransition(ctx, reconcile.Transition{OrderID: oid, From: reconcile.StatusPending, To: reconcile.StatusPaid,
+		Platform: reconcile.Alipay, PlatformTradeNo: "T-pass-1", AmountMinor: 1000, PaidAt: now, Source: reconcile.SourceReconcile,
+		Outbox: &reconcile.OutboxMessage{Kind: reconcile.OutboxKindPaid, Payload: map[string]any{"order_id": oid}}})
+	if err != nil || !ok {
+		t.Fatalf("worker pays an order: %v %v", ok, err)
+	}
+	run.Status = reconcile.RunSucceeded
+	if err := worker.Runs().FinishRun(ctx, *run); err != nil {
+		t.Fatalf("worker finishes the run: %v", err)
 	}
 }
