@@ -123,9 +123,6 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 	if !legal {
 		return ReviewDecision{}, &ReviewTransitionError{ID: cur.ID, Action: string(req.Action), Current: cur.Status, Allowed: from}
 	}
-	if req.SeenVersion != 0 && req.SeenVersion != cur.EvidenceVersion {
-		return ReviewDecision{}, &StaleEvidenceError{ID: cur.ID, Seen: req.SeenVersion, Current: cur.EvidenceVersion}
-	}
 	d := ReviewDecision{From: cur.Status}
 	switch req.Action {
 	case ReviewAcknowledge:
@@ -153,6 +150,11 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: a rejection needs a note saying why", ErrBadReview, cur.ID)
 		}
 		d.Audit, d.To = AuditReject, ReviewAcknowledged
+	}
+	// Last, so that a refusal for who you are (the proposer approving) is not hidden
+	// behind one for what you read.
+	if req.SeenVersion != 0 && req.SeenVersion != cur.EvidenceVersion {
+		return ReviewDecision{}, &StaleEvidenceError{ID: cur.ID, Seen: req.SeenVersion, Current: cur.EvidenceVersion}
 	}
 	return d, nil
 }

@@ -92,6 +92,7 @@ func TestDecideReview(t *testing.T) {
 		{"resolve pending", pending, req(reconcile.ReviewResolve, "bob", "accepted", 0), "", "", reconcile.ErrIllegalReview},
 		{"approve by a second person", pending, req(reconcile.ReviewApprove, "bob", "", 3), "approve", reconcile.ReviewResolved, nil},
 		{"approve by the proposer", pending, req(reconcile.ReviewApprove, " ANN ", "", 0), "", "", reconcile.ErrSelfApproval},
+		{"approve by the proposer naming an old version", pending, req(reconcile.ReviewApprove, "ann", "", 1), "", "", reconcile.ErrSelfApproval},
 		{"approve on changed evidence", changed, req(reconcile.ReviewApprove, "bob", "", 0), "", "", reconcile.ErrStaleEvidence},
 		{"approve naming an old version", pending, req(reconcile.ReviewApprove, "bob", "", 2), "", "", reconcile.ErrStaleEvidence},
 		{"approve open", st(reconcile.ReviewOpen), req(reconcile.ReviewApprove, "bob", "", 0), "", "", reconcile.ErrIllegalReview},
