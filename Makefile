@@ -6,7 +6,7 @@ GO       ?= go
 SERVICES := scripts/with-services.sh
 PKGS     := ./...
 
-.PHONY: all build test test-deps demo vet fmt-check bench clean
+.PHONY: all build test test-deps demo vet fmt-check bench clean screenshots
 
 all: build
 
@@ -51,5 +51,11 @@ bench:
 	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
 	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/'
 
+# The review console as a person sees it: TestBrowserReview's screenshots (the findings list,
+# a finding after maker-checker, the HTML report) kept under out/screenshots; it prints their paths.
+screenshots: test-deps
+	mkdir -p out/screenshots
+	$(SERVICES) $(GO) test -count=1 -v -run '^TestBrowserReview$$' -artifacts -outputdir $(CURDIR)/out/screenshots ./console/ | grep -E 'screenshot:|^(ok|FAIL|---)'
+
 clean:
-	rm -rf bin
+	rm -rf bin out

@@ -103,7 +103,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <div class="cards"><div class="card"><small>{{.T "at_stake"}}</small><b>{{.Yuan .AtStake}}</b></div>
 <div class="card"><small>{{.T "evidence_version"}}</small><b id="version">{{$f.EvidenceVersion}}</b></div>
 <div class="card"><small>{{.T "platform"}}</small><b>{{.N $f.Platform}}</b><small>{{$f.MerchantID}}</small></div>
-{{if $f.Resolution}}<div class="card"><small>{{.T "resolution"}}</small><b>{{.N $f.Resolution}}</b>{{if $f.ProposedBy}}<small>{{.T "proposed_by"}} {{$f.ProposedBy}}</small>{{end}}</div>{{end}}</div>
+{{if $f.Resolution}}<div class="card"><small>{{.T "resolution"}}</small><b>{{.N $f.Resolution}}</b>{{if $f.ProposedBy}}<small>{{.T "proposed_by"}} {{$f.ProposedBy}}</small>{{else if $f.ResolvedBy}}<small>{{.T "resolved_by"}} {{$f.ResolvedBy}}</small>{{end}}{{if $f.ApprovedBy}}<small> · {{.T "approved_by"}} {{$f.ApprovedBy}}</small>{{end}}</div>{{end}}</div>
 <h2>{{.T "evidence"}}</h2>
 <div class="side" id="evidence">
 <table><thead><tr><th colspan="2">{{.T "ours"}}</th></tr></thead><tbody>
