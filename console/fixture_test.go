@@ -1,13 +1,16 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/console"
@@ -65,8 +68,33 @@ func newFixture(t *testing.T) *fixture {
 		local_amount_minor, platform_amount_minor, local_status, platform_status, first_seen_at, last_seen_at)
 		VALUES ('wechatpay', '1900000002', 'ORD-2002', '4200000002', 'PAID_AFTER_CLOSE', 990000, 990000, 'CLOSED', 'SUCCESS', $1, $1)
 		RETURNING id`, base.AddDate(0, 0, -3))
-	f.h = newConsole(t, repo.NewReview(db.DB))
+	// The console acts as it does in production: as payrecon_reviewer, with exactly that
+	// role's rights (every test here would fail if the role lacked one the console needs).
+	f.h = newConsole(t, repo.NewReview(asReviewer(t, db)))
 	return f
+}
+
+// asReviewer sets the roles up in the test database and opens a pool whose sessions run as
+// payrecon_reviewer.
+func asReviewer(t *testing.T, db *repotest.DB) *sqlx.DB {
+	t.Helper()
+	out, err := repo.SetupRoles(context.Background(), db.DB)
+	if err != nil || !out.Granted {
+		t.Fatalf("set up roles: %+v %v", out, err)
+	}
+	u, err := url.Parse(db.URL)
+	must(t, err)
+	q := u.Query()
+	q.Set("options", "-c role="+repo.RoleReviewer)
+	u.RawQuery = q.Encode()
+	pool, err := repo.Open(context.Background(), u.String())
+	must(t, err)
+	t.Cleanup(func() { pool.Close() })
+	var cur string
+	if err := pool.Get(&cur, `SELECT current_user`); err != nil || cur != repo.RoleReviewer {
+		t.Fatalf("current_user = %q (%v), want %s", cur, err, repo.RoleReviewer)
+	}
+	return pool
 }
 
 // newConsole is the console as serve wires it, with the tests' people.
