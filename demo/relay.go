@@ -52,24 +52,8 @@ func demoRelay(ctx context.Context, stdout io.Writer, cfg config.Config, store *
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	received := 0
-	printed := make(chan struct{}, 64)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		var p struct {
-			OutTradeNo  string `json:"out_trade_no"`
-			AmountMinor int64  `json:"amount_minor"`
-			Source      string `json:"source"`
-		}
-		json.Unmarshal(m.Data(), &p) //nolint:errcheck // printed as far as it parses
-		h := m.Headers()
-		mu.Lock()
-		received++
-		fmt.Fprintf(stdout, "   fulfilment got %-22s order %-4s %-26s %10s yuan  via %-9s [%s]\n", m.Subject(), h.Get(relay.HeaderOrderID),
-			p.OutTradeNo, reconcile.FormatYuan(p.AmountMinor), p.Source, h.Get(relay.HeaderMsgID))
-		mu.Unlock()
-		printed <- struct{}{}
-	})
+	fp := &fulfilmentPrinter{w: stdout, printed: make(chan struct{}, 64)}
+	cc, err := cons.Consume(fp.handle)
 	if err != nil {
 		return err
 	}
@@ -88,9 +72,9 @@ func demoRelay(ctx context.Context, stdout io.Writer, cfg config.Config, store *
 	deadline := time.After(10 * time.Second)
 	for i := 0; i < totals.Published; i++ {
 		select {
-		case <-printed:
+		case <-fp.printed:
 		case <-deadline:
-			return fmt.Errorf("demo relay: fulfilment received %d of %d messages", received, totals.Published)
+			return fmt.Errorf("demo relay: fulfilment received %d of %d messages", fp.count(), totals.Published)
 		}
 	}
 	again, err := rl.Pass(ctx)
@@ -100,4 +84,34 @@ func demoRelay(ctx context.Context, stdout io.Writer, cfg config.Config, store *
 	say("   relayed %d messages, each marked dispatched after JetStream acknowledged it; a second run relays %d", totals.Published, again.Published)
 	say("   (a re-publish after a crash carries the same Nats-Msg-Id and is dropped by the stream; fulfilment deduplicates on order id + kind)")
 	return nil
+}
+
+// fulfilmentPrinter stands in for fulfilment: it prints each message it receives.
+type fulfilmentPrinter struct {
+	w        io.Writer
+	printed  chan struct{}
+	mu       sync.Mutex
+	received int
+}
+
+func (f *fulfilmentPrinter) handle(m jetstream.Msg) {
+	var p struct {
+		OutTradeNo  string `json:"out_trade_no"`
+		AmountMinor int64  `json:"amount_minor"`
+		Source      string `json:"source"`
+	}
+	json.Unmarshal(m.Data(), &p) //nolint:errcheck // printed as far as it parses
+	h := m.Headers()
+	f.mu.Lock()
+	f.received++
+	fmt.Fprintf(f.w, "   fulfilment got %-22s order %-4s %-26s %10s yuan  via %-9s [%s]\n", m.Subject(), h.Get(relay.HeaderOrderID),
+		p.OutTradeNo, reconcile.FormatYuan(p.AmountMinor), p.Source, h.Get(relay.HeaderMsgID))
+	f.mu.Unlock()
+	f.printed <- struct{}{}
+}
+
+func (f *fulfilmentPrinter) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.received
 }

@@ -48,3 +48,10 @@ func (c *Counters) Add(t Tally) {
 	}
 	c.Unchanged.Add(1)
 }
+
+// Add adds w's counters to v's: the totals of several runs.
+func (v *CounterValues) Add(w CounterValues) {
+	for _, rc := range RunCounters {
+		*rc.value(v) += rc.Value(w)
+	}
+}

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
 )
@@ -36,6 +37,18 @@ func TestRunCountersTable(t *testing.T) {
 	for i, rc := range reconcile.RunCounters {
 		if rc.Tally != "" && rc.Value(v) != int64(i+1) {
 			t.Errorf("%s = %d, want %d", rc.Name, rc.Value(v), i+1)
+		}
+	}
+}
+
+// TestLeaseFor: the lease outlives ten platform call timeouts and is never under two minutes.
+func TestLeaseFor(t *testing.T) {
+	for _, tc := range []struct{ timeout, want time.Duration }{
+		{0, 2 * time.Minute}, {5 * time.Second, 2 * time.Minute}, {10 * time.Second, 2 * time.Minute},
+		{30 * time.Second, 5 * time.Minute}, {time.Minute, 10 * time.Minute},
+	} {
+		if got := reconcile.LeaseFor(tc.timeout); got != tc.want {
+			t.Errorf("LeaseFor(%s) = %s, want %s", tc.timeout, got, tc.want)
 		}
 	}
 }

@@ -170,9 +170,16 @@ type Counters struct {
 	Scanned, Repaired, Closed, Unchanged, StillPending, Mismatches, ClaimedElsewhere, Errors atomic.Int64
 }
 
-// CounterValues is a plain copy of Counters.
+// CounterValues is a plain copy of Counters; its JSON names are the reconcile_runs columns.
 type CounterValues struct {
-	Scanned, Repaired, Closed, Unchanged, StillPending, Mismatches, ClaimedElsewhere, Errors int64
+	Scanned          int64 `json:"scanned"`
+	Repaired         int64 `json:"repaired"`
+	Closed           int64 `json:"closed"`
+	Unchanged        int64 `json:"unchanged"`
+	StillPending     int64 `json:"still_pending"`
+	Mismatches       int64 `json:"mismatches"`
+	ClaimedElsewhere int64 `json:"claimed_elsewhere"`
+	Errors           int64 `json:"errors"`
 }
 
 // Run is one pass as recorded in reconcile_runs.

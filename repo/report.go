@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -37,41 +38,37 @@ type SummaryRow struct {
 	AtStakeMinor        int64                  `json:"at_stake_minor" db:"at_stake_minor"`
 }
 
-// Run is one reconcile_runs row with its counters.
+// Run is one reconcile_runs row as the report shows it, with its counters.
 type Run struct {
-	ID               int64      `json:"id" db:"id"`
-	Mode             string     `json:"mode" db:"mode"`
-	Status           string     `json:"status" db:"status"`
-	Shard            string     `json:"shard" db:"shard"`
-	StartedAt        time.Time  `json:"started_at" db:"started_at"`
-	FinishedAt       *time.Time `json:"finished_at" db:"finished_at"`
-	WindowFrom       *time.Time `json:"window_from" db:"window_from"`
-	WindowTo         *time.Time `json:"window_to" db:"window_to"`
-	DryRun           bool       `json:"dry_run" db:"dry_run"`
-	Error            string     `json:"error" db:"error"`
-	Scanned          int64      `json:"scanned" db:"scanned"`
-	Repaired         int64      `json:"repaired" db:"repaired"`
-	Closed           int64      `json:"closed" db:"closed"`
-	Unchanged        int64      `json:"unchanged" db:"unchanged"`
-	StillPending     int64      `json:"still_pending" db:"still_pending"`
-	Mismatches       int64      `json:"mismatches" db:"mismatches"`
-	ClaimedElsewhere int64      `json:"claimed_elsewhere" db:"claimed_elsewhere"`
-	Errors           int64      `json:"errors" db:"errors"`
+	ID         int64      `json:"id" db:"id"`
+	Mode       string     `json:"mode" db:"mode"`
+	Status     string     `json:"status" db:"status"`
+	Shard      string     `json:"shard" db:"shard"`
+	StartedAt  time.Time  `json:"started_at" db:"started_at"`
+	FinishedAt *time.Time `json:"finished_at" db:"finished_at"`
+	WindowFrom *time.Time `json:"window_from" db:"window_from"`
+	WindowTo   *time.Time `json:"window_to" db:"window_to"`
+	DryRun     bool       `json:"dry_run" db:"dry_run"`
+	Error      string     `json:"error" db:"error"`
+	reconcile.CounterValues
 }
 
 // RunTotals adds up the counters of a period's runs.
 type RunTotals struct {
-	Runs             int64            `json:"runs"`
-	ByStatus         map[string]int64 `json:"by_status"`
-	Scanned          int64            `json:"scanned"`
-	Repaired         int64            `json:"repaired"`
-	Closed           int64            `json:"closed"`
-	Unchanged        int64            `json:"unchanged"`
-	StillPending     int64            `json:"still_pending"`
-	Mismatches       int64            `json:"mismatches"`
-	ClaimedElsewhere int64            `json:"claimed_elsewhere"`
-	Errors           int64            `json:"errors"`
+	Runs     int64            `json:"runs"`
+	ByStatus map[string]int64 `json:"by_status"`
+	reconcile.CounterValues
 }
+
+// runCountersSQL selects the eight counters under the names sqlx gives the fields of an
+// embedded reconcile.CounterValues (lower case, no underscores).
+var runCountersSQL = func() string {
+	cols := make([]string, len(reconcile.RunCounters))
+	for i, rc := range reconcile.RunCounters {
+		cols[i] = rc.Name + ` AS "` + strings.ReplaceAll(rc.Name, "_", "") + `"`
+	}
+	return strings.Join(cols, ", ")
+}()
 
 // Report builds the report of [from, to): the findings first or last seen in it, their
 // summary, and the runs that started in it. All reads see one snapshot.
@@ -105,8 +102,7 @@ func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error)
 	rep.Summary, rep.Totals = summarise(rep.Findings)
 
 	err = tx.SelectContext(ctx, &rep.Runs, `SELECT id, mode, status, shard, started_at, finished_at,
-		window_from, window_to, dry_run, COALESCE(error, '') AS error, scanned, repaired, closed, unchanged,
-		still_pending, mismatches, claimed_elsewhere, errors
+		window_from, window_to, dry_run, COALESCE(error, '') AS error, `+runCountersSQL+`
 		FROM reconcile_runs WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at, id`, from, to)
 	if err != nil {
 		return Report{}, fmt.Errorf("report: read runs: %w", err)
@@ -115,14 +111,7 @@ func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error)
 	for _, run := range rep.Runs {
 		t.Runs++
 		t.ByStatus[run.Status]++
-		t.Scanned += run.Scanned
-		t.Repaired += run.Repaired
-		t.Closed += run.Closed
-		t.Unchanged += run.Unchanged
-		t.StillPending += run.StillPending
-		t.Mismatches += run.Mismatches
-		t.ClaimedElsewhere += run.ClaimedElsewhere
-		t.Errors += run.Errors
+		t.Add(run.CounterValues)
 	}
 	return rep, nil
 }

@@ -9,10 +9,8 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
@@ -43,9 +41,7 @@ type App struct {
 	wechat  []httpapi.WechatNotifyReader          // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics.Metrics
-	// console is the review console (nil until EnableConsole); consoleDB its own connection
-	// when it has one.
-	console   http.Handler
+	// consoleDB is the review console's own connection, when it has one (ReviewConsole).
 	consoleDB *sqlx.DB
 }
 
@@ -136,6 +132,13 @@ func readAccountFile[K any](fail func(field, msg string) *config.Error, field, p
 	return v, nil
 }
 
+// readKeyFile is readAccountFile for a secret key: a file others can read is warned about
+// first.
+func readKeyFile[K any](a *App, fail func(field, msg string) *config.Error, field, path string, parse func([]byte) (K, error)) (K, error) {
+	a.warnIfExposed(field, path)
+	return readAccountFile(fail, field, path, parse)
+}
+
 // warnIfExposed warns when a secret key file is readable by group or others: anyone else on
 // the host (or in the pod) could sign as the merchant. It is a warning, not an error, so
 // that a fix of the mode never has to wait for a release.
@@ -208,8 +211,7 @@ func (a *App) addClient(c reconcile.PlatformClient, breaker func() string) {
 
 func (a *App) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 	fail := acct.FieldError
-	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
-	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
+	priv, err := readKeyFile(a, fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
 	if err != nil {
 		return nil, err
 	}
@@ -244,13 +246,11 @@ func (a *App) alipayClient(acct config.AlipayAccount) (*alipay.Client, error) {
 
 func (a *App) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error) {
 	fail := acct.FieldError
-	a.warnIfExposed("private_key_file", acct.PrivateKeyFile)
-	priv, err := readAccountFile(fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
+	priv, err := readKeyFile(a, fail, "private_key_file", acct.PrivateKeyFile, platformclient.LoadPrivateKey)
 	if err != nil {
 		return nil, err
 	}
-	a.warnIfExposed("apiv3_key_file", acct.APIv3KeyFile)
-	v3, err := readAccountFile(fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
+	v3, err := readKeyFile(a, fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
 	if err != nil {
 		return nil, err
 	}
@@ -294,15 +294,9 @@ func (a *App) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuni
 // Runner builds the pass runner over the app's parts.
 func (a *App) Runner(observer reconcile.Observer) *reconcile.Runner {
 	cfg := a.cfg
-	// A lease outlives the slowest check: query, close and confirming query, each with
-	// its retries.
-	lease := 10 * cfg.PlatformTimeout
-	if lease < 2*time.Minute {
-		lease = 2 * time.Minute
-	}
 	return reconcile.NewRunner(a.applier, a.store, a.store.Runs(), a.store.Locker(), a.clients, reconcile.RunnerSettings{
 		Concurrency: cfg.Concurrency, Grace: cfg.Grace, Lookback: cfg.Lookback, OrderTTL: cfg.OrderTTL,
 		RecheckMin: cfg.RecheckMin, RecheckMax: cfg.RecheckMax, CloseAtPlatform: cfg.CloseAtPlatform,
-		DrainTimeout: cfg.DrainTimeout, Lease: lease,
+		DrainTimeout: cfg.DrainTimeout, PlatformTimeout: cfg.PlatformTimeout,
 	}, observer, a.log)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/push"
@@ -76,7 +77,9 @@ func (a *App) pushMetrics(run reconcile.Run, ok bool) {
 	if a.cfg.PushgatewayURL == "" {
 		return
 	}
-	p := push.New(a.cfg.PushgatewayURL, "payrecon_reconciler").Grouping("shard", fmt.Sprintf("%d-of-%d", a.cfg.Shard.Index, a.cfg.Shard.Count)).Gatherer(a.metrics.Registry())
+	// The shard's one spelling, "i/n", made a URL path segment: "i-of-n".
+	group := strings.Replace(a.cfg.Shard.String(), "/", "-of-", 1)
+	p := push.New(a.cfg.PushgatewayURL, "payrecon_reconciler").Grouping("shard", group).Gatherer(a.metrics.Registry())
 	if ok {
 		a.metrics.MarkSuccess()
 		p = p.Collector(a.metrics.LastSuccess())

@@ -39,8 +39,7 @@ func (a *App) alipayVerifier(acct config.AlipayAccount) (httpapi.AlipayNotifyRea
 // key alone.
 func (a *App) wechatVerifier(acct config.WechatAccount) (*httpapi.WechatVerifier, error) {
 	fail := acct.FieldError
-	a.warnIfExposed("apiv3_key_file", acct.APIv3KeyFile)
-	v3, err := readAccountFile(fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
+	v3, err := readKeyFile(a, fail, "apiv3_key_file", acct.APIv3KeyFile, wechatpay.ParseAPIv3Key)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer a.Close()
-	if err := a.EnableConsole(ctx); err != nil {
+	review, err := a.ReviewConsole(ctx)
+	if err != nil {
 		return err
 	}
 
@@ -51,7 +52,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	admin, err := listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux())
+	// No review console yet: it plugs in here, on the admin port only.
+	admin, err := listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux(review))
 	if err != nil {
 		public.ln.Close()
 		return err

@@ -268,7 +268,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	f := newServeFixture(t)
 	f.post("/notify/alipay", formType, []byte("sign=bogus"), nil)
 	// Metrics are on the admin port; the callback port has the probes only.
-	admin := httptest.NewServer(f.app.AdminMux())
+	admin := httptest.NewServer(f.app.AdminMux(nil))
 	defer admin.Close()
 	if resp, err := http.Get(f.srv.URL + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("/metrics on the callback port: %v %v, want 404", resp, err)
@@ -299,10 +299,11 @@ func TestHealthAndMetrics(t *testing.T) {
 func TestReviewConsoleOnTheAdminPortOnly(t *testing.T) {
 	t.Parallel()
 	f := newServeFixture(t)
-	if err := f.app.EnableConsole(context.Background()); err != nil {
+	review, err := f.app.ReviewConsole(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	admin := httptest.NewServer(f.app.AdminMux())
+	admin := httptest.NewServer(f.app.AdminMux(review))
 	defer admin.Close()
 	get := func(url, who string) (int, string) {
 		req, _ := http.NewRequest("GET", url, nil)

@@ -113,29 +113,7 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		reply(alipayErrorFor(f.ErrorCode).node())
 		return
 	}
-	for _, req := range gatewayRequired {
-		if p.Get(req.param) == "" {
-			reply(alipayError{"40001", "Missing Required Arguments", req.sub, "缺少必选参数"}.node())
-			return
-		}
-	}
-	switch {
-	case nodeName == "error_response":
-		reply(alipayErrors["isv.invalid-method"].node())
-		return
-	case app == nil:
-		reply(alipayErrors["isv.invalid-app-id"].node())
-		return
-	case p.Get("sign_type") != "RSA2":
-		reply(alipayErrors["isv.invalid-signature-type"].node())
-		return
-	case alipay.VerifyRequest(&app.AppKey.PublicKey, p) != nil:
-		e := alipayErrors["isv.invalid-signature"]
-		e[3] += "，网关生成的验签字符串为：" + alipay.SignContent(p, "sign")
-		reply(e.node())
-		return
-	}
-	if e, refused := alipayCertSNRefusal(app, p); refused {
+	if e, refused := alipayGatewayRefusal(nodeName, app, p); refused {
 		reply(e.node())
 		return
 	}
@@ -151,6 +129,30 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(s.alipayQueryNode(outTradeNo, biz.OutTradeNo))
+}
+
+// alipayGatewayRefusal is the gateway's answer to a request it serves no further: a
+// required parameter missing, an unknown method or app, a sign type other than RSA2, a
+// signature or certificate SN that does not match. refused=false: the request goes on.
+func alipayGatewayRefusal(nodeName string, app *alipayApp, p url.Values) (e alipayError, refused bool) {
+	for _, req := range gatewayRequired {
+		if p.Get(req.param) == "" {
+			return alipayError{"40001", "Missing Required Arguments", req.sub, "缺少必选参数"}, true
+		}
+	}
+	switch {
+	case nodeName == "error_response":
+		return alipayErrors["isv.invalid-method"], true
+	case app == nil:
+		return alipayErrors["isv.invalid-app-id"], true
+	case p.Get("sign_type") != "RSA2":
+		return alipayErrors["isv.invalid-signature-type"], true
+	case alipay.VerifyRequest(&app.AppKey.PublicKey, p) != nil:
+		e := alipayErrors["isv.invalid-signature"]
+		e[3] += "，网关生成的验签字符串为：" + alipay.SignContent(p, "sign")
+		return e, true
+	}
+	return alipayCertSNRefusal(app, p)
 }
 
 // alipayQueryNode builds alipay_trade_query_response for an order.
