@@ -151,8 +151,8 @@ func (d ReportDoc) sections(lang Lang) []repSection {
 	runs := repSection{Key: "run", Sheet: "report.sheet.runs", Title: "report.runs", Empty: "report.runs.empty", Filter: true,
 		// The page leaves out the finish time and the window (the XLSX has them) so that
 		// every heading fits its column.
-		HTMLCols: []htmlCol{{0, 4}, {1, 8}, {2, 9}, {3, 5}, {5, 9}, {9, 7}, {10, 7}, {11, 6}, {12, 6}, {13, 6},
-			{14, 7}, {15, 7}, {16, 6}, {17, 13}},
+		HTMLCols: []htmlCol{{0, 5}, {1, 8}, {2, 9}, {3, 5}, {5, 9}, {9, 7}, {10, 7}, {11, 6}, {12, 6}, {13, 6},
+			{14, 7}, {15, 7}, {16, 6}, {17, 12}},
 		Header: []string{"id", "mode", "status", "shard", "dry_run", "started_at", "finished_at", "window_from", "window_to",
 			"scanned", "repaired", "closed", "unchanged", "still_pending", "mismatches", "claimed_elsewhere", "errors", "error"}}
 	for _, run := range r.Runs {

@@ -145,7 +145,7 @@ func moveError(name string, id int64, err error) error {
 	case errors.Is(err, reconcile.ErrSelfApproval), errors.Is(err, reconcile.ErrBadReview):
 		return usagef("mismatches %s: %v", name, err)
 	case errors.As(err, &te):
-		return fmt.Errorf("mismatches %s: %w", name, err)
+		return fmt.Errorf("mismatches %s: %w; see who moved it: reconciler mismatches show %d", name, err, id)
 	}
 	return err
 }
