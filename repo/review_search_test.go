@@ -49,3 +49,40 @@ func TestSearchAtStakeMatchesTheDomain(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSearch is the console's list page over 100,000 findings: the per-kind totals and
+// one page of 50, unfiltered by id order, filtered by status and merchant, and sorted by
+// the money at stake (no index can serve that sort: it reads every match).
+func BenchmarkSearch(b *testing.B) {
+	db := repotest.NewDB(b)
+	_, err := db.Exec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, kind, local_amount_minor,
+		platform_amount_minor, review_status, first_seen_at, last_seen_at)
+		SELECT CASE WHEN i % 2 = 0 THEN 'alipay' ELSE 'wechatpay' END, 'm' || (i % 20), 'B-' || i,
+		(ARRAY['AMOUNT_MISMATCH','UNKNOWN_ORDER','PAID_AFTER_CLOSE','DUPLICATE_PAYMENT'])[1 + i % 4],
+		1000 + i % 997, 1000 + i % 991, (ARRAY['OPEN','ACKNOWLEDGED','RESOLVED'])[1 + i % 3],
+		now() - (i || ' seconds')::interval, now() - (i || ' seconds')::interval
+		FROM generate_series(1, 100000) AS i`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Exec(`ANALYZE reconcile_mismatches`); err != nil {
+		b.Fatal(err)
+	}
+	r := repo.NewReview(db.DB)
+	for _, c := range []struct {
+		name string
+		f    repo.SearchFilter
+	}{
+		{"all_by_last_seen", repo.SearchFilter{Limit: 50}},
+		{"open_one_merchant", repo.SearchFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}, Merchant: "m7", Limit: 50}},
+		{"all_by_at_stake_page_100", repo.SearchFilter{Sort: repo.SortAtStake, Offset: 99 * 50, Limit: 50}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.Search(context.Background(), c.f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
