@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -41,6 +42,9 @@ func (p *signInProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, `<!doctype html><title>Sign in</title><form method="post" action="/oauth2/sign_in">
 			<input id="email" name="email"><button id="signin" type="submit">Sign in</button></form>`)
+	case "/oauth2/js-check": // proves the browser runs no script: the title stays "off"
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><title>off</title><script>document.title = "on"</script>`)
 	case "/oauth2/sign_out":
 		http.SetCookie(w, &http.Cookie{Name: proxyCookie, Value: "", Path: "/", MaxAge: -1})
 		http.Redirect(w, r, "/oauth2/sign_in", http.StatusFound)
@@ -67,7 +71,7 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// TestBrowserReview drives headless Chromium through the sign-in proxy: ann filters the
+// TestBrowserReview drives headless Chromium, JavaScript off, through the sign-in proxy: ann filters the
 // findings, opens one and proposes a refund; cfo signs in and approves it; the audit history
 // shows both. Screenshots of the list, the finding and the HTML report go to the test's
 // artifact directory (go test -artifacts -outputdir DIR keeps them) and their paths are
@@ -131,6 +135,15 @@ func TestBrowserReview(t *testing.T) {
 		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf("document.querySelectorAll(%q).length", sel)))
 		must(t, err)
 		return n
+	}
+
+	// The whole walk runs with JavaScript off: the pages are plain forms and links.
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatalf("turn JavaScript off: %v", err)
+	}
+	step("check JavaScript is off", chromedp.Navigate(proxy.URL+"/oauth2/js-check"))
+	if title, err := chromedp.Run(ctx, chromedp.Title()); err != nil || title != "off" {
+		t.Fatalf("page title %q (%v): JavaScript still runs", title, err)
 	}
 
 	// The console itself, reached without the proxy: 401 (the browser sends no identity).
