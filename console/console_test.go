@@ -3,6 +3,7 @@ package console_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -167,4 +168,34 @@ func (f *fixture) tokenFor(t *testing.T, who string) string {
 	}
 	t.Fatalf("no page shows %s a form", who)
 	return ""
+}
+
+// TestForgedForwardingIsNotTrusted: only the TCP peer counts. An untrusted caller naming a
+// loopback address in X-Forwarded-For or X-Real-IP is still 401, and so is a trusted peer
+// sending two identities (which of them would be the person?).
+func TestForgedForwardingIsNotTrusted(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		name   string
+		peer   string
+		header map[string][]string
+	}{
+		{"X-Forwarded-For loopback", untrusted, map[string][]string{"X-Forwarded-Email": {cfo}, "X-Forwarded-For": {"127.0.0.1"}}},
+		{"X-Real-IP loopback", untrusted, map[string][]string{"X-Forwarded-Email": {cfo}, "X-Real-Ip": {"::1"}}},
+		{"two identities", trusted, map[string][]string{"X-Forwarded-Email": {ann, cfo}}},
+		{"blank identity", trusted, map[string][]string{"X-Forwarded-Email": {"  "}}},
+	} {
+		r := httptest.NewRequest("GET", "/review/", nil)
+		r.RemoteAddr = c.peer
+		for k, vs := range c.header {
+			for _, v := range vs {
+				r.Header.Add(k, v)
+			}
+		}
+		w := httptest.NewRecorder()
+		f.h.ServeHTTP(w, r)
+		if w.Code != http.StatusUnauthorized {
+			t.Errorf("%s: HTTP %d, want 401", c.name, w.Code)
+		}
+	}
 }

@@ -98,7 +98,7 @@ var names = map[string]map[string]string{
 		reconcile.AuditAcknowledge: "acknowledged", reconcile.AuditResolve: "resolved", reconcile.AuditPropose: "proposed",
 		reconcile.AuditApprove: "approved", reconcile.AuditReject: "rejected", reconcile.AuditReopen: "reopened by new evidence",
 		"PENDING": "Pending", "PAID": "Paid", "CLOSED": "Closed", "FAILED": "Failed", "REFUNDED": "Refunded",
-		"notify": "callback", "reconcile": "reconciliation", "backfill": "backfill", "statement": "statement",
+		"notify": "Callback", "reconcile": "Reconciliation", "backfill": "Backfill", "statement": "Statement",
 	},
 	"zh": {
 		reconcile.AuditAcknowledge: "确认知悉", reconcile.AuditResolve: "处理", reconcile.AuditPropose: "提议",

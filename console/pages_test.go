@@ -42,7 +42,7 @@ func TestLanguagesAmountsAndTimes(t *testing.T) {
 		"2026-11-28 10:00:00",                                    // first seen, China time
 		"2026-11-28 12:00:00",                                    // last seen
 		"2026-11-28 09:59:00",                                    // the PAID event
-		"ORD-1001", "2026112822001", "TRADE_SUCCESS", "callback", // the event's source, for people
+		"ORD-1001", "2026112822001", "TRADE_SUCCESS", "Callback", // the event's source, for people
 		`<td class="num">3</td>`, // times seen
 	} {
 		if !strings.Contains(body, want) {
