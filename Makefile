@@ -6,7 +6,7 @@ GO       ?= go
 SERVICES := scripts/with-services.sh
 PKGS     := ./...
 
-.PHONY: all build test test-deps demo vet fmt-check bench clean
+.PHONY: all build test test-deps demo vet fmt-check bench clean screenshots
 
 all: build
 
@@ -21,9 +21,10 @@ vet:
 	$(GO) vet $(PKGS)
 
 # The signature tests cross-check against the openssl command; the alert rules are checked
-# with promtool (Debian package prometheus). Install them where missing, starting no service.
+# with promtool (Debian package prometheus); the console's browser test drives Debian's chromium.
+# Install them where missing, starting no service.
 test-deps:
-	@scripts/need-debs.sh openssl:openssl promtool:prometheus
+	@scripts/need-debs.sh openssl:openssl promtool:prometheus chromium:chromium
 
 # Every test, with the race detector, against real PostgreSQL, Redis and NATS.
 test: fmt-check vet test-deps
@@ -53,5 +54,11 @@ bench:
 	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/ && \
 	  $(GO) test -run "^$$" -bench "Read" -benchtime 3x -benchmem -count=1 ./statement/'
 
+# The review console as a person sees it: TestBrowserReview's screenshots (the findings list,
+# a finding after maker-checker, the HTML report) kept under out/screenshots; it prints their paths.
+screenshots: test-deps
+	mkdir -p out/screenshots
+	$(SERVICES) $(GO) test -count=1 -v -run '^TestBrowserReview$$' -artifacts -outputdir $(CURDIR)/out/screenshots ./console/ | grep -E 'screenshot:|^(ok|FAIL|---)'
+
 clean:
-	rm -rf bin
+	rm -rf bin out

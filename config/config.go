@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -50,6 +51,17 @@ type Config struct {
 	AllowInsecurePlatform bool
 	RatePrefix            string
 	Relay                 Relay
+	Console               Console
+}
+
+// Console holds the review console's settings (the admin port's /review/ pages).
+type Console struct {
+	IdentityHeader string         // the header the authenticating proxy names the person in
+	TrustedProxies []netip.Prefix // peers whose identity header is believed
+	Reviewers      []string       // lower-case addresses or *@domain
+	Approvers      []string       // lower-case addresses or *@domain
+	CSRFKeyFile    string         // "": a random key per process
+	DatabaseURL    string         // "": the database URL (the console then acts as the worker's role)
 }
 
 // Relay holds the fulfilment hand-off's settings (`reconciler relay`, `serve --relay`).
@@ -113,6 +125,9 @@ func (c Config) Redacted() string {
 		"rate-prefix":          c.RatePrefix,
 		"relay-url":            RedactURLs(c.Relay.URL),
 		"relay-subject-prefix": c.Relay.SubjectPrefix,
+		"reviewers":            strings.Join(c.Console.Reviewers, ","),
+		"review-database-url":  RedactURL(c.Console.DatabaseURL),
+		"approvers":            strings.Join(c.Console.Approvers, ","),
 	}
 	if c.Timezone != nil {
 		kv["timezone"] = c.Timezone.String()

@@ -12,6 +12,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
@@ -40,6 +41,8 @@ type App struct {
 	wechat  []httpapi.WechatNotifyReader          // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics.Metrics
+	// consoleDB is the review console's own connection, when it has one (ReviewConsole).
+	consoleDB *sqlx.DB
 }
 
 // New connects to the database (and Redis), loads the platform keys and builds the apply
@@ -107,6 +110,9 @@ func (a *App) Close() {
 	}
 	if a.store != nil {
 		a.store.DB().Close()
+	}
+	if a.consoleDB != nil {
+		a.consoleDB.Close()
 	}
 }
 

@@ -43,13 +43,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer a.Close()
+	review, err := a.ReviewConsole(ctx)
+	if err != nil {
+		return err
+	}
 
 	public, err := listen(cfg.Listen, "RECONCILER_LISTEN", a.CallbackMux())
 	if err != nil {
 		return err
 	}
 	// No review console yet: it plugs in here, on the admin port only.
-	admin, err := listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux(nil))
+	admin, err := listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux(review))
 	if err != nil {
 		public.ln.Close()
 		return err

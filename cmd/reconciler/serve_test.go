@@ -49,7 +49,7 @@ func newServeFixture(t *testing.T) *serveFixture {
 	}
 	db, rd := repotest.NewDB(t), repotest.NewRedis(t)
 	env := map[string]string{"RECONCILER_DATABASE_URL": db.URL, "RECONCILER_REDIS_URL": rd.URL,
-		"RECONCILER_CLAIM_PREFIX": rd.Prefix, "RECONCILER_NOTIFY_WAIT": "200ms"}
+		"RECONCILER_CLAIM_PREFIX": rd.Prefix, "RECONCILER_NOTIFY_WAIT": "200ms", "RECONCILER_REVIEWERS": "ann@example.com"}
 	for _, kv := range sb.Env("http://127.0.0.1:1", files) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
@@ -290,5 +290,48 @@ func TestHealthAndMetrics(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
 			t.Fatalf("%s: %d, body lacks %q", path, resp.StatusCode, want)
 		}
+	}
+}
+
+// TestReviewConsoleOnTheAdminPortOnly: serve's wiring puts the review console under /review/
+// on the admin port (401 without a person, the page for a listed reviewer named by a loopback
+// peer) and nowhere on the callback port.
+func TestReviewConsoleOnTheAdminPortOnly(t *testing.T) {
+	t.Parallel()
+	f := newServeFixture(t)
+	review, err := f.app.ReviewConsole(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := httptest.NewServer(f.app.AdminMux(review))
+	defer admin.Close()
+	get := func(url, who string) (int, string) {
+		req, _ := http.NewRequest("GET", url, nil)
+		if who != "" {
+			req.Header.Set("X-Forwarded-Email", who)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct {
+		url, who string
+		want     int
+	}{
+		{admin.URL + "/review/", "", http.StatusUnauthorized},
+		{admin.URL + "/review/", "eve@example.com", http.StatusForbidden},
+		{admin.URL + "/review/", "ann@example.com", http.StatusOK},
+		{f.srv.URL + "/review/", "ann@example.com", http.StatusNotFound},
+	} {
+		if code, body := get(c.url, c.who); code != c.want {
+			t.Errorf("GET %s as %q: %d, want %d\n%s", c.url, c.who, code, c.want, body)
+		}
+	}
+	if _, body := get(admin.URL+"/metrics", ""); !strings.Contains(body, "payrecon_") {
+		t.Errorf("/metrics lost behind the console")
 	}
 }

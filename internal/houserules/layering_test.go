@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"statement":              {"reconcile"},
 	"render":                 {"reconcile", "repo"},
 	"httpapi":                {"reconcile", "platformclient"},
+	"console":                {"reconcile", "repo", "render", "config", "platformclient"},
 	"metrics":                {"reconcile", "platformclient", "relay"},
 	"worker":                 {"*"},
 	"demo":                   {"*"},
