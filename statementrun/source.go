@@ -1,0 +1,114 @@
+package statementrun
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/statement"
+)
+
+// Day is one business day: midnight to midnight in the platforms' zone.
+type Day struct {
+	Date       string // YYYY-MM-DD
+	Start, End time.Time
+}
+
+// ParseDay reads a YYYY-MM-DD date as the day it names in loc.
+func ParseDay(s string, loc *time.Location) (Day, error) {
+	t, err := time.ParseInLocation(time.DateOnly, s, loc)
+	if err != nil {
+		return Day{}, fmt.Errorf("want a date such as 2026-11-28, got %q", s)
+	}
+	return dayOf(t, loc), nil
+}
+
+// Yesterday is the day before now's in loc: the newest bill the platforms publish.
+func Yesterday(now time.Time, loc *time.Location) Day {
+	n := now.In(loc)
+	return dayOf(time.Date(n.Year(), n.Month(), n.Day()-1, 0, 0, 0, 0, loc), loc)
+}
+
+func dayOf(t time.Time, loc *time.Location) Day {
+	start := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+	// AddDate, not 24h: a day in a zone with daylight saving may be 23 or 25 hours long.
+	return Day{Date: start.Format(time.DateOnly), Start: start, End: start.AddDate(0, 0, 1)}
+}
+
+// Prev is the day before.
+func (d Day) Prev() Day { return dayOf(d.Start.AddDate(0, 0, -1), d.Start.Location()) }
+
+// Bill is one day's bill, open for streaming.
+type Bill struct {
+	Reader   statement.Reader
+	SHA256   string // hex SHA-256 of the raw file as received
+	Location string // where the raw file is kept; "" when it was not kept
+	Close    func() error
+}
+
+// Source gets one account's bill of one day: a file someone downloaded, or the platform.
+type Source interface {
+	Bill(ctx context.Context, day Day) (Bill, error)
+}
+
+// NotReadyError says the platform has not published the day's bill yet: retry at RetryAt.
+type NotReadyError struct {
+	Account reconcile.AccountKey
+	Date    string
+	RetryAt time.Time
+	Err     error
+}
+
+func (e *NotReadyError) Error() string {
+	return fmt.Sprintf("%s: the bill of %s is not published yet; retry after %s", e.Account, e.Date, e.RetryAt.Format(time.RFC3339))
+}
+
+func (e *NotReadyError) Unwrap() error { return e.Err }
+
+// ErrNotReady matches every *NotReadyError with errors.Is.
+var ErrNotReady = errors.New("bill not ready")
+
+func (e *NotReadyError) Is(target error) bool { return target == ErrNotReady }
+
+// FileSource is a bill a person downloaded from the merchant portal (--file).
+type FileSource struct {
+	Platform reconcile.Platform
+	Path     string
+}
+
+// Bill hashes the file (so the day's record names exactly what was reconciled), then opens it.
+func (f FileSource) Bill(_ context.Context, _ Day) (Bill, error) {
+	sum, err := fileSHA256(f.Path)
+	if err != nil {
+		return Bill{}, err
+	}
+	abs, err := filepath.Abs(f.Path)
+	if err != nil {
+		abs = f.Path
+	}
+	r, err := statement.Open(f.Platform, f.Path)
+	if err != nil {
+		return Bill{}, err
+	}
+	return Bill{Reader: r, SHA256: sum, Location: abs, Close: r.Close}, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open bill: %w", err)
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", fmt.Errorf("read bill %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
