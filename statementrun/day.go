@@ -73,6 +73,7 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.Statem
 		return err
 	}
 	outcomes := r.applyLines(ctx, log, acct, spec, bill, lines, &d.Tally)
+	t := d.Tally // the lines' own outcomes, before the held orders add theirs
 	if err := r.reportHeld(ctx, log, tx, acct, spec, bill, &d.Tally); err != nil {
 		return err
 	}
@@ -82,9 +83,11 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.Statem
 	if err := tx.RecordLines(ctx, outcomes); err != nil {
 		return err
 	}
-	t := d.Tally
 	d.Figures.Repaired, d.Figures.Found = t.Repaired, t.Found
+	// Every line the classification matched set-based never came back to Go: the matched
+	// ones are what is left.
 	d.Figures.Matched = d.Figures.Lines - t.Repaired - t.Found - t.ClaimedElsewhere - t.Errors
+	d.Tally.Matched = d.Figures.Matched
 	return tx.SaveDay(ctx, d.Figures)
 }
 
