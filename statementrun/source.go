@@ -112,3 +112,68 @@ func fileSHA256(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// Downloaded is a bill a platform client saved: the file, its SHA-256, and the SHA1 the
+// platform declared for its unzipped content (WeChat Pay; "" for Alipay).
+type Downloaded struct {
+	Path   string
+	SHA256 string
+	SHA1   string
+}
+
+// DownloadFunc saves an account's bill of day into dir. An unpublished bill is a
+// *NotReadyError.
+type DownloadFunc func(ctx context.Context, day time.Time, dir string) (Downloaded, error)
+
+// PlatformSource downloads the bill from the platform. With Keep set the file stays under
+// Keep/<platform>/<merchant>/ and the day's record names it; otherwise it goes to a
+// temporary directory removed once the bill has been read, and only its digest is kept.
+type PlatformSource struct {
+	Platform reconcile.Platform
+	Merchant string
+	Download DownloadFunc
+	Keep     string
+}
+
+// Bill downloads the day's bill and opens it; a WeChat Pay bill is checked against the SHA1
+// the platform declared while it is read.
+func (s PlatformSource) Bill(ctx context.Context, day Day) (Bill, error) {
+	dir, cleanup, err := s.dir()
+	if err != nil {
+		return Bill{}, err
+	}
+	got, err := s.Download(ctx, day.Start, dir)
+	if err != nil {
+		cleanup()
+		return Bill{}, err
+	}
+	var opts []statement.Option
+	if got.SHA1 != "" {
+		opts = append(opts, statement.WithSHA1(got.SHA1))
+	}
+	r, err := statement.Open(s.Platform, got.Path, opts...)
+	if err != nil {
+		cleanup()
+		return Bill{}, err
+	}
+	b := Bill{Reader: r, SHA256: got.SHA256, Close: func() error { err := r.Close(); cleanup(); return err }}
+	if s.Keep != "" {
+		b.Location = got.Path
+	}
+	return b, nil
+}
+
+func (s PlatformSource) dir() (string, func(), error) {
+	if s.Keep == "" {
+		d, err := os.MkdirTemp("", "payrecon-bill-*")
+		if err != nil {
+			return "", nil, fmt.Errorf("bill download directory: %w", err)
+		}
+		return d, func() { os.RemoveAll(d) }, nil
+	}
+	d := filepath.Join(s.Keep, string(s.Platform), s.Merchant)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", nil, fmt.Errorf("bill archive directory: %w", err)
+	}
+	return d, func() {}, nil
+}
