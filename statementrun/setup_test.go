@@ -43,13 +43,13 @@ func merchantOf(p reconcile.Platform) string {
 
 // env is one test's database, store and runner.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	db     *repotest.DB
 	store  *repo.Store
 	runner *Runner
 }
 
-func setup(t *testing.T) *env {
+func setup(t testing.TB) *env {
 	t.Helper()
 	db := repotest.NewDB(t)
 	store := repo.NewStore(db.DB)
