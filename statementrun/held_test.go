@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/statement"
 )
@@ -191,9 +192,9 @@ func TestNotReadyIsRetryLater(t *testing.T) {
 		{Key: reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: wechatMerchant}, Source: notReady},
 		{Key: reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: alipayMerchant}, Source: FileSource{Platform: reconcile.Alipay, Path: okPath}},
 	}})
-	var nr *NotReadyError
-	if !errors.As(err, &nr) || !nr.RetryAt.Equal(retry) {
-		t.Fatalf("error %v; want NotReadyError retrying at %s", err, retry)
+	var nr *platformclient.BillNotReadyError
+	if !errors.As(err, &nr) || !nr.RetryAt.Equal(retry) || !errors.Is(err, platformclient.ErrBillNotReady) {
+		t.Fatalf("error %v; want BillNotReadyError retrying at %s", err, retry)
 	}
 	if len(res.Days) != 2 || res.Days[1].Err != nil || res.Days[1].Figures.Lines != 1 {
 		t.Errorf("the ready account did not run: %+v", res.Days)
@@ -203,5 +204,6 @@ func TestNotReadyIsRetryLater(t *testing.T) {
 type notReadySource struct{ at time.Time }
 
 func (s notReadySource) Bill(_ context.Context, d Day) (Bill, error) {
-	return Bill{}, &NotReadyError{Date: d.Date, RetryAt: s.at}
+	return Bill{}, platformclient.NotReady(&platformclient.BillNotReadyError{Platform: reconcile.WechatPay,
+		MerchantID: wechatMerchant, Day: d.Start, RetryAt: s.at, Code: "NO_STATEMENT_EXIST"})
 }

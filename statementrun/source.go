@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/statement"
 )
@@ -58,25 +59,6 @@ type Source interface {
 	Bill(ctx context.Context, day Day) (Bill, error)
 }
 
-// NotReadyError says the platform has not published the day's bill yet: retry at RetryAt.
-type NotReadyError struct {
-	Account reconcile.AccountKey
-	Date    string
-	RetryAt time.Time
-	Err     error
-}
-
-func (e *NotReadyError) Error() string {
-	return fmt.Sprintf("%s: the bill of %s is not published yet; retry after %s", e.Account, e.Date, e.RetryAt.Format(time.RFC3339))
-}
-
-func (e *NotReadyError) Unwrap() error { return e.Err }
-
-// ErrNotReady matches every *NotReadyError with errors.Is.
-var ErrNotReady = errors.New("bill not ready")
-
-func (e *NotReadyError) Is(target error) bool { return target == ErrNotReady }
-
 // FileSource is a bill a person downloaded from the merchant portal (--file).
 type FileSource struct {
 	Platform reconcile.Platform
@@ -113,17 +95,12 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// Downloaded is a bill a platform client saved: the file, its SHA-256, and the SHA1 the
-// platform declared for its unzipped content (WeChat Pay; "" for Alipay).
-type Downloaded struct {
-	Path   string
-	SHA256 string
-	SHA1   string
+// BillDownloader is what a platform's bill client does: save the account's bill of day (its
+// date in China time) into dir. An unpublished bill is a *platformclient.BillNotReadyError in
+// the error chain, naming the time to retry.
+type BillDownloader interface {
+	DownloadBill(ctx context.Context, day time.Time, dir string) (platformclient.BillInfo, error)
 }
-
-// DownloadFunc saves an account's bill of day into dir. An unpublished bill is a
-// *NotReadyError.
-type DownloadFunc func(ctx context.Context, day time.Time, dir string) (Downloaded, error)
 
 // PlatformSource downloads the bill from the platform. With Keep set the file stays under
 // Keep/<platform>/<merchant>/ and the day's record names it; otherwise it goes to a
@@ -131,7 +108,7 @@ type DownloadFunc func(ctx context.Context, day time.Time, dir string) (Download
 type PlatformSource struct {
 	Platform reconcile.Platform
 	Merchant string
-	Download DownloadFunc
+	Client   BillDownloader
 	Keep     string
 }
 
@@ -142,14 +119,14 @@ func (s PlatformSource) Bill(ctx context.Context, day Day) (Bill, error) {
 	if err != nil {
 		return Bill{}, err
 	}
-	got, err := s.Download(ctx, day.Start, dir)
+	got, err := s.Client.DownloadBill(ctx, day.Start, dir)
 	if err != nil {
 		cleanup()
 		return Bill{}, err
 	}
 	var opts []statement.Option
-	if got.SHA1 != "" {
-		opts = append(opts, statement.WithSHA1(got.SHA1))
+	if strings.EqualFold(got.HashType, "SHA1") && got.HashValue != "" {
+		opts = append(opts, statement.WithSHA1(got.HashValue))
 	}
 	r, err := statement.Open(s.Platform, got.Path, opts...)
 	if err != nil {

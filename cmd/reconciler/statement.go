@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/push"
 
-	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/statement"
 	"github.com/payrecon/payrecon/statementrun"
@@ -39,7 +39,8 @@ func cmdStatement(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	a, err := newApp(ctx, cfg, log, f.file == "")
+	// The bill clients are built below, one per account; newApp's query clients are not needed.
+	a, err := newApp(ctx, cfg, log, false)
 	if err != nil {
 		return err
 	}
@@ -84,8 +85,12 @@ func statementAccounts(a *app, f statementFlags) ([]statementrun.Account, error)
 		return []statementrun.Account{{Key: reconcile.AccountKey{Platform: p, MerchantID: f.merchant},
 			Source: statementrun.FileSource{Platform: p, Path: f.file}}}, nil
 	}
+	sources, err := billSources(a, f.keep)
+	if err != nil {
+		return nil, err
+	}
 	var out []statementrun.Account
-	for _, src := range billSources(a, f.keep) {
+	for _, src := range sources {
 		k := src.key
 		if (f.platform == "" || string(k.Platform) == f.platform) && (f.merchant == "" || k.MerchantID == f.merchant) {
 			out = append(out, statementrun.Account{Key: k, Source: src.source})
@@ -105,7 +110,7 @@ func statementExit(err error) error {
 		return nil
 	case reconcile.PlatformErrorKindOf(err) == reconcile.KindConfig:
 		return &usageError{msg: fmt.Sprintf("statement stopped: %v", err)}
-	case errors.Is(err, statementrun.ErrNotReady), errors.Is(err, statement.ErrRejected):
+	case errors.Is(err, platformclient.ErrBillNotReady), errors.Is(err, statement.ErrRejected):
 		return &exitError{code: exitFailed, err: err}
 	}
 	return err
@@ -129,20 +134,33 @@ type billSource struct {
 	source statementrun.Source
 }
 
-// billSources lists every configured account with a private key (downloads are signed).
-func billSources(a *app, keep string) []billSource {
+// billSources builds a bill client for every configured account with a private key (bill
+// requests are signed like queries, under the account's shared call budget).
+func billSources(a *app, keep string) ([]billSource, error) {
 	var out []billSource
-	for _, c := range a.clients {
-		k := reconcile.AccountKey{Platform: c.Platform(), MerchantID: c.MerchantID()}
-		out = append(out, billSource{key: k, source: unsupportedSource{k}})
+	add := func(p reconcile.Platform, id string, c statementrun.BillDownloader) {
+		out = append(out, billSource{key: reconcile.AccountKey{Platform: p, MerchantID: id},
+			source: statementrun.PlatformSource{Platform: p, Merchant: id, Client: c, Keep: keep}})
 	}
-	_ = keep
-	return out
-}
-
-// unsupportedSource stands in until the platform clients download bills.
-type unsupportedSource struct{ key reconcile.AccountKey }
-
-func (s unsupportedSource) Bill(context.Context, statementrun.Day) (statementrun.Bill, error) {
-	return statementrun.Bill{}, &config.Error{Setting: "--file", Msg: fmt.Sprintf("%s: bill download not available in this build; use --file", s.key)}
+	for _, acct := range a.cfg.Accounts.Alipay {
+		if acct.PrivateKeyFile == "" {
+			continue
+		}
+		c, err := a.alipayClient(acct)
+		if err != nil {
+			return nil, err
+		}
+		add(reconcile.Alipay, acct.AppID, c)
+	}
+	for _, acct := range a.cfg.Accounts.WechatPay {
+		if acct.PrivateKeyFile == "" {
+			continue
+		}
+		c, err := a.wechatClient(acct)
+		if err != nil {
+			return nil, err
+		}
+		add(reconcile.WechatPay, acct.MchID, c)
+	}
+	return out, nil
 }
