@@ -49,7 +49,7 @@ func BenchmarkStatement(b *testing.B) {
 		if err != nil {
 			b.Fatalf("statement: %v", err)
 		}
-		d := res.Days[0].Figures
+		d, ph := res.Days[0].Figures, res.Days[0].Phases
 		rate := float64(n) / elapsed.Seconds()
 		b.ReportMetric(rate, "lines/s")
 		b.ReportMetric(copyRate, "copy_lines/s")
@@ -57,6 +57,8 @@ func BenchmarkStatement(b *testing.B) {
 		b.Logf("N=%d zip %.1f MiB: statement %.0f lines/s (%.2fs) vs bare COPY %.0f lines/s: %.0f%% of COPY; peak RSS %.1f MiB; matched %d repaired %d found %d",
 			n, float64(fi.Size())/(1<<20), rate, elapsed.Seconds(), copyRate, 100*rate/copyRate, float64(peakRSSKiB())/1024,
 			d.Matched, d.Repaired, d.Found)
+		b.Logf("phases: stage (unzip, decode, parse, COPY) %.2fs, classify %.2fs, apply %.2fs, held and figures %.2fs",
+			ph.Stage.Seconds(), ph.Classify.Seconds(), ph.Apply.Seconds(), ph.Settle.Seconds())
 	}
 }
 

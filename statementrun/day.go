@@ -3,6 +3,9 @@ package statementrun
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -39,7 +42,9 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 		return d
 	}
 	defer tx.Rollback()
+	start := time.Now()
 	staged, err := tx.Stage(ctx, bill.Reader)
+	d.Phases.Stage = time.Since(start)
 	if err != nil {
 		// A rejected bill ends here: nothing was applied, the staged lines go with the rollback.
 		d.Err = err
@@ -58,7 +63,9 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 		return d
 	}
 	log.Info().Int("lines", d.Figures.Lines).Int("matched", d.Figures.Matched).Int("repaired", d.Tally.Repaired).
-		Int("found", d.Tally.Found).Int("held", d.Figures.Held).Int("reported", d.Tally.Reported).Msg("statement reconciled")
+		Int("found", d.Tally.Found).Int("held", d.Figures.Held).Int("reported", d.Tally.Reported).
+		Dur("stage", d.Phases.Stage).Dur("classify", d.Phases.Classify).Dur("apply", d.Phases.Apply).Dur("settle", d.Phases.Settle).
+		Msg("statement reconciled")
 	if d.Tally.Errors > 0 {
 		d.Err = fmt.Errorf("%d lines: %w; re-run the day to apply them", d.Tally.Errors, ErrLinesFailed)
 	}
@@ -68,11 +75,17 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 // settle does the day's work on the staged bill, short of committing.
 func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, d *DayResult) error {
+	start := time.Now()
 	lines, err := tx.Classify(ctx)
 	if err != nil {
 		return err
 	}
+	d.Phases.Classify = time.Since(start)
+	start = time.Now()
 	outcomes := r.applyLines(ctx, log, acct, spec, bill, lines, &d.Tally)
+	d.Phases.Apply = time.Since(start)
+	start = time.Now()
+	defer func() { d.Phases.Settle = time.Since(start) }()
 	t := d.Tally // the lines' own outcomes, before the held orders add theirs
 	if err := r.reportHeld(ctx, log, tx, acct, spec, bill, &d.Tally); err != nil {
 		return err
@@ -102,43 +115,78 @@ func figures(s repo.StagedBill, b Bill) repo.StatementFigures {
 
 // applyLines sends the lines that need it through the apply path and counts every returned
 // line; lines an earlier run of the day settled count as they did then and are not applied.
+// Lines are applied by several workers, each commit costing a round trip and a WAL flush; all
+// lines of one order go to the same worker, in bill order (payments first), so a payment and
+// its refund on the same day repair, then report.
 func (r *Runner) applyLines(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
 	lines []repo.StatementLine, t *Tally) []repo.LineOutcome {
-	var out []repo.LineOutcome
+	queues := make([][]repo.StatementLine, r.concurrency)
 	for _, l := range lines {
 		if l.Prior != "" {
 			countPrior(t, l.Prior)
 			continue
 		}
-		applied, err := r.applier.ApplyResult(ctx, lineResult(acct, l, bill.SHA256), reconcile.ApplyOptions{
-			DryRun: spec.DryRun, Detail: map[string]any{"bill_date": spec.Day.Date, "bill_line": l.No, "bill_sha256": bill.SHA256},
+		h := fnv.New32a()
+		h.Write([]byte(l.OutTradeNo))
+		i := h.Sum32() % uint32(len(queues))
+		queues[i] = append(queues[i], l)
+	}
+	outs := make([][]repo.LineOutcome, len(queues))
+	tallies := make([]Tally, len(queues))
+	var wg sync.WaitGroup
+	for i, q := range queues {
+		wg.Go(func() {
+			for _, l := range q {
+				if o, ok := r.applyLine(ctx, log, acct, spec, bill, l, &tallies[i]); ok {
+					outs[i] = append(outs[i], o)
+				}
+			}
 		})
-		if err != nil {
-			t.Errors++
-			log.Error().Err(err).Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Msg("bill line not applied")
-			continue
-		}
-		o := repo.LineOutcome{Line: l, OrderID: applied.Order.ID}
-		switch applied.Outcome {
-		case reconcile.OutcomeApplied:
-			t.Repaired++
-			o.Outcome = outcomeRepaired
-			log.Info().Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Int64("order_id", o.OrderID).
-				Bool("dry_run", spec.DryRun).Msg("order repaired from the bill")
-		case reconcile.OutcomeMismatch:
-			t.Found++
-			o.Outcome, o.Mismatch = outcomeMismatch, applied.Mismatch
-		case reconcile.OutcomeClaimedElsewhere:
-			// A callback is applying it right now; a re-run of the day settles the line.
-			t.ClaimedElsewhere++
-			continue
-		default:
-			t.Matched++
-			o.Outcome = outcomeMatched
-		}
-		out = append(out, o)
+	}
+	wg.Wait()
+	var out []repo.LineOutcome
+	for i := range queues {
+		out = append(out, outs[i]...)
+		t.Matched += tallies[i].Matched
+		t.Repaired += tallies[i].Repaired
+		t.Found += tallies[i].Found
+		t.ClaimedElsewhere += tallies[i].ClaimedElsewhere
+		t.Errors += tallies[i].Errors
 	}
 	return out
+}
+
+// applyLine applies one line; ok is false when its outcome is not final (an error, or a
+// callback holding the claim) and a re-run of the day must apply it again.
+func (r *Runner) applyLine(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
+	l repo.StatementLine, t *Tally) (repo.LineOutcome, bool) {
+	applied, err := r.applier.ApplyResult(ctx, lineResult(acct, l, bill.SHA256), reconcile.ApplyOptions{
+		DryRun: spec.DryRun, Detail: map[string]any{"bill_date": spec.Day.Date, "bill_line": l.No, "bill_sha256": bill.SHA256},
+	})
+	if err != nil {
+		t.Errors++
+		log.Error().Err(err).Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Msg("bill line not applied")
+		return repo.LineOutcome{}, false
+	}
+	o := repo.LineOutcome{Line: l, OrderID: applied.Order.ID}
+	switch applied.Outcome {
+	case reconcile.OutcomeApplied:
+		t.Repaired++
+		o.Outcome = outcomeRepaired
+		log.Info().Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Int64("order_id", o.OrderID).
+			Bool("dry_run", spec.DryRun).Msg("order repaired from the bill")
+	case reconcile.OutcomeMismatch:
+		t.Found++
+		o.Outcome, o.Mismatch = outcomeMismatch, applied.Mismatch
+	case reconcile.OutcomeClaimedElsewhere:
+		// A callback is applying it right now; a re-run of the day settles the line.
+		t.ClaimedElsewhere++
+		return o, false
+	default:
+		t.Matched++
+		o.Outcome = outcomeMatched
+	}
+	return o, true
 }
 
 func countPrior(t *Tally, prior string) {

@@ -61,6 +61,14 @@ type DayResult struct {
 	Tally   Tally
 	DryRun  bool
 	Err     error
+	// Phases is where the day's time went: reading the bill into the staging table, the
+	// set-based classification, the apply path, and the held list with the figures.
+	Phases Phases
+}
+
+// Phases times a day's steps.
+type Phases struct {
+	Stage, Classify, Apply, Settle time.Duration
 }
 
 // Result is the whole run.
@@ -71,17 +79,22 @@ type Result struct {
 
 // Runner runs statements.
 type Runner struct {
-	store    *repo.Store
-	applier  Applier
-	runs     RunLog
-	observer Observer
-	log      zerolog.Logger
-	now      func() time.Time
+	store       *repo.Store
+	applier     Applier
+	runs        RunLog
+	observer    Observer
+	log         zerolog.Logger
+	now         func() time.Time
+	concurrency int
 }
 
-// NewRunner builds a runner; observer may be nil.
-func NewRunner(store *repo.Store, applier Applier, runs RunLog, observer Observer, log zerolog.Logger) *Runner {
-	return &Runner{store: store, applier: applier, runs: runs, observer: observer, log: log, now: time.Now}
+// NewRunner builds a runner that applies up to concurrency lines at once (RECONCILER_CONCURRENCY;
+// 0 means 8); observer may be nil.
+func NewRunner(store *repo.Store, applier Applier, runs RunLog, observer Observer, concurrency int, log zerolog.Logger) *Runner {
+	if concurrency <= 0 {
+		concurrency = 8
+	}
+	return &Runner{store: store, applier: applier, runs: runs, observer: observer, log: log, now: time.Now, concurrency: concurrency}
 }
 
 // ErrLinesFailed says some lines could not be applied (database trouble): the day's record

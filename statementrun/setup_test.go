@@ -54,7 +54,7 @@ func setup(t testing.TB) *env {
 	db := repotest.NewDB(t)
 	store := repo.NewStore(db.DB)
 	applier := reconcile.NewApplier(store, nil, reconcile.ApplierSettings{}, zerolog.Nop())
-	return &env{t: t, db: db, store: store, runner: NewRunner(store, applier, store.Runs(), nil, zerolog.Nop())}
+	return &env{t: t, db: db, store: store, runner: NewRunner(store, applier, store.Runs(), nil, 8, zerolog.Nop())}
 }
 
 // order is a local order to seed.

@@ -50,7 +50,7 @@ func cmdStatement(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	m := statementrun.NewMetrics(a.metrics.reg)
-	runner := statementrun.NewRunner(a.store, a.applier, a.store.Runs(), m, log)
+	runner := statementrun.NewRunner(a.store, a.applier, a.store.Runs(), m, cfg.Concurrency, log)
 	res, err := runner.Run(ctx, statementrun.Spec{Day: day, Accounts: accounts, DryRun: cfg.DryRun})
 	if res.Run.ID != 0 {
 		statementrun.WriteSummary(stdout, res)
