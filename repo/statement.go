@@ -49,6 +49,13 @@ func (s *Store) BeginStatement(ctx context.Context, day StatementDay, runID int6
 		t.Rollback()
 		return nil, fmt.Errorf("statement %s %s: lock: %w", day.Account, day.Date, err)
 	}
+	// The classification hashes a day's lines against the account's orders: with the default
+	// work_mem a million-line day spills to 16 batches on disk. This is the server's memory,
+	// for one statement at a time per account (the lock above), never this process's.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL work_mem = '128MB'`); err != nil {
+		t.Rollback()
+		return nil, fmt.Errorf("statement %s %s: set work_mem: %w", day.Account, day.Date, err)
+	}
 	// Temporary: not WAL-logged, private to this session, dropped with the transaction.
 	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE statement_stage (
 		line_no integer NOT NULL, kind text NOT NULL, out_trade_no text NOT NULL, platform_trade_no text NOT NULL,
