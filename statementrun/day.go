@@ -51,6 +51,10 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 		return d
 	}
 	d.Figures = figures(staged, bill)
+	// Once the bill is staged the day is finished even if a signal arrives: what is left is
+	// a few set-based statements and the few lines that need the apply path, and a day
+	// finished whole is one a re-run repeats nothing of.
+	ctx = context.WithoutCancel(ctx)
 	if d.Err = r.settle(ctx, log, tx, acct.Key, spec, bill, &d); d.Err != nil {
 		return d
 	}

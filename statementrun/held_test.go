@@ -207,3 +207,56 @@ func (s notReadySource) Bill(_ context.Context, d Day) (Bill, error) {
 	return Bill{}, platformclient.NotReady(&platformclient.BillNotReadyError{Platform: reconcile.WechatPay,
 		MerchantID: wechatMerchant, Day: d.Start, RetryAt: s.at, Code: "NO_STATEMENT_EXIST"})
 }
+
+// TestSignalWhileStagingAppliesNothing: a signal while the bill streams in rolls the day
+// back; the run row says interrupted and the other accounts are not started.
+func TestSignalWhileStagingAppliesNothing(t *testing.T) {
+	e := setup(t)
+	p := reconcile.Alipay
+	e.insert(order{platform: p, merchant: merchantOf(p), outTradeNo: "S-PEND", amount: 100, status: reconcile.StatusPending})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lines := []statement.Line{payLine("S-PEND", "ST-1", 100, testDay.Start.Add(time.Hour)), payLine("S-NONE", "ST-2", 100, testDay.Start.Add(time.Hour))}
+	src := cancellingSource{memSource{lines: lines}, cancel}
+	before := e.snapshot()
+	res, err := e.runner.Run(ctx, Spec{Day: testDay, Accounts: []Account{
+		{Key: reconcile.AccountKey{Platform: p, MerchantID: merchantOf(p)}, Source: src},
+		{Key: reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: wechatMerchant}, Source: memSource{lines: lines}},
+	}})
+	if !errors.Is(err, reconcile.ErrInterrupted) {
+		t.Fatalf("error %v; want interrupted", err)
+	}
+	after := e.snapshot()
+	before.Runs++
+	if before != after {
+		t.Errorf("an interrupted day changed something:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if res.Run.Status != reconcile.RunInterrupted || len(res.Days) != 1 {
+		t.Errorf("run %s with %d days; want interrupted after the first account", res.Run.Status, len(res.Days))
+	}
+}
+
+// cancellingSource cancels the run's context after handing out its first line.
+type cancellingSource struct {
+	memSource
+	cancel context.CancelFunc
+}
+
+func (s cancellingSource) Bill(ctx context.Context, d Day) (Bill, error) {
+	b, err := s.memSource.Bill(ctx, d)
+	b.Reader = &cancellingReader{Reader: b.Reader, cancel: s.cancel}
+	return b, err
+}
+
+type cancellingReader struct {
+	statement.Reader
+	cancel context.CancelFunc
+	n      int
+}
+
+func (r *cancellingReader) Next() (statement.Line, error) {
+	if r.n++; r.n == 2 {
+		r.cancel()
+	}
+	return r.Reader.Next()
+}

@@ -114,6 +114,10 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	res := Result{}
 	var errs []error
 	for _, acct := range spec.Accounts {
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("%s %s: not started: %w", acct.Key, spec.Day.Date, ctx.Err()))
+			continue
+		}
 		d := r.day(ctx, log, run.ID, acct, spec)
 		res.Days = append(res.Days, d)
 		addCounts(&run.Counts, d)
@@ -127,7 +131,13 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	err := errors.Join(errs...)
 	run.Status, run.FinishedAt = reconcile.RunSucceeded, r.now()
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// A signal: each day was finished whole or rolled back before staging ended; a re-run
+		// does the rest.
+		run.Status, run.Error = reconcile.RunInterrupted, err.Error()
+		err = errors.Join(err, reconcile.ErrInterrupted)
+	case err != nil:
 		run.Status, run.Error = reconcile.RunFailed, err.Error()
 	}
 	if ferr := r.runs.FinishRun(context.WithoutCancel(ctx), run); ferr != nil {

@@ -108,6 +108,8 @@ func statementExit(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, reconcile.ErrInterrupted):
+		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %w; run the day again (each account's day was finished whole or not started, and a re-run repeats nothing)", err)}
 	case reconcile.PlatformErrorKindOf(err) == reconcile.KindConfig:
 		return &usageError{msg: fmt.Sprintf("statement stopped: %v", err)}
 	case errors.Is(err, platformclient.ErrBillNotReady), errors.Is(err, statement.ErrRejected):
