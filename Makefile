@@ -44,11 +44,14 @@ demo:
 #                     (profile it: -bench WorkerCPU -cpuprofile cpu.out ./cmd/reconciler/)
 #   RelayThroughput:  100,000 outbox rows: relay msg/s next to bare JetStream async publish
 #   RelayFollowLag:   relay --follow at 1,000 transitions/s: commit -> ack lag p50/p99
+#   Read*:            bill readers, 100,000 generated lines per format: lines/s
+#                     (peak RSS at any size: go run ./statement/internal/billrss -format alipay-zip -lines 1000000)
 bench:
 	$(SERVICES) sh -c '$(GO) test -run "^$$" -bench "ApplyResult" -benchmem -count=1 ./reconcile/ && \
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./platformclient/... && \
 	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
-	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/'
+	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/ && \
+	  $(GO) test -run "^$$" -bench "Read" -benchtime 3x -benchmem -count=1 ./statement/'
 
 clean:
 	rm -rf bin

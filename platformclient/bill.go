@@ -51,8 +51,8 @@ type BillNotReadyError struct {
 }
 
 func (e *BillNotReadyError) Error() string {
-	return fmt.Sprintf("%s bill of %s for %s not published yet (%s %s); retry after %s", e.Platform,
-		e.Day.Format("2006-01-02"), e.MerchantID, e.Code, e.Message, e.RetryAt.Format(time.RFC3339))
+	return fmt.Sprintf("%s bill of %s for %s not published yet (%s); retry after %s", e.Platform,
+		e.Day.Format("2006-01-02"), e.MerchantID, e.Message, e.RetryAt.Format(time.RFC3339))
 }
 
 // Is makes errors.Is(err, ErrBillNotReady) true.
@@ -77,7 +77,7 @@ func BillRetryAt(day time.Time, publishHour int, now time.Time) time.Time {
 // NotReady builds the error a client returns for an unpublished bill: a *reconcile.PlatformError
 // that no retry will fix now (KindPermanent), holding the *BillNotReadyError.
 func NotReady(e *BillNotReadyError) *reconcile.PlatformError {
-	return NewError(e.Platform, reconcile.KindPermanent, e.Code, e.Message, e)
+	return NewError(e.Platform, reconcile.KindPermanent, e.Code, "", e) // e says it all
 }
 
 // SaveBill streams body into dir/name through a temporary file in dir, renamed into place

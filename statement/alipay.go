@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/text/encoding/simplifiedchinese"
@@ -17,6 +18,7 @@ const (
 	alipayColOutTrade = "商户订单号"
 	alipayColKind     = "业务类型"
 	alipayColDone     = "完成时间"
+	alipayColCreated  = "创建时间"
 	alipayColAmount   = "订单金额（元）"
 	alipayColReceived = "商家实收（元）"
 	alipayColRefundNo = "退款批次号/请求号"
@@ -30,6 +32,13 @@ const (
 // name another amount ("交易金额共0.08元").
 var alipayFooter = regexp.MustCompile(`^#(交易|退款)合计[：:]\s*(\d+)笔[，,]\s*([^，,共]+)共(-?[0-9.]+)元`)
 
+// alipayAccount and alipayPeriod read the "#账号：[...]" and "#起始日期：[...]   终止日期：[...]"
+// lines.
+var (
+	alipayAccount = regexp.MustCompile(`^#账号[：:]\s*\[([^\]]*)\]`)
+	alipayPeriod  = regexp.MustCompile(`^#起始日期[：:]\s*\[([^\]]*)\]\s*终止日期[：:]\s*\[([^\]]*)\]`)
+)
+
 // declared is one footer line's figures.
 type declared struct {
 	seen  bool
@@ -38,7 +47,7 @@ type declared struct {
 	minor int64
 }
 
-type alipayIdx struct{ trade, out, kind, done, amount, received, refundNo, fee int }
+type alipayIdx struct{ trade, out, kind, created, done, amount, received, refundNo, fee int }
 
 // alipayReader reads an Alipay detail CSV (already decoded to UTF-8).
 type alipayReader struct {
@@ -54,6 +63,7 @@ type alipayReader struct {
 	// afterDetail, when set (a zip), checks the summary entry once the detail added up.
 	afterDetail func(t Totals, payRecv, refRecv int64) error
 	closer      io.Closer
+	head        Header
 	err         error
 }
 
@@ -125,14 +135,14 @@ func (a *alipayReader) Next() (Line, error) {
 		if err != nil {
 			return Line{}, a.reject(a.lr.no, "read: %v", err)
 		}
-		text := string(raw)
+		text := raw
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
 		comment := strings.HasPrefix(text, "#")
 		switch {
 		case a.state == 0 && comment:
-			continue
+			a.preamble(text)
 		case a.state == 0:
 			if err := a.header(raw); err != nil {
 				return Line{}, err
@@ -151,7 +161,22 @@ func (a *alipayReader) Next() (Line, error) {
 	}
 }
 
-func (a *alipayReader) header(raw []byte) error {
+// Header is the account and period the bill's "#" lines name.
+func (a *alipayReader) Header() Header { return a.head }
+
+// preamble reads the "#" lines before the header; those it does not know are skipped.
+func (a *alipayReader) preamble(text string) {
+	if m := alipayAccount.FindStringSubmatch(text); m != nil {
+		a.head.Account = strings.TrimSpace(m[1])
+	}
+	if m := alipayPeriod.FindStringSubmatch(text); m != nil {
+		const cn = "2006年01月02日 15:04:05"
+		a.head.Start, _ = time.ParseInLocation(cn, strings.TrimSpace(m[1]), chinaTime)
+		a.head.End, _ = time.ParseInLocation(cn, strings.TrimSpace(m[2]), chinaTime)
+	}
+}
+
+func (a *alipayReader) header(raw string) error {
 	row, err := splitFields(a.row[:0], raw)
 	if err != nil {
 		return a.reject(a.lr.no, "header: %v", err)
@@ -159,7 +184,7 @@ func (a *alipayReader) header(raw []byte) error {
 	c := newColumns(row)
 	a.idx = alipayIdx{
 		trade: c.find(alipayColTradeNo), out: c.find(alipayColOutTrade), kind: c.find(alipayColKind),
-		done: c.find(alipayColDone), amount: c.find(alipayColAmount), received: c.find(alipayColReceived),
+		created: c.find(alipayColCreated), done: c.find(alipayColDone), amount: c.find(alipayColAmount), received: c.find(alipayColReceived),
 		refundNo: c.find(alipayColRefundNo), fee: c.find(alipayColFee),
 	}
 	for name, i := range map[string]int{alipayColTradeNo: a.idx.trade, alipayColOutTrade: a.idx.out,
@@ -198,7 +223,7 @@ func (a *alipayReader) footer(text string) error {
 }
 
 // line parses one detail row.
-func (a *alipayReader) line(raw []byte) (Line, error) {
+func (a *alipayReader) line(raw string) (Line, error) {
 	no := a.lr.no
 	row, err := splitFields(a.row[:0], raw)
 	a.row = row[:0]
@@ -220,6 +245,11 @@ func (a *alipayReader) line(raw []byte) (Line, error) {
 	}
 	if l.At, err = parseChinaTime(cell(row, a.idx.done)); err != nil {
 		return Line{}, a.reject(no, "%s: %v", alipayColDone, err)
+	}
+	if created := cell(row, a.idx.created); created != "" {
+		if l.CreatedAt, err = parseChinaTime(created); err != nil {
+			return Line{}, a.reject(no, "%s: %v", alipayColCreated, err)
+		}
 	}
 	amount, err := parseDecimal(cell(row, a.idx.amount), fenPlaces)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// alipaySample is the layout PROTOCOLS documents, a payment and its refund (lines 6 and 7).
+// alipaySample is the published layout (docs/protocols.md), a payment and its refund (lines 6 and 7).
 const alipaySample = "#支付宝业务明细查询\n" +
 	"#账号：[20880211096256330156]\n" +
 	"#起始日期：[2019年09月16日 00:00:00]   终止日期：[2019年09月17日 00:00:00]\n" +
@@ -29,6 +29,7 @@ const alipaySample = "#支付宝业务明细查询\n" +
 
 func TestAlipayCSVOddities(t *testing.T) {
 	payAt := mustTime(t, "2019-09-16 10:55:23")
+	createdAt := mustTime(t, "2019-09-16 10:55:16")
 	refundAt := mustTime(t, "2019-09-16 10:56:48")
 	swapCols := func(s string) string { // 商户订单号 before 支付宝交易号, in the header and the rows
 		var out []string
@@ -71,8 +72,8 @@ func TestAlipayCSVOddities(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []Line{
-				{No: 6, Kind: Payment, OutTradeNo: "service_1568601259302", PlatformTradeNo: "2019091622001458860515315453", Currency: "CNY", AmountMinor: c.pay, ReceivedMinor: c.recv, At: payAt},
-				{No: 7, Kind: Refund, OutTradeNo: "service_1568601259302", PlatformTradeNo: "2019091622001458860515315453", RefundNo: "re_test_1568602607356", Currency: "CNY", AmountMinor: c.ref, ReceivedMinor: c.ref, At: refundAt},
+				{No: 6, Kind: Payment, OutTradeNo: "service_1568601259302", PlatformTradeNo: "2019091622001458860515315453", Currency: "CNY", AmountMinor: c.pay, ReceivedMinor: c.recv, At: payAt, CreatedAt: createdAt},
+				{No: 7, Kind: Refund, OutTradeNo: "service_1568601259302", PlatformTradeNo: "2019091622001458860515315453", RefundNo: "re_test_1568602607356", Currency: "CNY", AmountMinor: c.ref, ReceivedMinor: c.ref, At: refundAt, CreatedAt: createdAt},
 			}
 			sameLines(t, got, want)
 			if got[0].No != 6 || got[1].No != 7 {
@@ -80,6 +81,10 @@ func TestAlipayCSVOddities(t *testing.T) {
 			}
 			if tot := r.Totals(); tot != (Totals{Payments: 1, PaymentsMinor: c.pay, Refunds: 1, RefundsMinor: c.ref}) {
 				t.Fatalf("totals %+v", tot)
+			}
+			wantHead := Header{Account: "20880211096256330156", Start: testDay, End: testDay.AddDate(0, 0, 1)}
+			if h := r.(HeaderReader).Header(); h.Account != wantHead.Account || !h.Start.Equal(wantHead.Start) || !h.End.Equal(wantHead.End) {
+				t.Fatalf("header %+v, want %+v", h, wantHead)
 			}
 		})
 	}
@@ -107,6 +112,7 @@ func TestAlipayCSVRejects(t *testing.T) {
 		{"three decimals", strings.Replace(alipaySample, ",0.01,0.01,", ",0.001,0.01,", 1), 6, "订单金额"},
 		{"an unknown business type", strings.Replace(alipaySample, "退款\t,下单测试", "冻结\t,下单测试", 1), 7, "业务类型"},
 		{"a time that is not one", strings.Replace(alipaySample, "2019-09-16 10:55:23", "2019/09/16 10:55", 1), 6, "完成时间"},
+		{"a creation time that is not one", strings.Replace(alipaySample, "2019-09-16 10:55:16", "2019-09-31 10:55:16", 1), 6, "创建时间"},
 		{"no order number", strings.Replace(alipaySample, "service_1568601259302\t,交易", "\t,交易", 1), 6, "商户订单号"},
 		{"a negative payment", strings.Replace(alipaySample, ",0.01,0.01,", ",-0.01,-0.01,", 1), 6, "negative"},
 		{"an unterminated quote", strings.Replace(alipaySample, row6, row6+`"`, 1), 6, "quote"},
@@ -161,6 +167,9 @@ func TestAlipayZipRoundTrip(t *testing.T) {
 		sameLines(t, got, lines)
 		if got[0].No != 6 {
 			t.Fatalf("first line numbered %d, want 6", got[0].No)
+		}
+		if h := r.(HeaderReader).Header(); h.Account != f.UserID || !h.Start.Equal(testDay) {
+			t.Fatalf("zip header %+v", h)
 		}
 		if r.Totals().Refunds != 500/7 || r.Totals().Payments != 500-500/7 {
 			t.Fatalf("totals %+v", r.Totals())

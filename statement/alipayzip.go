@@ -107,7 +107,7 @@ func checkAlipaySummary(name string, f *zip.File, t Totals, netReceived int64) e
 		if err != nil {
 			return &RejectError{File: name, Line: lr.no, Reason: fmt.Sprintf("read: %v", err)}
 		}
-		if len(raw) == 0 || raw[0] == '#' {
+		if raw == "" || raw[0] == '#' {
 			continue
 		}
 		if row, err = splitFields(row[:0], raw); err != nil {

@@ -1,6 +1,9 @@
 package statement
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestParseDecimal(t *testing.T) {
 	for _, c := range []struct {
@@ -30,6 +33,31 @@ func TestFormatDecimal(t *testing.T) {
 	}{{1, 2, 2, "0.01"}, {-4, 2, 2, "-0.04"}, {600, 5, 5, "0.00600"}, {600, 5, 3, "0.006"}, {-123000, 5, 2, "-1.23"}} {
 		if got := formatDecimal(c.v, c.places, c.show); got != c.want {
 			t.Errorf("formatDecimal(%d,%d,%d) = %q, want %q", c.v, c.places, c.show, got, c.want)
+		}
+	}
+}
+
+func TestParseChinaTime(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{
+		{"2019-09-16 10:55:23", true}, {"2024-02-29 23:59:59", true}, {"2019-09-16 00:00:00", true},
+		{"2023-02-29 10:00:00", false}, {"2019-13-01 10:00:00", false}, {"2019-00-01 10:00:00", false},
+		{"2019-09-16 24:00:00", false}, {"2019-09-16 10:60:00", false}, {"2019-09-16 10:55:60", false},
+		{"2019-09-16T10:55:23", false}, {"2019/09/16 10:55:23", false}, {"2019-09-16 10:55", false},
+		{"2019-09-1a 10:55:23", false}, {"", false}, {"2019-09-16 10:55:23.5", false},
+	} {
+		got, err := parseChinaTime(c.in)
+		if (err == nil) != c.ok {
+			t.Errorf("parseChinaTime(%q): %v, want ok=%v", c.in, err, c.ok)
+			continue
+		}
+		if c.ok {
+			want, _ := time.ParseInLocation(timeLayout, c.in, chinaTime)
+			if !got.Equal(want) || got.Location() != chinaTime {
+				t.Errorf("parseChinaTime(%q) = %v, want %v", c.in, got, want)
+			}
 		}
 	}
 }

@@ -106,6 +106,11 @@ func sameLines(t *testing.T, got, want []Line) {
 			t.Fatalf("line %d at %v, want %v", i, g.At, w.At)
 		}
 		g.At, w.At = time.Time{}, time.Time{}
+		// Only Alipay writes the order's creation time; where it was read it must agree.
+		if !g.CreatedAt.IsZero() && !g.CreatedAt.Equal(w.CreatedAt) {
+			t.Fatalf("line %d created %v, want %v", i, g.CreatedAt, w.CreatedAt)
+		}
+		g.CreatedAt, w.CreatedAt = time.Time{}, time.Time{}
 		if g != w {
 			t.Fatalf("line %d:\n got %+v\nwant %+v", i, g, w)
 		}

@@ -130,7 +130,7 @@ func (w *wechatReader) Next() (Line, error) {
 			}
 			return Line{}, w.reject(w.lr.no, "read: %v", err)
 		}
-		if len(strings.TrimSpace(string(raw))) == 0 {
+		if strings.TrimSpace(raw) == "" {
 			continue
 		}
 		switch w.state {
@@ -140,7 +140,7 @@ func (w *wechatReader) Next() (Line, error) {
 			}
 			w.state = 1
 		case 1:
-			if strings.HasPrefix(cleanCell(string(raw)), wxSumCount) {
+			if strings.HasPrefix(cleanCell(raw), wxSumCount) {
 				row, _ := splitFields(nil, raw)
 				w.sumCol, w.state = newColumns(row), 2
 				continue
@@ -157,7 +157,7 @@ func (w *wechatReader) Next() (Line, error) {
 	}
 }
 
-func (w *wechatReader) header(raw []byte) error {
+func (w *wechatReader) header(raw string) error {
 	row, err := splitFields(w.row[:0], raw)
 	if err != nil {
 		return w.reject(w.lr.no, "header: %v", err)
@@ -196,7 +196,7 @@ func (w *wechatReader) amount(row []string, i int, name string, fallback int64) 
 }
 
 // line parses one detail row.
-func (w *wechatReader) line(raw []byte) (Line, error) {
+func (w *wechatReader) line(raw string) (Line, error) {
 	no := w.lr.no
 	row, err := splitFields(w.row[:0], raw)
 	w.row = row[:0]

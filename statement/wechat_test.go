@@ -11,7 +11,7 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// wechatSample is the layout PROTOCOLS documents: a payment (line 2), its refund (line 3),
+// wechatSample is the published layout (docs/protocols.md): a payment (line 2), its refund (line 3),
 // the summary header and row (lines 4 and 5).
 const wechatSample = wxHeader + "\n" +
 	"`2022-03-21 13:51:31,`wxfdc955f7104ad557,`180023671,`176531292,`,`420000612032130748613220688,`2021WERUN1647840687637,`oZWaCKXip5njeEiloC4oeOV1TTsk,`JSAPI,`SUCCESS,`OTHERS,`CNY,`0.01,`0.00,`0,`0,`0.00,`0.00,`,`,`微信云托管支付测试,`,`0.00009,`0.90%,`0.01,`0.00,`\n" +

@@ -115,7 +115,11 @@ func appendAlipayRow(b []byte, l Line) []byte {
 	b = text(b, l.OutTradeNo)
 	b = text(b, kind)
 	b = append(b, "下单测试,"...)
-	b = append(append(b, at.Add(-time.Minute).Format(timeLayout)...), ',')
+	created := l.CreatedAt
+	if created.IsZero() {
+		created = l.At.Add(-time.Minute)
+	}
+	b = append(append(b, created.In(chinaTime).Format(timeLayout)...), ',')
 	b = append(append(b, at.Format(timeLayout)...), ',')
 	b = append(b, "\t,\t,\t,\t,138****8888\t,"...) // 门店编号 门店名称 操作员 终端号 对方账户
 	b = money(b, sign*l.AmountMinor)
@@ -267,9 +271,10 @@ func SampleLines(day time.Time, prefix string, n, refundEvery int) iter.Seq[Line
 	return func(yield func(Line) bool) {
 		var last Line
 		for i := range n {
+			at := base.Add(time.Duration(i%86000) * time.Second)
 			l := Line{Kind: Payment, Currency: "CNY", OutTradeNo: prefix + strconv.Itoa(i),
 				PlatformTradeNo: fmt.Sprintf("2019091622001%015d", i),
-				AmountMinor:     int64(i%9973 + 1), At: base.Add(time.Duration(i%86000) * time.Second)}
+				AmountMinor:     int64(i%9973 + 1), At: at, CreatedAt: at.Add(-time.Minute)}
 			l.FeeMilliFen = l.AmountMinor * 6
 			if refundEvery > 0 && i%refundEvery == refundEvery-1 && last.OutTradeNo != "" {
 				l = last
