@@ -87,8 +87,10 @@ type StagedBill struct {
 }
 
 // Stage streams the bill's lines into the staging table with COPY while the reader parses
-// them, so the bill is never held in memory. Any reader error other than io.EOF (a
-// *statement.RejectError above all) is returned as is, and the caller must roll back.
+// them, so the bill is never held in memory. Parsing runs one batch ahead of the COPY in its
+// own goroutine, so decoding the file and PostgreSQL's work overlap. Any reader error other
+// than io.EOF (a *statement.RejectError above all) is returned as is, and the caller must roll
+// back.
 func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (StagedBill, error) {
 	stmt, err := t.tx.PrepareContext(ctx, pq.CopyIn("statement_stage", "line_no", "kind", "out_trade_no",
 		"platform_trade_no", "refund_no", "currency", "amount_minor", "paid_at"))
@@ -96,28 +98,30 @@ func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (StagedBill
 		return StagedBill{}, fmt.Errorf("statement %s %s: start COPY: %w", t.day.Account, t.day.Date, err)
 	}
 	defer stmt.Close()
+	batches, done := make(chan []statement.Line, 4), make(chan struct{})
+	var readErr error
+	go func() {
+		defer close(batches)
+		readErr = readBatches(r, batches, done)
+	}()
+	defer func() {
+		close(done)
+		for range batches { // let the reader goroutine finish before returning
+		}
+	}()
 	var out StagedBill
-	for {
-		l, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	for batch := range batches {
+		for _, l := range batch {
+			if _, err := stmt.ExecContext(ctx, l.No, string(l.Kind), l.OutTradeNo, l.PlatformTradeNo, l.RefundNo,
+				currencyOrCNY(l.Currency), l.AmountMinor, nullTime(l.At)); err != nil {
+				return out, fmt.Errorf("statement %s %s: COPY line %d: %w", t.day.Account, t.day.Date, l.No, err)
+			}
+			out.Lines++
+			out.ReceivedMinor += received(l)
 		}
-		if err != nil {
-			return out, err
-		}
-		cur := l.Currency
-		if cur == "" {
-			cur = "CNY" // Alipay bills name no currency
-		}
-		var at any
-		if !l.At.IsZero() {
-			at = l.At
-		}
-		if _, err := stmt.ExecContext(ctx, l.No, string(l.Kind), l.OutTradeNo, l.PlatformTradeNo, l.RefundNo, cur, l.AmountMinor, at); err != nil {
-			return out, fmt.Errorf("statement %s %s: COPY line %d: %w", t.day.Account, t.day.Date, l.No, err)
-		}
-		out.Lines++
-		out.ReceivedMinor += received(l)
+	}
+	if readErr != nil { // the channel is closed: the goroutine is done with readErr
+		return out, readErr
 	}
 	if _, err := stmt.ExecContext(ctx); err != nil {
 		return out, fmt.Errorf("statement %s %s: finish COPY: %w", t.day.Account, t.day.Date, err)
@@ -128,6 +132,46 @@ func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (StagedBill
 		return out, fmt.Errorf("statement %s %s: analyze staged lines: %w", t.day.Account, t.day.Date, err)
 	}
 	return out, nil
+}
+
+// stageBatch is how many parsed lines travel to the COPY at once: enough to amortise the
+// hand-over, small enough that a few batches in flight cost well under a MiB.
+const stageBatch = 512
+
+// readBatches reads r to its end into batches, stopping early when done closes.
+func readBatches(r statement.Reader, batches chan<- []statement.Line, done <-chan struct{}) error {
+	batch := make([]statement.Line, 0, stageBatch)
+	send := func() bool {
+		select {
+		case batches <- batch:
+			batch = make([]statement.Line, 0, stageBatch)
+			return true
+		case <-done:
+			return false
+		}
+	}
+	for {
+		l, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			if len(batch) > 0 {
+				send()
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if batch = append(batch, l); len(batch) == stageBatch && !send() {
+			return nil
+		}
+	}
+}
+
+func currencyOrCNY(c string) string {
+	if c == "" {
+		return "CNY" // Alipay bills name no currency
+	}
+	return c
 }
 
 // StatementLine is a staged line that is more than a plain match: one for the apply path, or
