@@ -138,7 +138,34 @@ func (d ReportDoc) sections() []repSection {
 	runs.Totals = []repCell{rcText("TOTAL"), rcText(""), rcText(runStatusCounts(rt)), rcText(""), rcText(""), rcText(""), rcText(""), rcText(""),
 		rcText(""), rcInt(rt.Scanned), rcInt(rt.Repaired), rcInt(rt.Closed), rcInt(rt.Unchanged), rcInt(rt.StillPending),
 		rcInt(rt.Mismatches), rcInt(rt.ClaimedElsewhere), rcInt(rt.Errors), rcText("")}
-	return []repSection{summary, findings, runs}
+	return []repSection{summary, findings, runs, d.statementSection()}
+}
+
+// statementSection is the settlement figures finance signs off, per business day and account.
+// Fees and net keep their five decimals (text: no spreadsheet rounding to the fen).
+func (d ReportDoc) statementSection() repSection {
+	sec := repSection{Key: "statement", Sheet: "Statements", Title: "Daily statements (the platforms' trade bills)",
+		Empty: "No bill was reconciled for a day in this period.",
+		Header: []string{"bill_date", "platform", "merchant_id", "payments", "payments_amount", "refunds", "refunds_amount",
+			"received", "fees", "net", "lines", "matched", "repaired", "found", "held", "bill_sha256", "bill_location"}}
+	var tot repo.StatementDayRow
+	for _, s := range d.Report.Statements {
+		sec.Rows = append(sec.Rows, []repCell{rcText(s.BillDate), rcText(s.Platform), rcText(s.MerchantID), rcInt(int64(s.Payments)),
+			rcYuan(s.PaymentsMinor), rcInt(int64(s.Refunds)), rcYuan(s.RefundsMinor), rcYuan(s.ReceivedMinor),
+			rcText(reconcile.FormatYuanMilliFen(s.FeeMilliFen)), rcText(reconcile.FormatYuanMilliFen(s.NetMilliFen)),
+			rcInt(int64(s.Lines)), rcInt(int64(s.Matched)), rcInt(int64(s.Repaired)), rcInt(int64(s.Found)), rcInt(int64(s.Held)),
+			rcText(s.BillSHA256), rcText(s.BillLocation)})
+		tot.Payments, tot.PaymentsMinor, tot.Refunds, tot.RefundsMinor = tot.Payments+s.Payments, tot.PaymentsMinor+s.PaymentsMinor, tot.Refunds+s.Refunds, tot.RefundsMinor+s.RefundsMinor
+		tot.ReceivedMinor, tot.FeeMilliFen, tot.NetMilliFen = tot.ReceivedMinor+s.ReceivedMinor, tot.FeeMilliFen+s.FeeMilliFen, tot.NetMilliFen+s.NetMilliFen
+		tot.Lines, tot.Matched, tot.Repaired, tot.Found, tot.Held = tot.Lines+s.Lines, tot.Matched+s.Matched, tot.Repaired+s.Repaired, tot.Found+s.Found, tot.Held+s.Held
+	}
+	if len(sec.Rows) > 0 {
+		sec.Totals = []repCell{rcText("TOTAL"), rcText(""), rcText(""), rcInt(int64(tot.Payments)), rcYuan(tot.PaymentsMinor),
+			rcInt(int64(tot.Refunds)), rcYuan(tot.RefundsMinor), rcYuan(tot.ReceivedMinor), rcText(reconcile.FormatYuanMilliFen(tot.FeeMilliFen)),
+			rcText(reconcile.FormatYuanMilliFen(tot.NetMilliFen)), rcInt(int64(tot.Lines)), rcInt(int64(tot.Matched)),
+			rcInt(int64(tot.Repaired)), rcInt(int64(tot.Found)), rcInt(int64(tot.Held)), rcText(""), rcText("")}
+	}
+	return sec
 }
 
 // runStatusCounts renders "2 succeeded, 1 failed" in a fixed order.
@@ -213,15 +240,27 @@ func newSummaryView(s repo.SummaryRow) summaryView {
 }
 
 type reportJSON struct {
-	From        time.Time      `json:"from"`
-	To          time.Time      `json:"to"`
-	Timezone    string         `json:"timezone"`
-	GeneratedAt time.Time      `json:"generated_at"`
-	Summary     []summaryView  `json:"summary"`
-	Totals      summaryView    `json:"totals"`
-	Findings    []FindingView  `json:"findings"`
-	Runs        []repo.Run     `json:"runs"`
-	RunTotals   repo.RunTotals `json:"run_totals"`
+	From        time.Time       `json:"from"`
+	To          time.Time       `json:"to"`
+	Timezone    string          `json:"timezone"`
+	GeneratedAt time.Time       `json:"generated_at"`
+	Summary     []summaryView   `json:"summary"`
+	Totals      summaryView     `json:"totals"`
+	Findings    []FindingView   `json:"findings"`
+	Runs        []repo.Run      `json:"runs"`
+	RunTotals   repo.RunTotals  `json:"run_totals"`
+	Statements  []statementView `json:"statements"`
+}
+
+// statementView is a day's figures with its amounts also written as yuan (fees and net to
+// five decimals).
+type statementView struct {
+	repo.StatementDayRow
+	PaymentsAmount string `json:"payments_amount"`
+	RefundsAmount  string `json:"refunds_amount"`
+	Received       string `json:"received"`
+	Fees           string `json:"fees"`
+	Net            string `json:"net"`
 }
 
 func (d ReportDoc) writeJSON(w io.Writer) error {
@@ -234,6 +273,13 @@ func (d ReportDoc) writeJSON(w io.Writer) error {
 	}
 	for i, f := range r.Findings {
 		out.Findings[i] = NewFindingView(f, loc)
+	}
+	out.Statements = make([]statementView, len(r.Statements))
+	for i, s := range r.Statements {
+		s.ReconciledAt = s.ReconciledAt.In(loc)
+		out.Statements[i] = statementView{StatementDayRow: s, PaymentsAmount: reconcile.FormatYuan(s.PaymentsMinor),
+			RefundsAmount: reconcile.FormatYuan(s.RefundsMinor), Received: reconcile.FormatYuan(s.ReceivedMinor),
+			Fees: reconcile.FormatYuanMilliFen(s.FeeMilliFen), Net: reconcile.FormatYuanMilliFen(s.NetMilliFen)}
 	}
 	for i, run := range r.Runs {
 		run.StartedAt = run.StartedAt.In(loc)

@@ -403,30 +403,34 @@ func (t *StatementTx) SaveDay(ctx context.Context, f StatementFigures) error {
 
 // StatementDayRow is one saved day, for reports and tests.
 type StatementDayRow struct {
-	Platform      string    `db:"platform"`
-	MerchantID    string    `db:"merchant_id"`
-	BillDate      time.Time `db:"bill_date"`
-	Payments      int       `db:"payments"`
-	PaymentsMinor int64     `db:"payments_minor"`
-	Refunds       int       `db:"refunds"`
-	RefundsMinor  int64     `db:"refunds_minor"`
-	ReceivedMinor int64     `db:"received_minor"`
-	FeeMilliFen   int64     `db:"fees_milli_fen"`
-	NetMilliFen   int64     `db:"net_milli_fen"`
-	Lines         int       `db:"lines"`
-	Matched       int       `db:"lines_matched"`
-	Repaired      int       `db:"lines_repaired"`
-	Found         int       `db:"lines_found"`
-	Held          int       `db:"held"`
-	BillSHA256    string    `db:"bill_sha256"`
-	BillLocation  string    `db:"bill_location"`
-	ReconciledAt  time.Time `db:"reconciled_at"`
+	Platform      string    `db:"platform" json:"platform"`
+	MerchantID    string    `db:"merchant_id" json:"merchant_id"`
+	BillDate      string    `db:"bill_date" json:"bill_date"` // YYYY-MM-DD
+	Payments      int       `db:"payments" json:"payments"`
+	PaymentsMinor int64     `db:"payments_minor" json:"payments_minor"`
+	Refunds       int       `db:"refunds" json:"refunds"`
+	RefundsMinor  int64     `db:"refunds_minor" json:"refunds_minor"`
+	ReceivedMinor int64     `db:"received_minor" json:"received_minor"`
+	FeeMilliFen   int64     `db:"fees_milli_fen" json:"fees_milli_fen"`
+	NetMilliFen   int64     `db:"net_milli_fen" json:"net_milli_fen"`
+	Lines         int       `db:"lines" json:"lines"`
+	Matched       int       `db:"lines_matched" json:"lines_matched"`
+	Repaired      int       `db:"lines_repaired" json:"lines_repaired"`
+	Found         int       `db:"lines_found" json:"lines_found"`
+	Held          int       `db:"held" json:"held"`
+	BillSHA256    string    `db:"bill_sha256" json:"bill_sha256"`
+	BillLocation  string    `db:"bill_location" json:"bill_location"`
+	ReconciledAt  time.Time `db:"reconciled_at" json:"reconciled_at"`
 }
 
 // StatementDays lists the saved days in [from, to) (dates), by day and account.
 func (s *Store) StatementDays(ctx context.Context, from, to string) ([]StatementDayRow, error) {
-	var out []StatementDayRow
-	err := s.db.SelectContext(ctx, &out, `SELECT platform, merchant_id, bill_date, payments, payments_minor, refunds,
+	return statementDays(ctx, s.db, from, to)
+}
+
+func statementDays(ctx context.Context, q sqlx.QueryerContext, from, to string) ([]StatementDayRow, error) {
+	out := []StatementDayRow{}
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT platform, merchant_id, to_char(bill_date, 'YYYY-MM-DD') AS bill_date, payments, payments_minor, refunds,
 		refunds_minor, received_minor, fees_milli_fen, net_milli_fen, lines, lines_matched, lines_repaired, lines_found,
 		held, bill_sha256, bill_location, reconciled_at
 		FROM statement_days WHERE bill_date >= $1::date AND bill_date < $2::date
@@ -435,6 +439,21 @@ func (s *Store) StatementDays(ctx context.Context, from, to string) ([]Statement
 		return nil, fmt.Errorf("list statement days %s..%s: %w", from, to, err)
 	}
 	return out, nil
+}
+
+// periodDays is the dates of the business days that start in [from, to), in from's zone:
+// the first, and the first after them.
+func periodDays(from, to time.Time) (string, string) {
+	loc := from.Location()
+	midnight := func(t time.Time) time.Time {
+		t = t.In(loc)
+		m := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+		if m.Before(t) {
+			m = m.AddDate(0, 0, 1)
+		}
+		return m
+	}
+	return midnight(from).Format(time.DateOnly), midnight(to).Format(time.DateOnly)
 }
 
 // received is what a line moved for the merchant: positive for a payment, negative for a

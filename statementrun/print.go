@@ -30,8 +30,8 @@ func WriteSummary(w io.Writer, res Result) {
 		}
 		f := d.Figures
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", d.Day.Date, d.Account, f.Payments,
-			reconcile.FormatYuan(f.PaymentsMinor), f.Refunds, reconcile.FormatYuan(f.RefundsMinor), milliFenYuan(f.FeeMilliFen),
-			milliFenYuan(f.NetMilliFen), f.Lines, f.Matched, f.Repaired, f.Found, f.Held, d.Tally.Reported)
+			reconcile.FormatYuan(f.PaymentsMinor), f.Refunds, reconcile.FormatYuan(f.RefundsMinor), reconcile.FormatYuanMilliFen(f.FeeMilliFen),
+			reconcile.FormatYuanMilliFen(f.NetMilliFen), f.Lines, f.Matched, f.Repaired, f.Found, f.Held, d.Tally.Reported)
 	}
 	tw.Flush() //nolint:errcheck // a summary on stdout
 	for _, d := range res.Days {
@@ -39,13 +39,4 @@ func WriteSummary(w io.Writer, res Result) {
 			fmt.Fprintf(w, "%s %s: %v\n", d.Day.Date, d.Account, d.Err)
 		}
 	}
-}
-
-// milliFenYuan renders thousandths of a fen as yuan with five decimals, exactly.
-func milliFenYuan(v int64) string {
-	sign := ""
-	if v < 0 {
-		sign, v = "-", -v
-	}
-	return fmt.Sprintf("%s%d.%05d", sign, v/100000, v%100000)
 }
