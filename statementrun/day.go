@@ -43,7 +43,7 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 	}
 	defer tx.Rollback()
 	start := time.Now()
-	staged, err := tx.Stage(ctx, bill.Reader)
+	staged, err := tx.Stage(ctx, &dayChecked{Reader: bill.Reader, day: spec.Day})
 	d.Phases.Stage = time.Since(start)
 	if err != nil {
 		// A rejected bill ends here: nothing was applied, the staged lines go with the rollback.

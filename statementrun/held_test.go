@@ -260,3 +260,24 @@ func (r *cancellingReader) Next() (statement.Line, error) {
 	}
 	return r.Reader.Next()
 }
+
+// TestBillOfAnotherDayIsRejected: an Alipay bill names its period; given for another day it
+// is refused whole instead of holding the whole day.
+func TestBillOfAnotherDayIsRejected(t *testing.T) {
+	e := setup(t)
+	p := reconcile.Alipay
+	next, _ := ParseDay("2026-11-29", shanghai)
+	path := writeBill(t, p, next, []statement.Line{payLine("W-1", "WT-1", 100, next.Start.Add(time.Hour))})
+	before := e.snapshot()
+	if _, err := e.runFile(p, testDay, path, false); !isRejected(err) {
+		t.Fatalf("error %v; want the bill of 2026-11-29 rejected for 2026-11-28", err)
+	}
+	after := e.snapshot()
+	before.Runs++
+	if before != after {
+		t.Errorf("a bill of another day changed something:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if _, err := e.runFile(p, next, path, false); err != nil {
+		t.Errorf("the same bill for its own day: %v", err)
+	}
+}

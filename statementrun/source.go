@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -153,4 +154,30 @@ func (s PlatformSource) dir() (string, func(), error) {
 		return "", nil, fmt.Errorf("bill archive directory: %w", err)
 	}
 	return d, func() {}, nil
+}
+
+// dayChecked refuses a bill whose own header names another period than the day being
+// reconciled (an Alipay bill of the wrong day given with --file would otherwise repair
+// nothing and hold the whole day).
+type dayChecked struct {
+	statement.Reader
+	day     Day
+	checked bool
+}
+
+func (r *dayChecked) Next() (statement.Line, error) {
+	l, err := r.Reader.Next()
+	if r.checked || (err != nil && !errors.Is(err, io.EOF)) {
+		return l, err
+	}
+	r.checked = true
+	hr, ok := r.Reader.(statement.HeaderReader)
+	if !ok {
+		return l, err
+	}
+	if h := hr.Header(); !h.Start.IsZero() && !h.Start.Equal(r.day.Start) {
+		return statement.Line{}, &statement.RejectError{File: "bill", Reason: fmt.Sprintf("the bill covers the day from %s, not %s",
+			h.Start.Format(time.DateTime), r.day.Date)}
+	}
+	return l, err
 }
