@@ -18,9 +18,13 @@ import (
 	"github.com/payrecon/payrecon/statement"
 )
 
-var benchLines = flag.Int("statement.lines", 100_000, "bill lines (and orders) of BenchmarkStatement")
+var (
+	benchLines    = flag.Int("statement.lines", 100_000, "bill lines (and orders) of BenchmarkStatement")
+	benchPlatform = flag.String("statement.platform", "alipay", "bill format of BenchmarkStatement: alipay (the zip) or wechatpay (gzip)")
+)
 
-// BenchmarkStatement reconciles a generated Alipay bill of N lines against N orders of one
+// BenchmarkStatement reconciles a generated Alipay (or, with -statement.platform wechatpay,
+// a gzipped WeChat Pay) bill of N lines against N orders of one
 // merchant on a bad day (99.8% PAID and matching, 0.1% PENDING and paid on the bill, 0.05%
 // with another amount, 0.05% unknown locally), the whole --file run: unzip, decode, parse,
 // stage by COPY, classify, apply. It prints the run's lines/s next to a bare COPY of the
@@ -28,13 +32,13 @@ var benchLines = flag.Int("statement.lines", 100_000, "bill lines (and orders) o
 //
 //	go test ./statementrun/ -run XXX -bench BenchmarkStatement -benchtime 1x -statement.lines 1000000
 func BenchmarkStatement(b *testing.B) {
-	n := *benchLines
+	n, p := *benchLines, reconcile.Platform(*benchPlatform)
 	full := setup(b)
 	b.StopTimer()
 	day := testDay
-	path := filepath.Join(b.TempDir(), "bill.zip")
-	writeBenchBill(b, path, day, n)
-	seedBenchOrders(b, full, day, n)
+	path := filepath.Join(b.TempDir(), "bill")
+	writeBenchBill(b, p, path, day, n)
+	seedBenchOrders(b, full, p, day, n)
 	fi, _ := os.Stat(path)
 
 	for range b.N {
@@ -44,7 +48,7 @@ func BenchmarkStatement(b *testing.B) {
 		resetPeakRSS()
 		start := time.Now()
 		b.StartTimer()
-		res, err := full.runFile(reconcile.Alipay, day, path, false)
+		res, err := full.runFile(p, day, path, false)
 		b.StopTimer()
 		elapsed := time.Since(start)
 		if err != nil {
@@ -57,24 +61,30 @@ func BenchmarkStatement(b *testing.B) {
 		b.ReportMetric(rate, "lines/s")
 		b.ReportMetric(copyRate, "copy_lines/s")
 		b.ReportMetric(float64(peak)/1024, "peak_rss_MiB")
-		b.Logf("N=%d zip %.1f MiB: statement %.0f lines/s (%.2fs) vs bare COPY %.0f lines/s: %.0f%% of COPY; peak RSS %.1f MiB; matched %d repaired %d found %d",
-			n, float64(fi.Size())/(1<<20), rate, elapsed.Seconds(), copyRate, 100*rate/copyRate, float64(peak)/1024,
+		b.Logf("%s N=%d file %.1f MiB: statement %.0f lines/s (%.2fs) vs bare COPY %.0f lines/s: %.0f%% of COPY; peak RSS %.1f MiB; matched %d repaired %d found %d",
+			p, n, float64(fi.Size())/(1<<20), rate, elapsed.Seconds(), copyRate, 100*rate/copyRate, float64(peak)/1024,
 			d.Matched, d.Repaired, d.Found)
 		b.Logf("phases: stage (unzip, decode, parse, COPY) %.2fs, classify %.2fs, apply %.2fs, held and figures %.2fs",
 			ph.Stage.Seconds(), ph.Classify.Seconds(), ph.Apply.Seconds(), ph.Settle.Seconds())
 	}
 }
 
-// writeBenchBill writes statement.SampleLines' n lines as an Alipay zip.
-func writeBenchBill(b *testing.B, path string, day Day, n int) {
+// writeBenchBill writes statement.SampleLines' n lines as an Alipay zip or a gzipped WeChat
+// Pay CSV.
+func writeBenchBill(b *testing.B, p reconcile.Platform, path string, day Day, n int) {
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
-	if _, err := statement.WriteAlipayZip(w, statement.AlipayFile{UserID: "20880211096256330156", Day: day.Start},
-		statement.SampleLines(day.Start, "B-", n, 0)); err != nil {
+	lines := statement.SampleLines(day.Start, "B-", n, 0)
+	if p == reconcile.Alipay {
+		_, err = statement.WriteAlipayZip(w, statement.AlipayFile{UserID: "20880211096256330156", Day: day.Start}, lines)
+	} else {
+		_, _, err = statement.WriteWeChatCSV(w, statement.WeChatFile{MchID: wechatMerchant, Gzip: true}, lines)
+	}
+	if err != nil {
 		b.Fatal(err)
 	}
 	if err := w.Flush(); err != nil {
@@ -85,18 +95,18 @@ func writeBenchBill(b *testing.B, path string, day Day, n int) {
 // seedBenchOrders writes the orders statement.SampleLines' lines are about, set-based: line
 // i's order is B-i with the line's trade number, amount and time. Every 2000th line has no
 // order, the next one another amount, every 1000th (offset 2) is still PENDING.
-func seedBenchOrders(b *testing.B, e *env, day Day, n int) {
+func seedBenchOrders(b *testing.B, e *env, p reconcile.Platform, day Day, n int) {
 	_, err := e.db.DB.Exec(`
 		INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, platform_trade_no,
 			paid_amount_minor, paid_at, created_at)
-		SELECT 'alipay', $1, 'B-' || i,
+		SELECT $4, $1, 'B-' || i,
 			(i % 9973 + 1) + CASE WHEN i % 2000 = 1 THEN 1 ELSE 0 END,
 			CASE WHEN i % 2000 = 1 OR i % 1000 = 2 THEN 'PENDING' ELSE 'PAID' END,
 			CASE WHEN i % 2000 = 1 OR i % 1000 = 2 THEN NULL ELSE '2019091622001' || lpad(i::text, 15, '0') END,
 			CASE WHEN i % 2000 = 1 OR i % 1000 = 2 THEN NULL ELSE i % 9973 + 1 END,
 			CASE WHEN i % 2000 = 1 OR i % 1000 = 2 THEN NULL ELSE $2::timestamptz + make_interval(secs => 1 + i % 86000) END,
 			$2::timestamptz - interval '1 hour'
-		FROM generate_series(0, $3 - 1) AS i WHERE i % 2000 <> 0`, alipayMerchant, day.Start, n)
+		FROM generate_series(0, $3 - 1) AS i WHERE i % 2000 <> 0`, merchantOf(p), day.Start, n, string(p))
 	if err != nil {
 		b.Fatalf("seed orders: %v", err)
 	}
