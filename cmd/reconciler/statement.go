@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 
 	"github.com/payrecon/payrecon/platformclient"
@@ -49,13 +50,15 @@ func cmdStatement(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	m := statementrun.NewMetrics(a.metrics.reg)
+	// Its own registry: the push carries the statement's figures, not the pass metrics at zero.
+	reg := prometheus.NewRegistry()
+	m := statementrun.NewMetrics(reg)
 	runner := statementrun.NewRunner(a.store, a.applier, a.store.Runs(), m, cfg.Concurrency, log)
 	res, err := runner.Run(ctx, statementrun.Spec{Day: day, Accounts: accounts, DryRun: cfg.DryRun})
 	if res.Run.ID != 0 {
 		statementrun.WriteSummary(stdout, res)
 	}
-	pushStatementMetrics(a, err == nil)
+	pushStatementMetrics(a, reg, err == nil)
 	return statementExit(err)
 }
 
@@ -120,11 +123,11 @@ func statementExit(err error) error {
 
 // pushStatementMetrics push-adds the statement metrics to the Pushgateway (job
 // payrecon_statement), as `run` does for passes.
-func pushStatementMetrics(a *app, ok bool) {
+func pushStatementMetrics(a *app, reg *prometheus.Registry, ok bool) {
 	if a.cfg.PushgatewayURL == "" {
 		return
 	}
-	p := push.New(a.cfg.PushgatewayURL, "payrecon_statement").Gatherer(a.metrics.reg)
+	p := push.New(a.cfg.PushgatewayURL, "payrecon_statement").Gatherer(reg)
 	if err := p.Add(); err != nil {
 		a.log.Warn().Err(err).Bool("succeeded", ok).Msg("could not push statement metrics to the Pushgateway")
 	}
