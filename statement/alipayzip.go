@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -21,8 +22,35 @@ const (
 // against its footer and against the summary CSV's 合计 row. Entry names are GBK (the zip
 // does not flag them UTF-8); both encodings are understood.
 func OpenAlipayZip(file string, opts ...Option) (ReadCloser, error) {
-	o := buildOptions(file, opts)
-	zr, err := zip.OpenReader(file)
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("open bill: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open bill: %w", err)
+	}
+	a, err := newAlipayZip(f, st.Size(), buildOptions(file, opts))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	a.closer = closers{a.closer, f}
+	return a, nil
+}
+
+// NewAlipayZip is OpenAlipayZip over a zip already at hand (size bytes of r).
+func NewAlipayZip(r io.ReaderAt, size int64, opts ...Option) (ReadCloser, error) {
+	a, err := newAlipayZip(r, size, buildOptions("alipay bill zip", opts))
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func newAlipayZip(r io.ReaderAt, size int64, o options) (*alipayReader, error) {
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, &RejectError{File: o.name, Reason: fmt.Sprintf("not a readable zip (cut short?): %v", err)}
 	}
@@ -37,17 +65,16 @@ func OpenAlipayZip(file string, opts ...Option) (ReadCloser, error) {
 		}
 	}
 	if detail == nil {
-		zr.Close()
 		return nil, &RejectError{File: o.name, Reason: "the zip holds no " + alipayDetailSuffix + " entry"}
 	}
 	rc, err := detail.Open()
 	if err != nil {
-		zr.Close()
 		return nil, &RejectError{File: o.name, Reason: fmt.Sprintf("open %s: %v", entryName(detail), err)}
 	}
+	file := o.name
 	o.name = file + ":" + entryName(detail)
 	a := newAlipayReader(rc, o)
-	a.closer = closers{rc, zr}
+	a.closer = rc
 	if summary != nil {
 		a.afterDetail = func(t Totals, payRecv, refRecv int64) error {
 			return checkAlipaySummary(file+":"+entryName(summary), summary, t, payRecv-refRecv)

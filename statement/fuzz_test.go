@@ -62,3 +62,23 @@ func FuzzWeChatCSV(f *testing.F) {
 		checkAccepted(t, NewWeChatCSV(bytes.NewReader(data)))
 	})
 }
+
+// FuzzAlipayZip feeds the zip reader mutations of a generated bill: damaged archives, entry
+// names and contents must end in a rejection, never a panic or a bill that does not add up.
+func FuzzAlipayZip(f *testing.F) {
+	lines := sampleSlice(8, 4)
+	f.Add(alipayZipBytes(f, AlipayFile{UserID: "20880211096256330156", Day: testDay}, lines))
+	f.Add(alipayZipBytes(f, AlipayFile{UserID: "2088", Day: testDay, SkewMinor: 1}, lines))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := NewAlipayZip(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			var re *RejectError
+			if !errors.As(err, &re) {
+				t.Fatalf("an error that is not a rejection: %v", err)
+			}
+			return
+		}
+		defer r.Close()
+		checkAccepted(t, r)
+	})
+}

@@ -65,17 +65,17 @@ type Config struct {
 	CertificateRefreshMin time.Duration
 	// AppID, when set, is the appid callbacks and answers are expected to name (not enforced
 	// here: the apply path compares Result.SellerID).
-	AppID   string
-	QPS     float64       // calls per second across every goroutine; zero: no cap
-	Timeout time.Duration // per HTTP attempt; default 10s
+	AppID      string
+	QPS        float64       // calls per second across every goroutine; zero: no cap
+	Timeout    time.Duration // per HTTP attempt; default 10s
+	MaxRetries int           // zero means the default (2), negative disables
+	HTTPClient *http.Client
+	Logger     zerolog.Logger
+	Now        func() time.Time
+	Tuning     platformclient.Tuning
 	// DownloadTimeout bounds one bill download attempt; default
 	// platformclient.DefaultDownloadTimeout.
 	DownloadTimeout time.Duration
-	MaxRetries      int // zero means the default (2), negative disables
-	HTTPClient      *http.Client
-	Logger          zerolog.Logger
-	Now             func() time.Time
-	Tuning          platformclient.Tuning
 }
 
 // String never prints key material.
