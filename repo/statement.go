@@ -468,3 +468,15 @@ func received(l statement.Line) int64 {
 	}
 	return v
 }
+
+// LastStatementDay is the newest business day (YYYY-MM-DD) reconciled for the account, ""
+// when none: re-running an older day must not make the account look behind.
+func (s *Store) LastStatementDay(ctx context.Context, acct reconcile.AccountKey) (string, error) {
+	var d sql.NullString
+	err := s.db.GetContext(ctx, &d, `SELECT to_char(max(bill_date), 'YYYY-MM-DD') FROM statement_days
+		WHERE platform = $1 AND merchant_id = $2`, string(acct.Platform), acct.MerchantID)
+	if err != nil {
+		return "", fmt.Errorf("last statement day of %s: %w", acct, err)
+	}
+	return d.String, nil
+}

@@ -69,8 +69,13 @@ func TestHeldBecomesFindingOneDayLater(t *testing.T) {
 				day  Day
 				path string
 			}{{testDay, day1}, {nextDay, day2}} {
-				if _, err := e.runFile(p, run.day, run.path, false); err != nil {
+				res, err := e.runFile(p, run.day, run.path, false)
+				if err != nil {
 					t.Fatal(err)
+				}
+				// Re-running the older day leaves the account's newest reconciled day as it was.
+				if !res.Days[0].LastDay.Equal(nextDay.Start) {
+					t.Errorf("re-running %s: last day %s, want %s", run.day.Date, res.Days[0].LastDay, nextDay.Start)
 				}
 			}
 			after := e.snapshot()

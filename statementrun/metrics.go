@@ -3,8 +3,8 @@ package statementrun
 import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics are the statement run's instruments:
-// payrecon_statement_last_day_timestamp_seconds{platform,merchant}, the start of the last
-// day whose bill was reconciled for the account (an alert on its age fires when bills stop
+// payrecon_statement_last_day_timestamp_seconds{platform,merchant}, the start of the newest
+// day whose bill was reconciled for the account (re-running an older day does not move it back) (an alert on its age fires when bills stop
 // being reconciled), and payrecon_statement_lines_total{outcome}.
 type Metrics struct {
 	LastDay *prometheus.GaugeVec
@@ -36,7 +36,7 @@ func (m *Metrics) DayReconciled(d DayResult) {
 		"claimed_elsewhere": t.ClaimedElsewhere, "error": t.Errors} {
 		m.Lines.WithLabelValues(outcome).Add(float64(n))
 	}
-	if d.Err == nil {
-		m.LastDay.WithLabelValues(string(d.Account.Platform), d.Account.MerchantID).Set(float64(d.Day.Start.Unix()))
+	if !d.LastDay.IsZero() {
+		m.LastDay.WithLabelValues(string(d.Account.Platform), d.Account.MerchantID).Set(float64(d.LastDay.Unix()))
 	}
 }

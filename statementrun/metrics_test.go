@@ -3,6 +3,7 @@ package statementrun
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -16,14 +17,14 @@ import (
 func TestMetrics(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	acct := reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: alipayMerchant}
-	day := DayResult{Account: acct, Day: testDay, Figures: repo.StatementFigures{Lines: 9},
+	day := DayResult{Account: acct, Day: testDay, LastDay: testDay.Start, Figures: repo.StatementFigures{Lines: 9},
 		Tally: Tally{Matched: 5, Repaired: 2, Found: 1, Errors: 1}}
 	m.DayReconciled(day)
 	dry := day
 	dry.DryRun = true
 	m.DayReconciled(dry)
 	failed := day
-	failed.Day, failed.Err = testDay.Prev(), errors.New("1 line not applied")
+	failed.Day, failed.LastDay, failed.Err = testDay.Prev(), time.Time{}, errors.New("1 line not applied")
 	m.DayReconciled(failed)
 
 	for outcome, want := range map[string]float64{"matched": 10, "repaired": 4, "mismatch": 2, "error": 2, "claimed_elsewhere": 0} {

@@ -61,6 +61,9 @@ type DayResult struct {
 	Tally   Tally
 	DryRun  bool
 	Err     error
+	// LastDay is the newest day reconciled for the account so far (this one or a later one),
+	// zero after a dry run or a failure.
+	LastDay time.Time
 	// Phases is where the day's time went: reading the bill into the staging table, the
 	// set-based classification, the apply path, and the held list with the figures.
 	Phases Phases
@@ -119,6 +122,9 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 			continue
 		}
 		d := r.day(ctx, log, run.ID, acct, spec)
+		if d.Err == nil && !d.DryRun {
+			d.LastDay = r.lastDay(ctx, log, acct.Key, spec.Day)
+		}
 		res.Days = append(res.Days, d)
 		addCounts(&run.Counts, d)
 		if d.Err != nil {
@@ -145,6 +151,20 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	res.Run = run
 	return res, err
+}
+
+// lastDay reads the account's newest reconciled day; on a read error the day just done stands.
+func (r *Runner) lastDay(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, done Day) time.Time {
+	last, err := r.store.LastStatementDay(ctx, acct)
+	if err == nil && last != "" {
+		if d, perr := ParseDay(last, done.Start.Location()); perr == nil {
+			return d.Start
+		}
+	}
+	if err != nil {
+		log.Warn().Err(err).Str("platform", string(acct.Platform)).Str("merchant_id", acct.MerchantID).Msg("could not read the last statement day")
+	}
+	return done.Start
 }
 
 func addCounts(c *reconcile.CounterValues, d DayResult) {
