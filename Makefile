@@ -47,12 +47,15 @@ demo:
 #   RelayFollowLag:   relay --follow at 1,000 transitions/s: commit -> ack lag p50/p99
 #   Read*:            bill readers, 100,000 generated lines per format: lines/s
 #                     (peak RSS at any size: go run ./statement/internal/billrss -format alipay-zip -lines 1000000)
+#   Statement:        statement --file of a 1,000,000-line Alipay bill against 1,000,000 orders:
+#                     lines/s next to a bare COPY of the same lines, peak RSS of the run
 bench:
 	$(SERVICES) sh -c '$(GO) test -run "^$$" -bench "ApplyResult" -benchmem -count=1 ./reconcile/ && \
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./platformclient/... && \
 	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
 	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/ && \
-	  $(GO) test -run "^$$" -bench "Read" -benchtime 3x -benchmem -count=1 ./statement/'
+	  $(GO) test -run "^$$" -bench "Read" -benchtime 3x -benchmem -count=1 ./statement/ && \
+	  $(GO) test -run "^$$" -bench "Statement" -benchtime 1x -count=1 -timeout 30m ./statementrun/ -statement.lines 1000000'
 
 # The review console as a person sees it: TestBrowserReview's screenshots (the findings list,
 # a finding after maker-checker, the HTML report) kept under out/screenshots; it prints their paths.

@@ -40,7 +40,7 @@ var knownSettings = func() []string {
 
 // subcommands a container may run, and the flags they take beyond the settings.
 var (
-	knownSubcommands = []string{"run", "serve", "backfill", "migrate"}
+	knownSubcommands = []string{"run", "serve", "backfill", "migrate", "statement"}
 	commandFlags     = []string{"from", "to", "resume", "schedule"}
 )
 
@@ -606,8 +606,8 @@ func pods(t *testing.T, ms []manifest) []pod {
 			out = append(out, pod{m.String(), o.Spec.Template.Spec, nil})
 		}
 	}
-	if len(out) != 3 {
-		t.Fatalf("found %d pod templates, want 3 (CronJob, Job, Deployment)", len(out))
+	if len(out) != 4 {
+		t.Fatalf("found %d pod templates, want 4 (the run and statement CronJobs, the backfill Job, the serve Deployment)", len(out))
 	}
 	return out
 }
@@ -1162,7 +1162,7 @@ const (
 )
 
 // callsPlatforms are the subcommands that call the platforms with the accounts.
-var callsPlatforms = []string{"run", "serve", "backfill"}
+var callsPlatforms = []string{"run", "serve", "backfill", "statement"}
 
 // The example accounts file is one the binary accepts: it loads strictly and passes the
 // binary's own validation (ids, hex serials, https URLs, one credential mode per account,
@@ -1340,8 +1340,8 @@ func TestSharedCallBudget(t *testing.T) {
 			}
 		}
 	}
-	if calling != 3 {
-		t.Errorf("%d containers run %v, want 3 (CronJob, backfill, serve)", calling, callsPlatforms)
+	if calling != 4 {
+		t.Errorf("%d containers run %v, want 4 (run and statement CronJobs, backfill, serve)", calling, callsPlatforms)
 	}
 }
 
@@ -1446,5 +1446,47 @@ func TestAccountChecksCatchMistakes(t *testing.T) {
 				t.Errorf("problems %q; want one containing %q", got, c.want)
 			}
 		})
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// The statement CronJob
+
+// The daily bill: 10:30 China time, retried (exit 1) while the bill is not published, with a
+// deadline on the whole Job; bad configuration (exit 2) fails at once.
+func TestStatementCronJob(t *testing.T) {
+	ms := loadManifests(t)
+	cj := only[batchv1.CronJob](t, ms, "statement-cronjob.yaml")
+	s := cj.Spec
+	if s.Schedule != "30 10 * * *" || s.TimeZone == nil || *s.TimeZone != "Asia/Shanghai" {
+		t.Errorf("schedule %q zone %v; want 30 10 * * * in Asia/Shanghai", s.Schedule, s.TimeZone)
+	}
+	if s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		t.Errorf("concurrencyPolicy %q, want Forbid", s.ConcurrencyPolicy)
+	}
+	js := s.JobTemplate.Spec
+	if js.BackoffLimit == nil || *js.BackoffLimit < 6 {
+		t.Errorf("backoffLimit %v: too few retries to wait for a late bill", js.BackoffLimit)
+	}
+	// The Job's back-off doubles from 10 s up to 6 minutes: the deadline must leave room for
+	// every retry, or the last ones never happen.
+	var backoff int64
+	for i, d := int32(0), int64(10); js.BackoffLimit != nil && i < *js.BackoffLimit; i, d = i+1, min(2*d, 360) {
+		backoff += d
+	}
+	if js.ActiveDeadlineSeconds == nil || *js.ActiveDeadlineSeconds < backoff {
+		t.Errorf("activeDeadlineSeconds %v shorter than the retries' back-off (%d s)", js.ActiveDeadlineSeconds, backoff)
+	}
+	c := container(t, js.Template.Spec.Containers, "reconciler")
+	if !slices.Equal(c.Args, []string{"statement"}) {
+		t.Errorf("args %q, want [statement] (every account, yesterday)", c.Args)
+	}
+	if js.PodFailurePolicy == nil {
+		t.Fatal("no podFailurePolicy")
+	}
+	for _, r := range js.PodFailurePolicy.Rules {
+		if r.OnExitCodes != nil && slices.Contains(r.OnExitCodes.Values, 1) {
+			t.Errorf("rule %+v acts on exit 1: a bill not ready yet must be retried (counted)", r)
+		}
 	}
 }

@@ -165,7 +165,37 @@ func (d ReportDoc) sections(lang Lang) []repSection {
 	runs.Totals = []repCell{rcCode("total"), rcText(""), rcText(runStatusCounts(rt, lang)), rcText(""), rcText(""), rcText(""), rcText(""), rcText(""),
 		rcText(""), rcInt(rt.Scanned), rcInt(rt.Repaired), rcInt(rt.Closed), rcInt(rt.Unchanged), rcInt(rt.StillPending),
 		rcInt(rt.Mismatches), rcInt(rt.ClaimedElsewhere), rcInt(rt.Errors), rcText("")}
-	return []repSection{summary, findings, runs}
+	return []repSection{summary, findings, runs, d.statementSection()}
+}
+
+// statementSection is the settlement figures finance signs off, per business day and account.
+// Fees and net keep their five decimals (text: no spreadsheet rounding to the fen).
+func (d ReportDoc) statementSection() repSection {
+	sec := repSection{Key: "statement", Sheet: "report.sheet.statements", Title: "report.statements", Empty: "report.statements.empty",
+		Header: []string{"bill_date", "platform", "merchant_id", "payments", "payments_amount", "refunds", "refunds_amount",
+			"received", "fees", "net", "lines", "matched", "repaired", "found", "held", "bill_sha256", "bill_location"},
+		// Day, account and the figures finance signs off; the digest and location stay in
+		// the XLSX and CSV.
+		HTMLCols: []htmlCol{{0, 8}, {1, 7}, {2, 10}, {3, 6}, {4, 8}, {5, 6}, {6, 8}, {7, 8}, {8, 8}, {9, 8},
+			{10, 6}, {11, 6}, {12, 6}, {13, 5}, {14, 5}}}
+	var tot repo.StatementDayRow
+	for _, s := range d.Report.Statements {
+		sec.Rows = append(sec.Rows, []repCell{rcText(s.BillDate), rcCode(s.Platform), rcText(s.MerchantID), rcInt(int64(s.Payments)),
+			rcYuan(s.PaymentsMinor), rcInt(int64(s.Refunds)), rcYuan(s.RefundsMinor), rcYuan(s.ReceivedMinor),
+			rcText(reconcile.FormatYuanMilliFen(s.FeeMilliFen)), rcText(reconcile.FormatYuanMilliFen(s.NetMilliFen)),
+			rcInt(int64(s.Lines)), rcInt(int64(s.Matched)), rcInt(int64(s.Repaired)), rcInt(int64(s.Found)), rcInt(int64(s.Held)),
+			rcText(s.BillSHA256), rcText(s.BillLocation)})
+		tot.Payments, tot.PaymentsMinor, tot.Refunds, tot.RefundsMinor = tot.Payments+s.Payments, tot.PaymentsMinor+s.PaymentsMinor, tot.Refunds+s.Refunds, tot.RefundsMinor+s.RefundsMinor
+		tot.ReceivedMinor, tot.FeeMilliFen, tot.NetMilliFen = tot.ReceivedMinor+s.ReceivedMinor, tot.FeeMilliFen+s.FeeMilliFen, tot.NetMilliFen+s.NetMilliFen
+		tot.Lines, tot.Matched, tot.Repaired, tot.Found, tot.Held = tot.Lines+s.Lines, tot.Matched+s.Matched, tot.Repaired+s.Repaired, tot.Found+s.Found, tot.Held+s.Held
+	}
+	if len(sec.Rows) > 0 {
+		sec.Totals = []repCell{rcCode("total"), rcText(""), rcText(""), rcInt(int64(tot.Payments)), rcYuan(tot.PaymentsMinor),
+			rcInt(int64(tot.Refunds)), rcYuan(tot.RefundsMinor), rcYuan(tot.ReceivedMinor), rcText(reconcile.FormatYuanMilliFen(tot.FeeMilliFen)),
+			rcText(reconcile.FormatYuanMilliFen(tot.NetMilliFen)), rcInt(int64(tot.Lines)), rcInt(int64(tot.Matched)),
+			rcInt(int64(tot.Repaired)), rcInt(int64(tot.Found)), rcInt(int64(tot.Held)), rcText(""), rcText("")}
+	}
+	return sec
 }
 
 // runStatusCounts renders "2 succeeded, 1 failed" in a fixed order.
@@ -251,15 +281,27 @@ func newSummaryView(s repo.SummaryRow) summaryView {
 }
 
 type reportJSON struct {
-	From        time.Time      `json:"from"`
-	To          time.Time      `json:"to"`
-	Timezone    string         `json:"timezone"`
-	GeneratedAt time.Time      `json:"generated_at"`
-	Summary     []summaryView  `json:"summary"`
-	Totals      summaryView    `json:"totals"`
-	Findings    []FindingView  `json:"findings"`
-	Runs        []repo.Run     `json:"runs"`
-	RunTotals   repo.RunTotals `json:"run_totals"`
+	From        time.Time       `json:"from"`
+	To          time.Time       `json:"to"`
+	Timezone    string          `json:"timezone"`
+	GeneratedAt time.Time       `json:"generated_at"`
+	Summary     []summaryView   `json:"summary"`
+	Totals      summaryView     `json:"totals"`
+	Findings    []FindingView   `json:"findings"`
+	Runs        []repo.Run      `json:"runs"`
+	RunTotals   repo.RunTotals  `json:"run_totals"`
+	Statements  []statementView `json:"statements"`
+}
+
+// statementView is a day's figures with its amounts also written as yuan (fees and net to
+// five decimals).
+type statementView struct {
+	repo.StatementDayRow
+	PaymentsAmount string `json:"payments_amount"`
+	RefundsAmount  string `json:"refunds_amount"`
+	Received       string `json:"received"`
+	Fees           string `json:"fees"`
+	Net            string `json:"net"`
 }
 
 func (d ReportDoc) writeJSON(w io.Writer) error {
@@ -272,6 +314,13 @@ func (d ReportDoc) writeJSON(w io.Writer) error {
 	}
 	for i, f := range r.Findings {
 		out.Findings[i] = NewFindingView(f, loc)
+	}
+	out.Statements = make([]statementView, len(r.Statements))
+	for i, s := range r.Statements {
+		s.ReconciledAt = s.ReconciledAt.In(loc)
+		out.Statements[i] = statementView{StatementDayRow: s, PaymentsAmount: reconcile.FormatYuan(s.PaymentsMinor),
+			RefundsAmount: reconcile.FormatYuan(s.RefundsMinor), Received: reconcile.FormatYuan(s.ReceivedMinor),
+			Fees: reconcile.FormatYuanMilliFen(s.FeeMilliFen), Net: reconcile.FormatYuanMilliFen(s.NetMilliFen)}
 	}
 	for i, run := range r.Runs {
 		run.StartedAt = run.StartedAt.In(loc)

@@ -244,7 +244,7 @@ func TestReportXLSXForFinance(t *testing.T) {
 			t.Fatal(err)
 		}
 		sheets := f.GetSheetList()
-		want := []string{render.Label(lang, "report.sheet.summary"), render.Label(lang, "report.sheet.findings"), render.Label(lang, "report.sheet.runs")}
+		want := []string{render.Label(lang, "report.sheet.summary"), render.Label(lang, "report.sheet.findings"), render.Label(lang, "report.sheet.runs"), render.Label(lang, "report.sheet.statements")}
 		if strings.Join(sheets, ",") != strings.Join(want, ",") {
 			t.Fatalf("%s: sheets %q, want %q", lang, sheets, want)
 		}

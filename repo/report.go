@@ -24,6 +24,9 @@ type Report struct {
 	// up their counters.
 	Runs      []Run     `json:"runs"`
 	RunTotals RunTotals `json:"run_totals"`
+	// Statements are the settlement figures of the business days (starting in the period,
+	// in the zone of From) whose bills were reconciled, by day and account.
+	Statements []StatementDayRow `json:"statements"`
 }
 
 // SummaryRow aggregates the findings of one kind and review status. Amounts are sums in
@@ -78,7 +81,7 @@ func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error)
 			from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
 	rep := Report{From: from, To: to, Summary: []SummaryRow{}, Findings: []Finding{}, Runs: []Run{},
-		RunTotals: RunTotals{ByStatus: map[string]int64{}}}
+		RunTotals: RunTotals{ByStatus: map[string]int64{}}, Statements: []StatementDayRow{}}
 
 	// REPEATABLE READ: the summary, the findings and the runs agree even while a pass writes.
 	tx, err := r.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
@@ -106,6 +109,10 @@ func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error)
 		FROM reconcile_runs WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at, id`, from, to)
 	if err != nil {
 		return Report{}, fmt.Errorf("report: read runs: %w", err)
+	}
+	first, end := periodDays(from, to)
+	if rep.Statements, err = statementDays(ctx, tx, first, end); err != nil {
+		return Report{}, fmt.Errorf("report: %w", err)
 	}
 	t := &rep.RunTotals
 	for _, run := range rep.Runs {

@@ -58,6 +58,7 @@ func commands() map[string]command {
 		"sandbox":    {"run the platform simulator (Alipay + WeChat Pay v3) on a local port, for staging and demos", sandbox.Main},
 		"backfill":   {"re-check every order created in [--from, --to) against the platform; resumable", cmdBackfill},
 		"relay":      {"publish the fulfilment outbox to NATS JetStream (once, or --follow)", cmdRelay},
+		"statement":  {"reconcile a day's trade bill from the platform (or a downloaded --file) against our orders", cmdStatement},
 	}
 }
 

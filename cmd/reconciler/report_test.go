@@ -77,8 +77,8 @@ func TestReportCSV(t *testing.T) {
 		}
 		sections[rec[0]] = append(sections[rec[0]], rec[1:])
 	}
-	if len(headers) != 4 {
-		t.Fatalf("want 4 section headers (report, summary, findings, runs), got %d:\n%s", len(headers), out)
+	if len(headers) != 5 {
+		t.Fatalf("want 5 section headers (report, summary, findings, runs, statements), got %d:\n%s", len(headers), out)
 	}
 	if got := sections["report"]; len(got) != 1 || got[0][0] != "2026-11-28T00:00:00+08:00" ||
 		got[0][1] != "2026-11-29T00:00:00+08:00" || got[0][2] != "Asia/Shanghai" {
@@ -189,7 +189,7 @@ func TestReportXLSX(t *testing.T) {
 		t.Fatalf("the xlsx does not re-open: %v", err)
 	}
 	defer f.Close()
-	if got := f.GetSheetList(); !slices.Equal(got, []string{"Summary", "Findings", "Runs"}) {
+	if got := f.GetSheetList(); !slices.Equal(got, []string{"Summary", "Findings", "Runs", "Statements"}) {
 		t.Fatalf("sheets %q", got)
 	}
 	rows, err := f.GetRows("Findings")
