@@ -28,6 +28,8 @@ type Store interface {
 	Approve(ctx context.Context, id int64, in repo.ReviewInput) (repo.ReviewMove, error)
 	Reject(ctx context.Context, id int64, in repo.ReviewInput) (repo.ReviewMove, error)
 	Report(ctx context.Context, from, to time.Time) (repo.Report, error)
+	// StatementDays lists the statement days with bill dates in [from, to) (YYYY-MM-DD).
+	StatementDays(ctx context.Context, from, to string) ([]repo.StatementDayRow, error)
 }
 
 // Config is the console's settings.
@@ -88,6 +90,7 @@ func New(cfg Config, store Store) http.Handler {
 	mux.HandleFunc("GET /review/findings/{id}", h.finding)
 	mux.HandleFunc("POST /review/findings/{id}/{action}", h.act)
 	mux.HandleFunc("GET /review/report", h.report)
+	mux.HandleFunc("GET /review/statements", h.statements)
 	return securityHeaders(h.identify(mux))
 }
 

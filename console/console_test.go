@@ -39,6 +39,7 @@ func TestEveryPageNeedsATrustedIdentity(t *testing.T) {
 		"report csv":    "/review/report?from=2026-11-22&to=2026-11-28&format=csv",
 		"report xlsx":   "/review/report?from=2026-11-22&to=2026-11-28&format=xlsx",
 		"report html":   "/review/report?from=2026-11-22&to=2026-11-28&format=html",
+		"statements":    "/review/statements?from=2026-11-22&to=2026-11-28",
 	}
 	cases := []struct {
 		name, peer, who string

@@ -119,6 +119,7 @@ type request struct {
 	method, path, peer, who string
 	form                    map[string]string
 	lang                    string
+	extra                   string // a second identity header value
 }
 
 func (f *fixture) do(t *testing.T, rq request) *httptest.ResponseRecorder {
@@ -143,6 +144,9 @@ func (f *fixture) do(t *testing.T, rq request) *httptest.ResponseRecorder {
 	}
 	if rq.who != "" {
 		r.Header.Set("X-Forwarded-Email", rq.who)
+	}
+	if rq.extra != "" {
+		r.Header.Add("X-Forwarded-Email", rq.extra)
 	}
 	if rq.lang != "" {
 		r.Header.Set("Accept-Language", rq.lang)

@@ -57,6 +57,8 @@ var labels = map[string]map[string]string{
 		"forbidden_approve": "Only approvers may approve or reject.", "not_found": "No such finding.",
 		"csrf":        "The form expired or did not come from this console; reload the page and try again.",
 		"resolved_at": "Resolved at", "none": "—", "id": "Number",
+		"statements":      "Daily statements",
+		"statements_note": "Fees and net to five decimals, as the platforms' bills state them; one row per business day and merchant account.",
 	},
 	"zh": {
 		"title": "支付对账复核", "findings": "差异列表", "finding": "差异", "signed_in_as": "当前用户",
@@ -87,6 +89,8 @@ var labels = map[string]map[string]string{
 		"forbidden_approve": "只有审批人可以批准或驳回。", "not_found": "没有这条差异。",
 		"csrf":        "表单已过期或并非来自本系统，请刷新页面后重试。",
 		"resolved_at": "处理时间", "none": "—", "id": "编号",
+		"statements":      "每日对账单",
+		"statements_note": "手续费与结算净额按平台账单保留五位小数；每个账单日、每个商户号一行。",
 	},
 }
 

@@ -11,6 +11,7 @@ const pageTemplates = `
 body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK SC","PingFang SC",sans-serif;margin:0;color:#1d2330;background:#f5f6f8;font-size:14px}
 header{background:#1f3a5f;color:#fff;padding:10px 24px;display:flex;justify-content:space-between;align-items:center;flex-wrap:wrap;gap:8px}
 header a{color:#fff;text-decoration:none;font-weight:600;font-size:16px}
+header nav{display:flex;gap:8px;align-items:center}
 main{padding:16px 24px;max-width:1280px;margin:0 auto}
 h1{font-size:20px;margin:8px 0 12px}h2{font-size:16px;margin:20px 0 8px}
 .cards{display:flex;flex-wrap:wrap;gap:8px;margin-bottom:12px}
@@ -41,7 +42,7 @@ td.nowrap{white-space:nowrap}
 pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size:12px}
 .muted{color:#5a6475;font-size:12px}
 </style></head><body>
-<header><a href="/review/">{{.T "title"}}</a>
+<header><nav id="nav"><a href="/review/">{{.T "title"}}</a> · <a href="/review/" id="nav-findings">{{.T "findings"}}</a> · <a href="/review/statements" id="nav-statements">{{.T "statements"}}</a></nav>
 <span>{{.T "signed_in_as"}} <b id="viewer">{{.Viewer.Email}}</b> ({{.RoleLabel}}) · {{.T "times_in"}} {{.Zone}}</span></header>
 <main>
 {{if .Flash}}<div class="flash" role="status">{{.Flash}}</div>{{end}}
@@ -155,6 +156,29 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <label>{{.T "reject_note"}}<br><input name="note" size="28" required></label><button type="submit" class="danger">{{.T "reject"}}</button></form>{{end}}
 {{if not (or .CanAck .CanResolve .CanApprove)}}<p>{{.T "no_actions"}}</p>{{end}}
 </div>
+{{template "foot"}}{{end}}
+
+{{define "statements"}}{{template "head" .}}
+<h1>{{.L "report.statements"}}</h1>
+<form class="filters" method="get" action="/review/statements" id="statement-period">
+<label>{{.T "from"}}<input type="date" name="from" value="{{.From}}" required></label>
+<label>{{.T "to"}}<input type="date" name="to" value="{{.To}}" required></label>
+<button type="submit">{{.T "filter"}}</button>
+</form>
+<p class="muted">{{.L "report.amounts"}} {{.T "statements_note"}}</p>
+{{if .Days}}<table id="statements"><thead><tr><th>{{.L "bill_date"}}</th><th>{{.L "platform"}}</th><th>{{.L "merchant_id"}}</th>
+<th class="num">{{.L "payments"}}</th><th class="num">{{.L "payments_amount"}}</th><th class="num">{{.L "refunds"}}</th><th class="num">{{.L "refunds_amount"}}</th>
+<th class="num">{{.L "received"}}</th><th class="num">{{.L "fees"}}</th><th class="num">{{.L "net"}}</th>
+<th class="num">{{.L "lines"}}</th><th class="num">{{.L "matched"}}</th><th class="num">{{.L "repaired"}}</th><th class="num">{{.L "found"}}</th><th class="num">{{.L "held"}}</th></tr></thead><tbody>
+{{range .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td>{{$.N .Platform}}</td><td>{{.MerchantID}}</td>
+<td class="num">{{.Payments}}</td><td class="num">{{$.Yuan .PaymentsMinor}}</td><td class="num">{{.Refunds}}</td><td class="num">{{$.Yuan .RefundsMinor}}</td>
+<td class="num">{{$.Yuan .ReceivedMinor}}</td><td class="num">{{$.MilliFen .FeeMilliFen}}</td><td class="num">{{$.MilliFen .NetMilliFen}}</td>
+<td class="num">{{.Lines}}</td><td class="num">{{.Matched}}</td><td class="num">{{.Repaired}}</td><td class="num">{{.Found}}</td><td class="num">{{.Held}}</td></tr>
+{{end}}</tbody>{{with .Total}}<tfoot><tr id="statements-total"><th colspan="3">{{$.L "total"}}</th>
+<th class="num">{{.Payments}}</th><th class="num">{{$.Yuan .PaymentsMinor}}</th><th class="num">{{.Refunds}}</th><th class="num">{{$.Yuan .RefundsMinor}}</th>
+<th class="num">{{$.Yuan .ReceivedMinor}}</th><th class="num">{{$.MilliFen .FeeMilliFen}}</th><th class="num">{{$.MilliFen .NetMilliFen}}</th>
+<th class="num">{{.Lines}}</th><th class="num">{{.Matched}}</th><th class="num">{{.Repaired}}</th><th class="num">{{.Found}}</th><th class="num">{{.Held}}</th></tr></tfoot>{{end}}</table>
+{{else}}<p id="no-statements">{{.L "report.statements.empty"}}</p>{{end}}
 {{template "foot"}}{{end}}
 
 {{define "error"}}{{template "head" .}}<h1>{{.Message}}</h1><p><a href="/review/">← {{.T "back"}}</a></p>{{template "foot"}}{{end}}

@@ -133,6 +133,12 @@ type Review struct {
 // NewReview wraps a connection pool.
 func NewReview(db *sqlx.DB) *Review { return &Review{db: db} }
 
+// StatementDays lists the saved statement days whose bill dates are in [from, to)
+// (YYYY-MM-DD), by day and account: the figures finance signs off, for the review console.
+func (r *Review) StatementDays(ctx context.Context, from, to string) ([]StatementDayRow, error) {
+	return statementDays(ctx, r.db, from, to)
+}
+
 // ListFilter selects findings for List. Zero fields do not filter.
 type ListFilter struct {
 	Statuses []reconcile.ReviewStatus // empty: every status
