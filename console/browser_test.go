@@ -73,12 +73,13 @@ func chromiumPath(t *testing.T) string {
 
 // TestBrowserReview drives headless Chromium, JavaScript off, through the sign-in proxy: ann filters the
 // findings, opens one and proposes a refund; cfo signs in and approves it; the audit history
-// shows both. Screenshots of the list, the finding and the HTML report go to the test's
-// artifact directory (go test -artifacts -outputdir DIR keeps them) and their paths are
-// printed.
+// shows both; the statements page is one click away. Screenshots of the list, the finding,
+// the statements and the HTML report go to the test's artifact directory (go test -artifacts
+// -outputdir DIR keeps them) and their paths are printed.
 func TestBrowserReview(t *testing.T) {
 	exe := chromiumPath(t)
 	f := newFixture(t)
+	f.seedStatements(t)
 	backend := httptest.NewServer(f.h) // 127.0.0.1: the console trusts it as the sidecar's peer
 	defer backend.Close()
 	proxy := httptest.NewServer(newSignInProxy(backend.URL))
@@ -190,6 +191,13 @@ func TestBrowserReview(t *testing.T) {
 		t.Fatalf("status after approval %q (%v), want Resolved", status, err)
 	}
 	shot("finding.png")
+
+	// The week's statement figures, reached through the navigation.
+	submit("open the statements", chromedp.Click(chromedp.ID("nav-statements")))
+	if n := count("#statements tbody tr"); n != 2 {
+		t.Fatalf("the statements page shows %d days, want the week's 2", n)
+	}
+	shot("statements.png")
 
 	// The HTML report of the week, as finance opens it from the list's report form.
 	step("open the report", chromedp.Navigate(proxy.URL+"/review/?"), chromedp.WaitVisible(chromedp.ID("report")),

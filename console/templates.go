@@ -170,7 +170,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <th class="num">{{.L "payments"}}</th><th class="num">{{.L "payments_amount"}}</th><th class="num">{{.L "refunds"}}</th><th class="num">{{.L "refunds_amount"}}</th>
 <th class="num">{{.L "received"}}</th><th class="num">{{.L "fees"}}</th><th class="num">{{.L "net"}}</th>
 <th class="num">{{.L "lines"}}</th><th class="num">{{.L "matched"}}</th><th class="num">{{.L "repaired"}}</th><th class="num">{{.L "found"}}</th><th class="num">{{.L "held"}}</th></tr></thead><tbody>
-{{range .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td>{{$.N .Platform}}</td><td>{{.MerchantID}}</td>
+{{range .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}</td>
 <td class="num">{{.Payments}}</td><td class="num">{{$.Yuan .PaymentsMinor}}</td><td class="num">{{.Refunds}}</td><td class="num">{{$.Yuan .RefundsMinor}}</td>
 <td class="num">{{$.Yuan .ReceivedMinor}}</td><td class="num">{{$.MilliFen .FeeMilliFen}}</td><td class="num">{{$.MilliFen .NetMilliFen}}</td>
 <td class="num">{{.Lines}}</td><td class="num">{{.Matched}}</td><td class="num">{{.Repaired}}</td><td class="num">{{.Found}}</td><td class="num">{{.Held}}</td></tr>
