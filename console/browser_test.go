@@ -197,6 +197,9 @@ func TestBrowserReview(t *testing.T) {
 	if n := count("#statements tbody tr"); n != 2 {
 		t.Fatalf("the statements page shows %d days, want the week's 2", n)
 	}
+	if fits, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`)); err != nil || !fits {
+		t.Fatalf("the statements page runs off the right edge (%v)", err)
+	}
 	shot("statements.png")
 
 	// The HTML report of the week, as finance opens it from the list's report form.

@@ -41,6 +41,7 @@ td.nowrap{white-space:nowrap}
 .actions form{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px;display:flex;flex-direction:column;gap:6px;min-width:240px}
 pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size:12px}
 .muted{color:#5a6475;font-size:12px}
+.wide{overflow-x:auto}#statements th,#statements td{padding:6px 5px}
 </style></head><body>
 <header><nav id="nav"><a href="/review/">{{.T "title"}}</a> · <a href="/review/" id="nav-findings">{{.T "findings"}}</a> · <a href="/review/statements" id="nav-statements">{{.T "statements"}}</a></nav>
 <span>{{.T "signed_in_as"}} <b id="viewer">{{.Viewer.Email}}</b> ({{.RoleLabel}}) · {{.T "times_in"}} {{.Zone}}</span></header>
@@ -166,7 +167,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <button type="submit">{{.T "filter"}}</button>
 </form>
 <p class="muted">{{.L "report.amounts"}} {{.T "statements_note"}}</p>
-{{if .Days}}<table id="statements"><thead><tr><th>{{.L "bill_date"}}</th><th>{{.L "platform"}}</th><th>{{.L "merchant_id"}}</th>
+{{if .Days}}<div class="wide"><table id="statements"><thead><tr><th>{{.L "bill_date"}}</th><th>{{.L "platform"}}</th><th>{{.L "merchant_id"}}</th>
 <th class="num">{{.L "payments"}}</th><th class="num">{{.L "payments_amount"}}</th><th class="num">{{.L "refunds"}}</th><th class="num">{{.L "refunds_amount"}}</th>
 <th class="num">{{.L "received"}}</th><th class="num">{{.L "fees"}}</th><th class="num">{{.L "net"}}</th>
 <th class="num">{{.L "lines"}}</th><th class="num">{{.L "matched"}}</th><th class="num">{{.L "repaired"}}</th><th class="num">{{.L "found"}}</th><th class="num">{{.L "held"}}</th></tr></thead><tbody>
@@ -177,7 +178,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 {{end}}</tbody>{{with .Total}}<tfoot><tr id="statements-total"><th colspan="3">{{$.L "total"}}</th>
 <th class="num">{{.Payments}}</th><th class="num">{{$.Yuan .PaymentsMinor}}</th><th class="num">{{.Refunds}}</th><th class="num">{{$.Yuan .RefundsMinor}}</th>
 <th class="num">{{$.Yuan .ReceivedMinor}}</th><th class="num">{{$.MilliFen .FeeMilliFen}}</th><th class="num">{{$.MilliFen .NetMilliFen}}</th>
-<th class="num">{{.Lines}}</th><th class="num">{{.Matched}}</th><th class="num">{{.Repaired}}</th><th class="num">{{.Found}}</th><th class="num">{{.Held}}</th></tr></tfoot>{{end}}</table>
+<th class="num">{{.Lines}}</th><th class="num">{{.Matched}}</th><th class="num">{{.Repaired}}</th><th class="num">{{.Found}}</th><th class="num">{{.Held}}</th></tr></tfoot>{{end}}</table></div>
 {{else}}<p id="no-statements">{{.L "report.statements.empty"}}</p>{{end}}
 {{template "foot"}}{{end}}
 
