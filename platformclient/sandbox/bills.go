@@ -304,7 +304,17 @@ func (s *Sandbox) serveWechatBillFile(w http.ResponseWriter, r *http.Request) {
 //	PUT    /sandbox/bills/{platform}/spoil   {"merchant_id","not_ready","wrong_hash","skew_totals_minor","truncate"}
 //	DELETE /sandbox/bills/{platform}/spoil?merchant_id=
 //	GET    /sandbox/bills/{platform}/{day}?merchant_id=&gzip=1   the bill file itself (for --file)
+//	PUT    /sandbox/bills/early    publish a day's bill before the day is over (PublishBillsEarly)
+//	DELETE /sandbox/bills/early    publish the morning after again
 func (s *Sandbox) mountBillControl(mux *http.ServeMux) {
+	mux.HandleFunc("PUT /sandbox/bills/early", func(w http.ResponseWriter, _ *http.Request) {
+		s.PublishBillsEarly(true)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /sandbox/bills/early", func(w http.ResponseWriter, _ *http.Request) {
+		s.PublishBillsEarly(false)
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("PUT /sandbox/bills/{platform}/spoil", s.ctlPutBillSpoil)
 	mux.HandleFunc("DELETE /sandbox/bills/{platform}/spoil", s.ctlDeleteBillSpoil)
 	mux.HandleFunc("GET /sandbox/bills/{platform}/{day}", s.ctlGetBill)

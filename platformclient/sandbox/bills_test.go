@@ -217,8 +217,9 @@ func TestDownloadBillEarly(t *testing.T) {
 		t.Run(string(h.platform), func(t *testing.T) {
 			sb, url := newBillSandbox(t)
 			sb.SetScenario(h.platform, "TODAY1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 300, MerchantID: h.merchant(sb)})
-			sb.PublishBillsEarly(true)
-			info, err := h.newClient(t, sb, url, nil).DownloadBill(context.Background(), billNow, t.TempDir())
+			c := h.newClient(t, sb, url, nil)
+			control(t, http.MethodPut, url+"/sandbox/bills/early")
+			info, err := c.DownloadBill(context.Background(), billNow, t.TempDir())
 			if err != nil {
 				t.Fatalf("today's bill published early: %v", err)
 			}
@@ -230,8 +231,22 @@ func TestDownloadBillEarly(t *testing.T) {
 			if len(lines) != 2 || lines[0].OutTradeNo != "B3" || lines[1].OutTradeNo != "TODAY1" || lines[1].AmountMinor != 300 {
 				t.Fatalf("today's bill holds %+v, want B3 and TODAY1, today's trades so far", lines)
 			}
+			control(t, http.MethodDelete, url+"/sandbox/bills/early")
+			if _, err := c.DownloadBill(context.Background(), billNow, t.TempDir()); !errors.Is(err, platformclient.ErrBillNotReady) {
+				t.Fatalf("early publication turned off: want not ready, got %v", err)
+			}
 		})
 	}
+}
+
+func control(t *testing.T, method, url string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("%s %s: %v %v", method, url, resp, err)
+	}
+	resp.Body.Close()
 }
 
 func TestDownloadBillSpoiled(t *testing.T) {
