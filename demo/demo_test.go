@@ -44,6 +44,8 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^   repaired from the bill only: A-bill-only-1 \(2021000122600001, .*ACQ.SYSTEM_ERROR\): PENDING -> PAID, 1 event\(s\), 1 outbox row\(s\)$`),
 		regexp.MustCompile(`(?m)^   \d+ +wechatpay +W-bill-unknown-1 +36\.00 SUCCESS +1$`),
 		regexp.MustCompile(`\(2 UNKNOWN_ORDER findings\)`),
+		// The four rows below, added up.
+		regexp.MustCompile(`(?m)^   the day in all: 21 payments 1100\.37 yuan, 1 refund\(s\) 77\.01 yuan, fees 6\.14016, net 1017\.21984 yuan; 22 lines: 15 matched, 1 repaired, 6 found$`),
 	} {
 		if !want.MatchString(text) {
 			t.Errorf("demo output lacks %s:\n%s", want, text)

@@ -66,6 +66,7 @@ func demoStatement(ctx context.Context, stdout io.Writer, a *worker.App, cfg con
 	var summary strings.Builder
 	statementrun.WriteSummary(&summary, res)
 	fmt.Fprint(stdout, indented(summary.String()))
+	say("   %s", dayTotals(res))
 	if err != nil {
 		return fmt.Errorf("demo statement: %w", err)
 	}
@@ -77,6 +78,20 @@ func demoStatement(ctx context.Context, stdout io.Writer, a *worker.App, cfg con
 	say("   repaired from the bill only: %s (%s, callback dropped, every query answered %s): %s -> %s, %d event(s), %d outbox row(s)",
 		billOnly.otn, billOnly.merchant(sb), billOnlyFault.ErrorCode, b.Status, f.Status, f.Events, f.Outbox)
 	return printBillFindings(ctx, stdout, repo.NewReview(a.Store().DB()), started)
+}
+
+// dayTotals adds up every account's figures of the day: what finance books.
+func dayTotals(res statementrun.Result) string {
+	var t repo.StatementFigures
+	for _, d := range res.Days {
+		f := d.Figures
+		t.Payments, t.PaymentsMinor, t.Refunds, t.RefundsMinor = t.Payments+f.Payments, t.PaymentsMinor+f.PaymentsMinor, t.Refunds+f.Refunds, t.RefundsMinor+f.RefundsMinor
+		t.FeeMilliFen, t.NetMilliFen = t.FeeMilliFen+f.FeeMilliFen, t.NetMilliFen+f.NetMilliFen
+		t.Lines, t.Matched, t.Repaired, t.Found = t.Lines+f.Lines, t.Matched+f.Matched, t.Repaired+f.Repaired, t.Found+f.Found
+	}
+	return fmt.Sprintf("the day in all: %d payments %s yuan, %d refund(s) %s yuan, fees %s, net %s yuan; %d lines: %d matched, %d repaired, %d found",
+		t.Payments, reconcile.FormatYuan(t.PaymentsMinor), t.Refunds, reconcile.FormatYuan(t.RefundsMinor),
+		reconcile.FormatYuanMilliFen(t.FeeMilliFen), reconcile.FormatYuanMilliFen(t.NetMilliFen), t.Lines, t.Matched, t.Repaired, t.Found)
 }
 
 // printBillFindings lists the payments for orders this merchant never had that the
