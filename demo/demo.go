@@ -63,6 +63,7 @@ func demoOrders() []demoOrder {
 	add(4, "callback storm", reconcile.Alipay, 1000, reconcile.StatusPending, 10*time.Minute, paid, true)
 	add(4, "callback storm", reconcile.WechatPay, 2000, reconcile.StatusPending, 10*time.Minute, paid, true)
 	add(1, "refunded at platform", reconcile.WechatPay, 7700, reconcile.StatusPaid, 6*time.Hour, sandbox.Scenario{State: sandbox.StateRefunded}, false)
+	add(1, storyBillOnly, reconcile.Alipay, 6800, reconcile.StatusPending, 40*time.Minute, sandbox.Scenario{State: sandbox.StatePaid, Fault: &billOnlyFault}, false)
 	return out
 }
 
@@ -227,6 +228,9 @@ func demoStory(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.
 	if err := demoRelay(ctx, stdout, cfg, a.Store(), natsURL, log); err != nil {
 		return err
 	}
+	if err := demoStatement(ctx, stdout, a, cfg, sb, orders); err != nil {
+		return err
+	}
 	say(demoNextSteps)
 	return nil
 }
@@ -288,12 +292,13 @@ func printBeforeAfter(w io.Writer, sb *sandbox.Sandbox, orders []demoOrder, befo
 }
 
 const demoNextSteps = `
-10. run it for real
+11. run it for real
    reconciler migrate                         # once per database, safe to repeat
    reconciler run                             # the CronJob: one pass, exit 0/1/2/3
    reconciler serve --schedule "@every 5m"    # callbacks + scheduled passes
    reconciler relay --follow                  # the outbox to NATS JetStream (or serve --relay)
    reconciler backfill --from 2026-11-28 --to 2026-11-29
+   reconciler statement                       # the CronJob at 10:30 China time: yesterday's bills
    reconciler mismatches list                 # finance review; ack / resolve with --by
    reconciler report --format html --out report.html
    List your accounts (app ids, mchids, key files, QPS) in RECONCILER_ACCOUNTS_FILE; every

@@ -137,9 +137,22 @@ func (s *Sandbox) ownerLocked(p reconcile.Platform, sc Scenario) string {
 	return ""
 }
 
-// billPublished reports whether day's bill is out: the day must be over in China time.
+// billPublished reports whether day's bill is out: the day must be over in China time (or
+// bills published early).
 func (s *Sandbox) billPublished(day time.Time) bool {
-	return platformclient.BillDay(day).Before(platformclient.BillDay(s.now()))
+	s.mu.Lock()
+	early := s.billsEarly
+	s.mu.Unlock()
+	return early || platformclient.BillDay(day).Before(platformclient.BillDay(s.now()))
+}
+
+// PublishBillsEarly makes the sandbox publish a day's bill before the day is over, holding
+// the trades so far: a demo's "next morning" without waiting for midnight in China. Spoils
+// still apply.
+func (s *Sandbox) PublishBillsEarly(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.billsEarly = on
 }
 
 // WriteAlipayBill writes an Alipay app's bill of day, as its download serves it (the zip),
@@ -291,7 +304,17 @@ func (s *Sandbox) serveWechatBillFile(w http.ResponseWriter, r *http.Request) {
 //	PUT    /sandbox/bills/{platform}/spoil   {"merchant_id","not_ready","wrong_hash","skew_totals_minor","truncate"}
 //	DELETE /sandbox/bills/{platform}/spoil?merchant_id=
 //	GET    /sandbox/bills/{platform}/{day}?merchant_id=&gzip=1   the bill file itself (for --file)
+//	PUT    /sandbox/bills/early    publish a day's bill before the day is over (PublishBillsEarly)
+//	DELETE /sandbox/bills/early    publish the morning after again
 func (s *Sandbox) mountBillControl(mux *http.ServeMux) {
+	mux.HandleFunc("PUT /sandbox/bills/early", func(w http.ResponseWriter, _ *http.Request) {
+		s.PublishBillsEarly(true)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /sandbox/bills/early", func(w http.ResponseWriter, _ *http.Request) {
+		s.PublishBillsEarly(false)
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("PUT /sandbox/bills/{platform}/spoil", s.ctlPutBillSpoil)
 	mux.HandleFunc("DELETE /sandbox/bills/{platform}/spoil", s.ctlDeleteBillSpoil)
 	mux.HandleFunc("GET /sandbox/bills/{platform}/{day}", s.ctlGetBill)

@@ -210,6 +210,45 @@ func TestDownloadBillNotReady(t *testing.T) {
 	}
 }
 
+// TestDownloadBillEarly: with bills published early, today's bill is served at once and
+// holds today's trades so far (the demo's statement step relies on it).
+func TestDownloadBillEarly(t *testing.T) {
+	for _, h := range billHarnesses {
+		t.Run(string(h.platform), func(t *testing.T) {
+			sb, url := newBillSandbox(t)
+			sb.SetScenario(h.platform, "TODAY1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 300, MerchantID: h.merchant(sb)})
+			c := h.newClient(t, sb, url, nil)
+			control(t, http.MethodPut, url+"/sandbox/bills/early")
+			info, err := c.DownloadBill(context.Background(), billNow, t.TempDir())
+			if err != nil {
+				t.Fatalf("today's bill published early: %v", err)
+			}
+			lines, err := readBill(info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// B3 was paid at 01:00 today (newBillSandbox), TODAY1 at 11:00.
+			if len(lines) != 2 || lines[0].OutTradeNo != "B3" || lines[1].OutTradeNo != "TODAY1" || lines[1].AmountMinor != 300 {
+				t.Fatalf("today's bill holds %+v, want B3 and TODAY1, today's trades so far", lines)
+			}
+			control(t, http.MethodDelete, url+"/sandbox/bills/early")
+			if _, err := c.DownloadBill(context.Background(), billNow, t.TempDir()); !errors.Is(err, platformclient.ErrBillNotReady) {
+				t.Fatalf("early publication turned off: want not ready, got %v", err)
+			}
+		})
+	}
+}
+
+func control(t *testing.T, method, url string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("%s %s: %v %v", method, url, resp, err)
+	}
+	resp.Body.Close()
+}
+
 func TestDownloadBillSpoiled(t *testing.T) {
 	for _, h := range billHarnesses {
 		for _, c2 := range []struct {

@@ -62,6 +62,7 @@ type Sandbox struct {
 	billSpoils  map[accountKey]BillSpoil
 	billTickets map[string]billTicket
 	billServed  map[reconcile.Platform]int
+	billsEarly  bool // PublishBillsEarly
 }
 
 // New builds a Sandbox.
@@ -317,6 +318,7 @@ func (s *Sandbox) resetLocked() {
 	s.billSpoils = map[accountKey]BillSpoil{}
 	s.billTickets = map[string]billTicket{}
 	s.billServed = map[reconcile.Platform]int{}
+	s.billsEarly = false
 }
 
 // request is what both protocol handlers learn about one call before answering.
