@@ -88,3 +88,13 @@ func PlatformErrorKindOf(err error) PlatformErrorKind {
 	}
 	return 0
 }
+
+// InputError is a value a person typed (a flag, a filter, a date) that cannot be used. Msg
+// says which value and why, in words for that person; the binary prints it and exits 2
+// (bad usage), so the packages that read such values need not know about exit codes.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// Inputf is an InputError with a formatted message.
+func Inputf(format string, a ...any) error { return &InputError{Msg: fmt.Sprintf(format, a...)} }

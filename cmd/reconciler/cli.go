@@ -9,13 +9,13 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/platformclient/sandbox"
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Exit codes: the contract in README.md ("Exit codes").
@@ -87,9 +87,10 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitOK
 	}
 	var ue *usageError
+	var ie *reconcile.InputError
 	var ee *exitError
 	switch {
-	case errors.As(err, &ue), config.IsConfigError(err):
+	case errors.As(err, &ue), errors.As(err, &ie), config.IsConfigError(err):
 		fmt.Fprintf(stderr, "reconciler: %v\n", err)
 		return exitUsage
 	case errors.As(err, &ee):
@@ -216,20 +217,4 @@ func newLogger(cfg config.Config, w io.Writer) zerolog.Logger {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
-
-// parseWhen reads a --since/--until/--from/--to value: a date (midnight in loc) or an
-// RFC 3339 time; a date and time without an offset is read in loc too.
-func parseWhen(flagName, v string, loc *time.Location) (time.Time, error) {
-	v = strings.TrimSpace(v)
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
-	for _, layout := range []string{time.DateOnly, "2006-01-02T15:04:05", time.DateTime, "2006-01-02 15:04"} {
-		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, usagef("--%s: want a date such as 2026-11-28 (midnight in %s) or an RFC 3339 time such as 2026-11-28T10:00:00+08:00, got %q",
-		flagName, loc, v)
 }

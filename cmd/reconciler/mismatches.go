@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo"
 )
@@ -146,25 +143,20 @@ func openReview(ctx context.Context, cfg config.Config) (*repo.Review, func(), e
 
 // ---- list ----
 
-type listOptions struct {
-	status, kind, platform, since, until, format string
-	limit                                        int
-	afterID                                      int64
-}
-
 func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var o listOptions
+	var o render.ListQuery
+	var format string
 	cfg, fs, err := parse("mismatches list", args, reviewGroups, stderr, func(fs *flag.FlagSet) {
 		setReviewUsage(fs, "reconciler mismatches list [flags]",
 			"Lists findings in id order, one page at a time: pass the last id shown as --after-id for the next page.")
-		fs.StringVar(&o.status, "status", "", "OPEN, ACKNOWLEDGED, PENDING_APPROVAL, RESOLVED (comma-separated) or all (default: all but RESOLVED)")
-		fs.StringVar(&o.kind, "kind", "", "only this kind, e.g. AMOUNT_MISMATCH")
-		fs.StringVar(&o.platform, "platform", "", "only this platform: alipay or wechatpay")
-		fs.StringVar(&o.since, "since", "", "only findings first or last seen at or after this date (2026-11-28, midnight in --timezone) or RFC 3339 time")
-		fs.StringVar(&o.until, "until", "", "only findings first or last seen before this date or RFC 3339 time")
-		fs.IntVar(&o.limit, "limit", repo.DefaultListLimit, "findings per page (1 to 10000)")
-		fs.Int64Var(&o.afterID, "after-id", 0, "list findings with an id above this one (the next page)")
-		fs.StringVar(&o.format, "format", "table", "table, json or csv")
+		fs.StringVar(&o.Status, "status", "", "OPEN, ACKNOWLEDGED, PENDING_APPROVAL, RESOLVED (comma-separated) or all (default: all but RESOLVED)")
+		fs.StringVar(&o.Kind, "kind", "", "only this kind, e.g. AMOUNT_MISMATCH")
+		fs.StringVar(&o.Platform, "platform", "", "only this platform: alipay or wechatpay")
+		fs.StringVar(&o.Since, "since", "", "only findings first or last seen at or after this date (2026-11-28, midnight in --timezone) or RFC 3339 time")
+		fs.StringVar(&o.Until, "until", "", "only findings first or last seen before this date or RFC 3339 time")
+		fs.IntVar(&o.Limit, "limit", repo.DefaultListLimit, "findings per page (1 to 10000)")
+		fs.Int64Var(&o.AfterID, "after-id", 0, "list findings with an id above this one (the next page)")
+		fs.StringVar(&format, "format", "table", "table, json or csv")
 	})
 	if err != nil {
 		return err
@@ -172,14 +164,12 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 	if fs.NArg() > 0 {
 		return usagef("mismatches list: unexpected argument %q", fs.Arg(0))
 	}
-	filter, err := o.filter(cfg.Timezone)
+	filter, err := o.Filter(cfg.Timezone)
 	if err != nil {
 		return err
 	}
-	switch o.format {
-	case "table", "json", "csv":
-	default:
-		return usagef("mismatches list: --format must be table, json or csv, got %q", o.format)
+	if !slices.Contains(render.FindingFormats, format) {
+		return usagef("mismatches list: --format must be table, json or csv, got %q", format)
 	}
 
 	rv, done, err := openReview(ctx, cfg)
@@ -191,24 +181,7 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	switch o.format {
-	case "json":
-		views := make([]render.FindingView, len(findings))
-		for i, f := range findings {
-			views[i] = render.NewFindingView(f, cfg.Timezone)
-		}
-		err = render.WriteJSON(stdout, views)
-	case "csv":
-		cw := csv.NewWriter(stdout)
-		cw.Write(render.FindingCSVHeader) //nolint:errcheck // the writer keeps its first error for Flush
-		for _, f := range findings {
-			cw.Write(render.FindingCSVRecord(f, cfg.Timezone)) //nolint:errcheck
-		}
-		cw.Flush()
-		err = cw.Error()
-	default:
-		err = render.WriteFindingTable(stdout, findings, cfg.Timezone)
-	}
+	err = render.WriteFindings(stdout, format, findings, cfg.Timezone)
 	if err != nil {
 		return fmt.Errorf("mismatches list: write output: %w", err)
 	}
@@ -218,58 +191,6 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "no findings match")
 	}
 	return nil
-}
-
-func (o listOptions) filter(loc *time.Location) (repo.ListFilter, error) {
-	f := repo.ListFilter{Limit: o.limit, AfterID: o.afterID}
-	switch st := strings.TrimSpace(o.status); {
-	case st == "":
-		f.Statuses = []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged, reconcile.ReviewPendingApproval}
-	case strings.EqualFold(st, "all"):
-	default:
-		for _, s := range strings.Split(st, ",") {
-			rs, err := reconcile.ParseReviewStatus(s)
-			if err != nil {
-				return f, usagef("mismatches list: --status must be OPEN, ACKNOWLEDGED, PENDING_APPROVAL, RESOLVED (comma-separated) or all, got %q", o.status)
-			}
-			f.Statuses = append(f.Statuses, rs)
-		}
-	}
-	if o.kind != "" {
-		k, err := reconcile.ParseMismatchKind(o.kind)
-		if err != nil {
-			return f, usagef("mismatches list: --kind: %v", err)
-		}
-		f.Kind = k
-	}
-	if o.platform != "" {
-		p, err := reconcile.ParsePlatform(strings.ToLower(strings.TrimSpace(o.platform)))
-		if err != nil {
-			return f, usagef("mismatches list: --platform: %v", err)
-		}
-		f.Platform = p
-	}
-	var err error
-	if o.since != "" {
-		if f.Since, err = parseWhen("since", o.since, loc); err != nil {
-			return f, err
-		}
-	}
-	if o.until != "" {
-		if f.Until, err = parseWhen("until", o.until, loc); err != nil {
-			return f, err
-		}
-	}
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		return f, usagef("mismatches list: --since (%s) must be before --until (%s)", o.since, o.until)
-	}
-	if o.limit < 1 || o.limit > 10000 {
-		return f, usagef("mismatches list: --limit must be from 1 to 10000, got %d", o.limit)
-	}
-	if o.afterID < 0 {
-		return f, usagef("mismatches list: --after-id must not be negative, got %d", o.afterID)
-	}
-	return f, nil
 }
 
 // ---- formatting shared by list, show and report ----

@@ -6,14 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/httpapi"
 	"github.com/payrecon/payrecon/metrics"
 	"github.com/payrecon/payrecon/repo"
 	"github.com/payrecon/payrecon/worker"
@@ -60,7 +56,7 @@ func cmdRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	if metricsListen != "" {
-		stop, err := serveMetrics(metricsListen, reg, log)
+		stop, err := worker.ServeMetrics(metricsListen, reg, log)
 		if err != nil {
 			return err
 		}
@@ -78,19 +74,4 @@ func cmdRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log.Info().Msg("relay: stopped")
 	return nil
-}
-
-// serveMetrics serves /metrics and /healthz for a long-running relay.
-func serveMetrics(addr string, reg *prometheus.Registry, log zerolog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, usagef("relay: --metrics-listen %s: %v", addr, err)
-	}
-	srv := httpapi.NewServer(httpapi.NewAdminMux(reg, nil, nil))
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("relay: metrics server")
-		}
-	}()
-	return func() { srv.Close() }, nil
 }

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -36,7 +34,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("report: unexpected argument %q", fs.Arg(0))
 	}
 	if format == "" {
-		format = reportFormatFromExt(out)
+		format = render.ReportFormatFromExt(out)
 	}
 	format = strings.ToLower(format)
 	if !slices.Contains(render.ReportFormats, format) {
@@ -52,7 +50,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	now := time.Now().Truncate(time.Second)
-	start, end, err := reportPeriod(from, to, now, cfg.Timezone)
+	start, end, err := render.ReportPeriod(from, to, now, cfg.Timezone)
 	if err != nil {
 		return err
 	}
@@ -74,72 +72,9 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	}
-	if err := writeReportFile(out, write); err != nil {
+	if err := render.WriteFile(out, write); err != nil {
 		return fmt.Errorf("report: write %s: %w", out, err)
 	}
 	fmt.Fprintf(stderr, "report: wrote %s (%s, %d findings, %d runs)\n", out, format, len(rep.Findings), len(rep.Runs))
 	return nil
-}
-
-// reportPeriod reads --from/--to: both default to the 24 hours before now; one given, the
-// other is 24h away from it (--from alone runs to now when now is later).
-func reportPeriod(from, to string, now time.Time, loc *time.Location) (time.Time, time.Time, error) {
-	var start, end time.Time
-	var err error
-	if to != "" {
-		if end, err = parseWhen("to", to, loc); err != nil {
-			return start, end, err
-		}
-	}
-	if from != "" {
-		if start, err = parseWhen("from", from, loc); err != nil {
-			return start, end, err
-		}
-	}
-	switch {
-	case from == "" && to == "":
-		end = now
-		start = now.Add(-24 * time.Hour)
-	case from == "":
-		start = end.Add(-24 * time.Hour)
-	case to == "":
-		end = now
-		if !start.Before(end) {
-			end = start.Add(24 * time.Hour)
-		}
-	}
-	if !start.Before(end) {
-		return start, end, usagef("report: --from (%s) must be before --to (%s)", start.Format(time.RFC3339), end.Format(time.RFC3339))
-	}
-	return start, end, nil
-}
-
-func reportFormatFromExt(path string) string {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".json":
-		return "json"
-	case ".xlsx":
-		return "xlsx"
-	case ".html", ".htm":
-		return "html"
-	}
-	return "csv"
-}
-
-// writeReportFile writes path through a temporary file in the same folder, renamed into
-// place only when complete: a failed report never leaves half a file behind.
-func writeReportFile(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

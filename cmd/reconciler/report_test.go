@@ -327,26 +327,3 @@ func TestReportUsageAndPeriod(t *testing.T) {
 		})
 	}
 }
-
-func TestReportPeriodDefaults(t *testing.T) {
-	t.Parallel()
-	loc, _ := time.LoadLocation("Asia/Shanghai")
-	now := time.Date(2026, 11, 30, 15, 4, 5, 0, loc)
-	day := func(d int) time.Time { return time.Date(2026, 11, d, 0, 0, 0, 0, loc) }
-	tests := []struct {
-		from, to   string
-		start, end time.Time
-	}{
-		{"", "", now.Add(-24 * time.Hour), now},
-		{"2026-11-28", "", day(28), now},
-		{"", "2026-11-28", day(27), day(28)},
-		{"2026-12-05", "", day(5).AddDate(0, 1, 0), day(6).AddDate(0, 1, 0)}, // a --from after now: one day
-		{"2026-11-28", "2026-11-29", day(28), day(29)},
-	}
-	for _, tc := range tests {
-		start, end, err := reportPeriod(tc.from, tc.to, now, loc)
-		if err != nil || !start.Equal(tc.start) || !end.Equal(tc.end) {
-			t.Errorf("reportPeriod(%q, %q) = %v, %v, %v; want %v, %v", tc.from, tc.to, start, end, err, tc.start, tc.end)
-		}
-	}
-}

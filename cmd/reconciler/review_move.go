@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"strings"
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/worker"
 )
 
 // exitStale is a review move refused because the finding's evidence changed since the
@@ -34,25 +34,20 @@ var moveUsage = map[string][2]string{
 		"Turns down a PENDING_APPROVAL resolution (-> ACKNOWLEDGED); the note tells the proposer why."},
 }
 
-type moveOptions struct {
-	by, note, resolution string
-	version              int64
-}
-
 // reviewMove is `mismatches ack|resolve|approve|reject`.
 func reviewMove(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
-	var o moveOptions
+	var o worker.ReviewRequest
 	cfg, fs, err := parseWithID("mismatches "+name, args, stderr, func(fs *flag.FlagSet) {
 		u := moveUsage[name]
 		setReviewUsage(fs, u[0], u[1]+"\nThe audit trail records who (--by and the operating-system user), when, the evidence version and the note.")
 		if name == "resolve" {
-			fs.StringVar(&o.resolution, "resolution", "", "refunded, adjusted, written_off, accepted or false_positive (required)")
+			fs.StringVar(&o.Resolution, "resolution", "", "refunded, adjusted, written_off, accepted or false_positive (required)")
 		}
 		if name != "reject" {
-			fs.Int64Var(&o.version, "version", 0, "the evidence version you read (mismatches show); a changed finding is refused (exit 4)")
+			fs.Int64Var(&o.Version, "version", 0, "the evidence version you read (mismatches show); a changed finding is refused (exit 4)")
 		}
-		fs.StringVar(&o.by, "by", "", "reviewer's name (required; also RECONCILER_REVIEWER)")
-		fs.StringVar(&o.note, "note", "", "note to keep with the finding and the audit row")
+		fs.StringVar(&o.By, "by", "", "reviewer's name (required; also RECONCILER_REVIEWER)")
+		fs.StringVar(&o.Note, "note", "", "note to keep with the finding and the audit row")
 	})
 	if err != nil {
 		return err
@@ -61,7 +56,10 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	in, err := o.input(name)
+	if strings.TrimSpace(o.By) == "" {
+		o.By = os.Getenv("RECONCILER_REVIEWER")
+	}
+	in, err := worker.ReviewInput(name, o)
 	if err != nil {
 		return err
 	}
@@ -87,51 +85,6 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 		fmt.Fprintf(stdout, "waiting for a second person: reconciler mismatches approve %d --by NAME\n", id)
 	}
 	return nil
-}
-
-// input validates the flags into a repo.ReviewInput with the operating-system user.
-func (o moveOptions) input(name string) (repo.ReviewInput, error) {
-	by := strings.TrimSpace(o.by)
-	if by == "" {
-		by = strings.TrimSpace(os.Getenv("RECONCILER_REVIEWER"))
-	}
-	if by == "" {
-		return repo.ReviewInput{}, usagef("mismatches %s: --by is required: name the reviewer (or set RECONCILER_REVIEWER)", name)
-	}
-	in := repo.ReviewInput{By: by, OSUser: osUser(), Version: o.version, Note: o.note}
-	if o.version < 0 {
-		return in, usagef("mismatches %s: --version must be a positive evidence version, got %d", name, o.version)
-	}
-	switch name {
-	case "resolve":
-		if strings.TrimSpace(o.resolution) == "" {
-			return in, usagef("mismatches resolve: --resolution is required: one of refunded, adjusted, written_off, accepted, false_positive")
-		}
-		r, err := reconcile.ParseResolution(o.resolution)
-		if err != nil {
-			return in, usagef("mismatches resolve: --resolution: %v", err)
-		}
-		in.Resolution = r
-	case "reject":
-		if strings.TrimSpace(o.note) == "" {
-			return in, usagef("mismatches reject: --note is required: say why the proposal is turned down")
-		}
-	}
-	return in, nil
-}
-
-// osUser is the operating-system account running the CLI, recorded beside --by: the name a
-// reviewer types is a claim, the account is what the machine knows.
-func osUser() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	for _, env := range []string{"USER", "LOGNAME", "USERNAME"} {
-		if v := os.Getenv(env); v != "" {
-			return v
-		}
-	}
-	return fmt.Sprintf("uid:%d", os.Getuid())
 }
 
 // moveError maps the review rules' refusals to exit codes and messages for people.

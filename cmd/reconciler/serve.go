@@ -5,15 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/robfig/cron/v3"
-	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/httpapi"
 	"github.com/payrecon/payrecon/worker"
 )
 
@@ -48,17 +44,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	public, err := listen(cfg.Listen, "RECONCILER_LISTEN", a.CallbackMux())
+	public, err := worker.Listen(cfg.Listen, "RECONCILER_LISTEN", a.CallbackMux())
 	if err != nil {
 		return err
 	}
-	// No review console yet: it plugs in here, on the admin port only.
-	admin, err := listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux(review))
+	// The review console is served on the admin port only, never the public one.
+	admin, err := worker.Listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux(review))
 	if err != nil {
-		public.ln.Close()
+		public.Close()
 		return err
 	}
-	closeListeners := func() { public.ln.Close(); admin.ln.Close() }
+	closeListeners := func() { public.Close(); admin.Close() }
 
 	waitRelay := func() {}
 	if withRelay {
@@ -72,57 +68,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cr = a.Scheduler(ctx, sched)
 		cr.Start()
 	}
-	log.Info().Str("listen", public.ln.Addr().String()).Str("admin_listen", admin.ln.Addr().String()).
+	log.Info().Str("listen", public.Addr().String()).Str("admin_listen", admin.Addr().String()).
 		Str("schedule", schedule).Str("config", cfg.Redacted()).Msg("serving")
-	fmt.Fprintf(stdout, "listening on %s, admin on %s\n", public.ln.Addr(), admin.ln.Addr())
+	fmt.Fprintf(stdout, "listening on %s, admin on %s\n", public.Addr(), admin.Addr())
 
-	errc := make(chan error, 2)
-	for _, s := range []servedListener{public, admin} {
-		go func() { errc <- s.srv.Serve(s.ln) }()
+	if err := worker.Serve(ctx, log, cfg.DrainTimeout, cr, public, admin); err != nil {
+		return err
 	}
-	select {
-	case err := <-errc:
-		return fmt.Errorf("http server: %w", err)
-	case <-ctx.Done():
-	}
-	drain(log, cfg.DrainTimeout, []servedListener{public, admin}, cr)
 	waitRelay()
 	log.Info().Msg("stopped")
 	return nil
-}
-
-// drain stops taking requests and passes and lets those in flight finish, within
-// RECONCILER_DRAIN_TIMEOUT.
-func drain(log zerolog.Logger, timeout time.Duration, servers []servedListener, cr *cron.Cron) {
-	log.Info().Msg("shutting down: finishing in-flight callbacks and passes")
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for _, s := range servers {
-		if err := s.srv.Shutdown(ctx); err != nil {
-			log.Warn().Err(err).Msg("http shutdown")
-		}
-	}
-	if cr != nil {
-		select {
-		case <-cr.Stop().Done():
-		case <-ctx.Done():
-			log.Warn().Msg("a scheduled pass did not drain in time; its leases expire by themselves")
-		}
-	}
-}
-
-// servedListener is one of serve's ports.
-type servedListener struct {
-	ln  net.Listener
-	srv *http.Server
-}
-
-func listen(addr, setting string, h http.Handler) (servedListener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return servedListener{}, &config.Error{Setting: setting, Msg: err.Error()}
-	}
-	return servedListener{ln: ln, srv: httpapi.NewServer(h)}, nil
 }
 
 // parseSchedule reads --schedule (in TIMEZONE unless the spec names its zone); a spec that

@@ -17,25 +17,21 @@ import (
 	"github.com/payrecon/payrecon/worker"
 )
 
-// statementFlags are the statement command's own flags.
-type statementFlags struct {
-	platform, merchant, date, file, keep string
-}
-
 // cmdStatement reconciles one business day's trade bill of every configured account (or one).
 func cmdStatement(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var f statementFlags
+	var f worker.StatementSelection
+	var date string
 	cfg, _, err := parse("statement", args, workerGroups, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&f.platform, "platform", "", "only this platform's accounts: alipay or wechatpay (required with --file)")
-		fs.StringVar(&f.merchant, "merchant", "", "only this account: the Alipay app_id or WeChat Pay mchid (required with --file)")
-		fs.StringVar(&f.date, "date", "", "the business day YYYY-MM-DD, midnight to midnight in RECONCILER_TIMEZONE (default: yesterday)")
-		fs.StringVar(&f.file, "file", "", "reconcile this downloaded bill instead (Alipay: the zip or its detail CSV; WeChat Pay: the CSV, plain or gzip)")
-		fs.StringVar(&f.keep, "keep-bills", "", "keep each downloaded bill under this directory (<dir>/<platform>/<merchant>/); default: only its SHA-256 is kept")
+		fs.StringVar(&f.Platform, "platform", "", "only this platform's accounts: alipay or wechatpay (required with --file)")
+		fs.StringVar(&f.Merchant, "merchant", "", "only this account: the Alipay app_id or WeChat Pay mchid (required with --file)")
+		fs.StringVar(&date, "date", "", "the business day YYYY-MM-DD, midnight to midnight in RECONCILER_TIMEZONE (default: yesterday)")
+		fs.StringVar(&f.File, "file", "", "reconcile this downloaded bill instead (Alipay: the zip or its detail CSV; WeChat Pay: the CSV, plain or gzip)")
+		fs.StringVar(&f.Keep, "keep-bills", "", "keep each downloaded bill under this directory (<dir>/<platform>/<merchant>/); default: only its SHA-256 is kept")
 	})
 	if err != nil {
 		return err
 	}
-	day, err := statementDay(f.date, cfg.Timezone)
+	day, err := statementDay(date, cfg.Timezone)
 	if err != nil {
 		return err
 	}
@@ -46,7 +42,7 @@ func cmdStatement(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer a.Close()
-	accounts, err := statementAccounts(a, f)
+	accounts, err := a.StatementAccounts(f)
 	if err != nil {
 		return err
 	}
@@ -69,38 +65,6 @@ func statementDay(v string, loc *time.Location) (statementrun.Day, error) {
 		return d, usagef("--date: %v", err)
 	}
 	return d, nil
-}
-
-// statementAccounts picks the accounts to reconcile and where each one's bill comes from.
-func statementAccounts(a *worker.App, f statementFlags) ([]statementrun.Account, error) {
-	if f.platform != "" {
-		if _, err := reconcile.ParsePlatform(f.platform); err != nil {
-			return nil, usagef("--platform: %v", err)
-		}
-	}
-	if f.file != "" {
-		if f.platform == "" || f.merchant == "" {
-			return nil, usagef("statement: --file needs --platform and --merchant (the account the bill belongs to)")
-		}
-		p := reconcile.Platform(f.platform)
-		return []statementrun.Account{{Key: reconcile.AccountKey{Platform: p, MerchantID: f.merchant},
-			Source: statementrun.FileSource{Platform: p, Path: f.file}}}, nil
-	}
-	all, err := a.BillAccounts(f.keep)
-	if err != nil {
-		return nil, err
-	}
-	var out []statementrun.Account
-	for _, acct := range all {
-		k := acct.Key
-		if (f.platform == "" || string(k.Platform) == f.platform) && (f.merchant == "" || k.MerchantID == f.merchant) {
-			out = append(out, acct)
-		}
-	}
-	if len(out) == 0 {
-		return nil, usagef("statement: no configured account matches --platform %q --merchant %q", f.platform, f.merchant)
-	}
-	return out, nil
 }
 
 // statementExit maps the run's end to the exit codes: a rejected or unpublished bill, or
