@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/payrecon/payrecon/reconcile"
 )
@@ -162,31 +161,11 @@ func (r *Review) List(ctx context.Context, f ListFilter) ([]Finding, error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	where = append(where, "id > "+arg(f.AfterID))
-	if len(f.Statuses) > 0 {
-		st := make([]string, len(f.Statuses))
-		for i, s := range f.Statuses {
-			st[i] = string(s)
-		}
-		where = append(where, "review_status = ANY("+arg(pq.Array(st))+"::text[])")
-	}
-	if f.Kind != "" {
-		where = append(where, "kind = "+arg(string(f.Kind)))
-	}
-	if f.Platform != "" {
-		where = append(where, "platform = "+arg(string(f.Platform)))
-	}
-	if p := periodSQL(f.Since, f.Until, arg); p != "" {
-		where = append(where, p)
-	}
-	q := `SELECT ` + findingColumns + ` FROM reconcile_mismatches WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY id LIMIT ` + arg(limit)
+	// The console's search and this list filter by the same rules: one WHERE builder.
+	cond, args := searchWhere(SearchFilter{Statuses: f.Statuses, Kind: f.Kind, Platform: f.Platform, Since: f.Since, Until: f.Until})
+	args = append(args, f.AfterID, limit)
+	q := `SELECT ` + findingColumns + ` FROM reconcile_mismatches WHERE ` + cond +
+		fmt.Sprintf(` AND id > $%d ORDER BY id LIMIT $%d`, len(args)-1, len(args))
 	out := []Finding{}
 	if err := r.db.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list mismatches: %w", err)
