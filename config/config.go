@@ -38,7 +38,10 @@ type Config struct {
 	CloseAtPlatform bool
 	NotifyWait      time.Duration
 	DrainTimeout    time.Duration
-	Shard           Shard
+	// OrderLease is how long a taken order stays reserved for its pass; zero means the
+	// default derived from PlatformTimeout (reconcile.DefaultOrderLease).
+	OrderLease time.Duration
+	Shard      Shard
 	// Alipay and WechatPay are the single-account settings (RECONCILER_ALIPAY_*,
 	// RECONCILER_WECHATPAY_*); Accounts holds every account, theirs included.
 	Alipay                AlipayAccount
@@ -103,6 +106,7 @@ func (c Config) Redacted() string {
 		"admin-listen":         c.AdminListen,
 		"claim-prefix":         c.ClaimPrefix,
 		"claim-lease":          c.ClaimLease.String(),
+		"order-lease":          c.OrderLease.String(),
 		"claim-ttl":            c.ClaimTTL.String(),
 		"grace":                c.Grace.String(),
 		"lookback":             c.Lookback.String(),

@@ -78,11 +78,20 @@ func (s *RunnerSettings) fillDefaults() {
 		s.DrainTimeout = 30 * time.Second
 	}
 	if s.Lease <= 0 {
-		s.Lease = 5 * time.Minute
+		s.Lease = DefaultOrderLease(0)
 	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
+}
+
+// DefaultOrderLease is the lease of a taken order when RECONCILER_ORDER_LEASE is not set:
+// ten platform timeouts, at least two minutes. A lease must outlast the slowest check (query,
+// close and confirming query, each with its retries); a live pass that outlived it would
+// share the order with another pass (safe, the apply path decides, but wasteful). A dead
+// pass's leases never wait for it: the next pass of its shard takes them over at once.
+func DefaultOrderLease(platformTimeout time.Duration) time.Duration {
+	return max(10*platformTimeout, 2*time.Minute)
 }
 
 // Runner runs reconciliation passes: it takes due orders, asks their platform, and feeds
@@ -135,25 +144,31 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 		spec.Shard = Shard{Index: 0, Count: 1}
 	}
 	lockName := fmt.Sprintf("payrecon:%s:%s", lockKind(spec.Mode), spec.Shard)
-	unlock, ok, err := r.locks.TryLock(ctx, lockName)
+	lock, ok, err := r.locks.TryLock(ctx, lockName)
 	if err != nil {
 		return Run{}, fmt.Errorf("take shard lock %s: %w", lockName, err)
 	}
 	if !ok {
 		return Run{}, ErrLockHeld
 	}
-	defer unlock()
+	defer lock.Unlock()
 
-	run, err := r.startRun(ctx, spec)
+	run, err := r.startRun(ctx, spec, lockName, lock.Session)
 	if err != nil {
 		return Run{}, err
 	}
 	log := r.log.With().Int64("run_id", run.ID).Str("mode", string(run.Mode)).Str("shard", run.Shard.String()).Logger()
 	log.Info().Bool("dry_run", run.DryRun).Time("window_from", run.WindowFrom).Time("window_to", run.WindowTo).
 		Str("cursor", run.Cursor.String()).Msg("pass started")
+	run.TakenOver = r.takeOver(ctx, run, log)
 
 	run.Unconfigured = r.countUnconfigured(ctx, run, log)
-	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{}}
+	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{}, adopted: map[int64]bool{}}
+	for _, d := range run.TakenOver {
+		for _, id := range d.Orders {
+			p.adopted[id] = true
+		}
+	}
 	p.counters.Scanned.Store(run.Counts.Scanned) // a resumed backfill keeps counting
 	p.counters.Repaired.Store(run.Counts.Repaired)
 	p.counters.Closed.Store(run.Counts.Closed)
@@ -167,9 +182,9 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 
 	passErr := p.loop(ctx)
 
-	unconfigured := run.Unconfigured
+	unconfigured, takenOver := run.Unconfigured, run.TakenOver
 	run = p.snapshot()
-	run.Unconfigured = unconfigured
+	run.Unconfigured, run.TakenOver = unconfigured, takenOver
 	run.FinishedAt = r.settings.Now()
 	checked, failed := run.Counts.Scanned-checkedBefore, run.Counts.Errors-errorsBefore
 	switch {
@@ -235,7 +250,27 @@ func lockKind(m RunMode) string {
 	return "run"
 }
 
-func (r *Runner) startRun(ctx context.Context, spec PassSpec) (Run, error) {
+// takeOver frees, at once, the leases of every earlier run of this lock whose process died
+// (its session is gone while we hold the lock it held), marks those runs interrupted and
+// logs each. Without it their orders would stay invisible until the leases ran out. A
+// failure here is logged and the pass goes on: the leases still expire by themselves.
+func (r *Runner) takeOver(ctx context.Context, run Run, log zerolog.Logger) []TakenOver {
+	if run.DryRun {
+		return nil // a dry run writes nothing but its own row
+	}
+	dead, err := r.runs.TakeOver(ctx, run)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not take over the runs of dead processes; their leases expire by themselves")
+		return nil
+	}
+	for _, d := range dead {
+		log.Warn().Int64("dead_run_id", d.RunID).Int("leases_freed", len(d.Orders)).
+			Msg("took over a run whose process died: marked it interrupted and freed its leases")
+	}
+	return dead
+}
+
+func (r *Runner) startRun(ctx context.Context, spec PassSpec, lockName string, session Session) (Run, error) {
 	if spec.Resume != 0 {
 		run, err := r.runs.LoadRun(ctx, spec.Resume)
 		if errors.Is(err, ErrNotFound) {
@@ -253,12 +288,14 @@ func (r *Runner) startRun(ctx context.Context, spec PassSpec) (Run, error) {
 			return Run{}, fmt.Errorf("%w run %d: it covers shard %s, not %s", ErrCannotResume, run.ID, run.Shard, spec.Shard)
 		}
 		run.Status, run.Error, run.DryRun = RunRunning, "", spec.DryRun
+		run.LockName, run.Session = lockName, session
 		if err := r.runs.SaveProgress(ctx, run); err != nil {
 			return Run{}, err
 		}
 		return run, nil
 	}
-	run := Run{Mode: spec.Mode, Status: RunRunning, StartedAt: r.settings.Now(), Shard: spec.Shard, DryRun: spec.DryRun}
+	run := Run{Mode: spec.Mode, Status: RunRunning, StartedAt: r.settings.Now(), Shard: spec.Shard, DryRun: spec.DryRun,
+		LockName: lockName, Session: session}
 	if spec.Mode == ModeBackfill {
 		run.WindowFrom, run.WindowTo = spec.From, spec.To
 	} else {
@@ -281,6 +318,8 @@ type pass struct {
 	run Run
 	// marks track each account's finished orders.
 	marks map[AccountKey]*watermark
+	// adopted are the orders taken over from dead runs (read-only once the pass starts).
+	adopted map[int64]bool
 }
 
 func (p *pass) snapshot() Run {
@@ -565,6 +604,8 @@ func (p *pass) check(ctx context.Context, o Order, source Source, owner string) 
 			// Close locally only once the buyer cannot pay any more: the platform never saw
 			// the trade, or we closed it there, or closing there is switched off.
 			CloseIfExpired: expired && (res.State == StateNotFound || closed || !p.settings.CloseAtPlatform || p.run.DryRun),
+			// A dead run may have died holding this order's claim.
+			OverrideHeldClaim: p.adopted[o.ID],
 		}
 		c.Applied, err = p.applier.ApplyResult(ctx, res, opts)
 	}

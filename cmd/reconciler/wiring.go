@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -273,11 +272,9 @@ func (a *app) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuni
 // runner builds the pass runner over the app's parts.
 func (a *app) runner(observer reconcile.Observer) *reconcile.Runner {
 	cfg := a.cfg
-	// A lease outlives the slowest check: query, close and confirming query, each with
-	// its retries.
-	lease := 10 * cfg.PlatformTimeout
-	if lease < 2*time.Minute {
-		lease = 2 * time.Minute
+	lease := cfg.OrderLease
+	if lease == 0 {
+		lease = reconcile.DefaultOrderLease(cfg.PlatformTimeout)
 	}
 	return reconcile.NewRunner(a.applier, a.store, a.store.Runs(), a.store.Locker(), a.clients, reconcile.RunnerSettings{
 		Concurrency: cfg.Concurrency, Grace: cfg.Grace, Lookback: cfg.Lookback, OrderTTL: cfg.OrderTTL,
