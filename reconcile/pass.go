@@ -250,10 +250,11 @@ func lockKind(m RunMode) string {
 	return "run"
 }
 
-// takeOver frees, at once, the leases of every earlier run of this lock whose process died
-// (its session is gone while we hold the lock it held), marks those runs interrupted and
-// logs each. Without it their orders would stay invisible until the leases ran out. A
-// failure here is logged and the pass goes on: the leases still expire by themselves.
+// takeOver frees, at once, the leases of every earlier run of this lock still "running" (we
+// hold the lock, so it stopped without recording its end: its process died), marks those
+// runs interrupted and logs each; it also frees leases finished runs failed to release.
+// Without it those orders would stay invisible until the leases ran out. A failure here is
+// logged and the pass goes on: the leases still expire by themselves.
 func (r *Runner) takeOver(ctx context.Context, run Run, log zerolog.Logger) []TakenOver {
 	if run.DryRun {
 		return nil // a dry run writes nothing but its own row
@@ -264,10 +265,27 @@ func (r *Runner) takeOver(ctx context.Context, run Run, log zerolog.Logger) []Ta
 		return nil
 	}
 	for _, d := range dead {
+		if d.Finished {
+			log.Warn().Int64("finished_run_id", d.RunID).Int("leases_freed", len(d.Orders)).
+				Msg("freed leases a finished run failed to release")
+			continue
+		}
 		log.Warn().Int64("dead_run_id", d.RunID).Int("leases_freed", len(d.Orders)).
 			Msg("took over a run whose process died: marked it interrupted and freed its leases")
 	}
 	return dead
+}
+
+// DeadRuns counts the runs a pass took over (not the finished ones whose leftover leases it
+// freed).
+func (r Run) DeadRuns() int {
+	n := 0
+	for _, d := range r.TakenOver {
+		if !d.Finished {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *Runner) startRun(ctx context.Context, spec PassSpec, lockName string, session Session) (Run, error) {

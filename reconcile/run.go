@@ -207,7 +207,8 @@ type Run struct {
 	LockName string
 	Session  Session
 	// TakenOver lists the dead runs whose leases this run freed when it started (not
-	// stored on this row; each of them is marked interrupted).
+	// stored on this row; each of them is marked interrupted), and finished runs whose
+	// leftover leases it freed.
 	TakenOver []TakenOver
 }
 
@@ -218,9 +219,11 @@ type Session struct {
 	Start time.Time
 }
 
-// TakenOver is a dead run whose leases a new pass freed at once.
+// TakenOver is a dead run whose leases a new pass freed at once, or (Finished) a run that
+// had ended but whose release of some leases had failed.
 type TakenOver struct {
-	RunID int64
+	RunID    int64
+	Finished bool
 	// Orders are the orders whose leases it still held.
 	Orders []int64
 }
@@ -289,9 +292,10 @@ type RunLog interface {
 	SaveProgress(ctx context.Context, r Run) error
 	FinishRun(ctx context.Context, r Run) error
 	LoadRun(ctx context.Context, id int64) (Run, error)
-	// TakeOver is called by a run that holds its shard lock: every other run still
-	// "running" under the same lock whose session is gone belongs to a dead process. Each
-	// is marked interrupted and its leases are freed, in one transaction.
+	// TakeOver is called by a run that holds its shard lock: no other run can hold it, so
+	// every other run still "running" under it stopped without recording its end (its
+	// process died, or lost its lock). Each is marked interrupted and its leases are freed, in one transaction, with the leases
+	// finished runs of any lock failed to release.
 	TakeOver(ctx context.Context, by Run) ([]TakenOver, error)
 }
 

@@ -130,9 +130,10 @@ func TestLockerWaitsForADyingHolder(t *testing.T) {
 	holder.Unlock() // its session is gone: the unlock fails and discards it
 }
 
-// TakeOver marks interrupted exactly the running runs of the same lock whose session is
-// gone, and frees their leases; a live session's run, another lock's run and finished runs
-// are left alone.
+// TakeOver (called by the lock's holder) marks interrupted exactly the other running runs of
+// the same lock, whatever their session (a pooled session outlives its pass), and frees
+// their leases and the leftover leases of finished runs; another lock's running run is left
+// alone.
 func TestTakeOverOnlyDeadRunsOfTheSameLock(t *testing.T) {
 	t.Parallel()
 	db := repotest.NewDB(t)
@@ -161,11 +162,15 @@ func TestTakeOverOnlyDeadRunsOfTheSameLock(t *testing.T) {
 	reused := reconcile.Session{PID: livePID, Start: liveStart.Add(-time.Hour)} // same pid, older backend
 	dead := mk(lock, "running", gone)
 	deadReused := mk(lock, "running", reused)
-	alive := mk(lock, "running", reconcile.Session{PID: livePID, Start: liveStart})
+	// Its session lives on in a pool, but it does not hold the lock the caller holds: its
+	// pass stopped without recording its end (seed 52 of the simulation).
+	pooled := mk(lock, "running", reconcile.Session{PID: livePID, Start: liveStart})
 	otherLock := mk("payrecon:run:1/2", "running", gone)
 	finished := mk(lock, "succeeded", gone)
 	me := mk(lock, "running", reconcile.Session{PID: livePID, Start: liveStart})
-	for i, owner := range []int64{dead, dead, deadReused, alive, otherLock} {
+	// finished holds a lease its release failed to clear (found by the simulation, seed 8:
+	// a statement timeout on the release left the order invisible for the whole lease).
+	for i, owner := range []int64{dead, dead, deadReused, pooled, otherLock, finished} {
 		if _, err := db.Exec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at, lease_owner, lease_until)
 			VALUES ('alipay', 'm', $1, 100, 'PENDING', now() - interval '1 hour', $2, now() + interval '1 hour')`,
 			fmt.Sprintf("T-%d", i), fmt.Sprintf("run-%d", owner)); err != nil {
@@ -176,10 +181,12 @@ func TestTakeOverOnlyDeadRunsOfTheSameLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].RunID != dead || len(got[0].Orders) != 2 || got[1].RunID != deadReused || len(got[1].Orders) != 1 {
-		t.Fatalf("taken over %+v, want run %d with 2 orders and run %d with 1", got, dead, deadReused)
+	if len(got) != 4 || got[0].RunID != dead || len(got[0].Orders) != 2 || got[1].RunID != deadReused || len(got[1].Orders) != 1 ||
+		got[2].RunID != pooled || len(got[2].Orders) != 1 || got[3].RunID != finished || !got[3].Finished || len(got[3].Orders) != 1 ||
+		got[0].Finished || got[1].Finished || got[2].Finished {
+		t.Fatalf("taken over %+v, want runs %d (2 orders), %d (1), %d (1) and finished run %d (1)", got, dead, deadReused, pooled, finished)
 	}
-	for id, status := range map[int64]string{dead: "interrupted", deadReused: "interrupted", alive: "running", otherLock: "running", finished: "succeeded", me: "running"} {
+	for id, status := range map[int64]string{dead: "interrupted", deadReused: "interrupted", pooled: "interrupted", otherLock: "running", finished: "succeeded", me: "running"} {
 		var s string
 		if err := db.Get(&s, `SELECT status FROM reconcile_runs WHERE id = $1`, id); err != nil || s != status {
 			t.Errorf("run %d: status %q (%v), want %q", id, s, err, status)
@@ -187,7 +194,7 @@ func TestTakeOverOnlyDeadRunsOfTheSameLock(t *testing.T) {
 	}
 	var leased int
 	db.Get(&leased, `SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL`) //nolint:errcheck
-	if leased != 2 {
-		t.Fatalf("%d orders still leased, want the live run's and the other lock's 2", leased)
+	if leased != 1 {
+		t.Fatalf("%d orders still leased, want the other lock's 1", leased)
 	}
 }

@@ -196,27 +196,36 @@ func sessionArgs(s reconcile.Session) (pid, start any) {
 	return s.PID, nullTime(s.Start)
 }
 
-// takeOverSQL marks interrupted every other run still "running" under the lock the caller
-// holds whose lock session no longer exists, and frees the leases those runs (and an earlier
-// life of the caller's own run, resumed) still hold, in one statement. A backend_start we
-// may not read (another role's session) counts as alive: only a session known gone is dead.
+// takeOverSQL is run by a pass that holds its shard lock. No other pass can hold that lock
+// now, so every other run still "running" under it has stopped without finishing its row:
+// its process died, or it could not write its end (a killed session, a statement timeout)
+// and its lock session went back to its pool. Each such run is marked interrupted and the
+// leases it (and an earlier life of the caller's own run, resumed) still holds are freed,
+// in one statement. It also frees the leases left by runs that have finished (any lock): a
+// finished pass has no check in flight, so a lease it still holds is one whose release
+// failed. Whether the run's session is still alive is not asked: a pooled session outlives
+// the pass that used it (found by the simulation, seed 52).
 const takeOverSQL = `WITH dead AS (
 		UPDATE reconcile_runs r SET status = 'interrupted', finished_at = now(),
-			error = 'process died (its session is gone); taken over by run ' || $2::bigint
+			error = 'stopped without finishing (process died or lost its lock); taken over by run ' || $2::bigint
 		WHERE r.lock_name = $1 AND r.status = 'running' AND r.id <> $2
-		  AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = r.lock_pid
-		      AND (a.backend_start = r.lock_backend_start OR a.backend_start IS NULL))
 		RETURNING r.id
+	), finished AS (
+		SELECT r.id FROM reconcile_runs r
+		WHERE r.status <> 'running' AND r.id <> $2
+		  AND 'run-' || r.id IN (SELECT lease_owner FROM payment_orders WHERE lease_owner IS NOT NULL)
 	), owners AS (
-		SELECT id, 'run-' || id AS owner FROM dead
-		UNION ALL SELECT $2::bigint, 'run-' || $2::bigint
+		SELECT id, 'run-' || id AS owner, false AS finished FROM dead
+		UNION ALL SELECT id, 'run-' || id, true FROM finished
+		UNION ALL SELECT $2::bigint, 'run-' || $2::bigint, false
 	), freed AS (
 		UPDATE payment_orders o SET lease_until = NULL, lease_owner = NULL
 		FROM owners WHERE o.lease_owner = owners.owner
 		RETURNING owners.id, o.id AS order_id
 	)
-	SELECT d.id, COALESCE((SELECT array_agg(f.order_id ORDER BY f.order_id) FROM freed f WHERE f.id = d.id), '{}') AS orders
-	FROM dead d ORDER BY d.id`
+	SELECT w.id, w.finished,
+		COALESCE((SELECT array_agg(f.order_id ORDER BY f.order_id) FROM freed f WHERE f.id = w.id), '{}') AS orders
+	FROM owners w WHERE w.id <> $2 ORDER BY w.id`
 
 // TakeOver implements reconcile.RunLog.
 func (r *Runs) TakeOver(ctx context.Context, by reconcile.Run) ([]reconcile.TakenOver, error) {
@@ -224,15 +233,16 @@ func (r *Runs) TakeOver(ctx context.Context, by reconcile.Run) ([]reconcile.Take
 		return nil, nil
 	}
 	var rows []struct {
-		ID     int64         `db:"id"`
-		Orders pq.Int64Array `db:"orders"`
+		ID       int64         `db:"id"`
+		Finished bool          `db:"finished"`
+		Orders   pq.Int64Array `db:"orders"`
 	}
 	if err := r.store.db.SelectContext(ctx, &rows, takeOverSQL, by.LockName, by.ID); err != nil {
 		return nil, fmt.Errorf("take over dead runs of %s: %w", by.LockName, err)
 	}
 	out := make([]reconcile.TakenOver, len(rows))
 	for i, row := range rows {
-		out[i] = reconcile.TakenOver{RunID: row.ID, Orders: row.Orders}
+		out[i] = reconcile.TakenOver{RunID: row.ID, Orders: row.Orders, Finished: row.Finished}
 	}
 	return out, nil
 }

@@ -119,7 +119,7 @@ func (b *timedBudget) Wait(ctx context.Context) error {
 }
 
 func (m *metrics) recordRun(run reconcile.Run) {
-	m.takenOver.Add(float64(len(run.TakenOver)))
+	m.takenOver.Add(float64(run.DeadRuns()))
 	m.unconfigured.Reset()
 	for _, u := range run.Unconfigured {
 		m.unconfigured.WithLabelValues(string(u.Account.Platform), u.Account.MerchantID).Set(float64(u.Orders))
