@@ -50,6 +50,12 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	w.admin.SetMaxOpenConns(2)
+	// This database is thrown away: commits need not wait for the disk, which on a shared
+	// machine is most of what a seed would cost. Crash safety of the server is not what the
+	// simulation tests; sessions killed, statement timeouts and process crashes still are.
+	if _, err := w.admin.Exec(`ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` SET synchronous_commit = off`); err != nil {
+		t.Fatal(err)
+	}
 	if w.pool, err = sqlx.Open("postgres", w.db.URL); err != nil {
 		t.Fatal(err)
 	}
