@@ -49,7 +49,7 @@ func newWorld(t testing.TB) *world {
 	if w.admin, err = sqlx.Open("postgres", repotest.AdminURL()); err != nil {
 		t.Fatal(err)
 	}
-	w.admin.SetMaxOpenConns(2)
+	w.admin.SetMaxOpenConns(1)
 	// This database is thrown away: commits need not wait for the disk, which on a shared
 	// machine is most of what a seed would cost. Crash safety of the server is not what the
 	// simulation tests; sessions killed, statement timeouts and process crashes still are.
@@ -59,8 +59,12 @@ func newWorld(t testing.TB) *world {
 	if w.pool, err = sqlx.Open("postgres", w.db.URL); err != nil {
 		t.Fatal(err)
 	}
-	w.pool.SetMaxOpenConns(40)
-	w.pool.SetMaxIdleConns(40)
+	// The server's connections are shared with every other test running meanwhile: a
+	// worker holds at most 8 + 4 + 1 of them (passes wait for a connection, never fail).
+	w.pool.SetMaxOpenConns(8)
+	w.pool.SetMaxIdleConns(8)
+	w.db.SetMaxOpenConns(4)
+	w.db.SetMaxIdleConns(4)
 	t.Cleanup(func() { w.pool.Close() })
 	t.Cleanup(func() {
 		w.admin.Exec(`ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` RESET statement_timeout`) //nolint:errcheck
