@@ -211,9 +211,11 @@ const takeOverSQL = `WITH dead AS (
 		WHERE r.lock_name = $1 AND r.status = 'running' AND r.id <> $2
 		RETURNING r.id
 	), finished AS (
-		SELECT r.id FROM reconcile_runs r
+		-- From the few leased orders (a partial index), not from every run ever recorded.
+		SELECT r.id FROM (SELECT DISTINCT lease_owner FROM payment_orders
+				WHERE lease_owner IS NOT NULL AND lease_owner ~ '^run-[0-9]{1,18}$') l
+			JOIN reconcile_runs r ON r.id = substr(l.lease_owner, 5)::bigint
 		WHERE r.status <> 'running' AND r.id <> $2
-		  AND 'run-' || r.id IN (SELECT lease_owner FROM payment_orders WHERE lease_owner IS NOT NULL)
 	), owners AS (
 		SELECT id, 'run-' || id AS owner, false AS finished FROM dead
 		UNION ALL SELECT id, 'run-' || id, true FROM finished
