@@ -57,6 +57,9 @@ type ApplyOptions struct {
 	// claim does not stop this apply. The conditional update decides, as it does when
 	// Redis is down.
 	OverrideHeldClaim bool
+	// Detail is added to any finding this application records (a statement names the bill
+	// and the line the finding comes from).
+	Detail map[string]any
 }
 
 // Account is what the configuration says about one of our merchant accounts.
@@ -385,6 +388,9 @@ func (a *Applier) finding(ctx context.Context, r Result, o Order, kind MismatchK
 	}
 	if m.Detail == nil {
 		m.Detail = map[string]any{}
+	}
+	for k, v := range opt.Detail {
+		m.Detail[k] = v
 	}
 	m.Detail["source"] = string(r.Source)
 	if o.ID != 0 && o.Currency != "" {

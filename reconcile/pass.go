@@ -55,8 +55,10 @@ type RunnerSettings struct {
 	CloseAtPlatform bool
 	// DrainTimeout bounds how long in-flight orders may finish after a signal.
 	DrainTimeout time.Duration
-	// Lease is how long a taken order stays reserved for this pass; it must outlast the
-	// slowest check (query, close and confirming query with their retries).
+	// PlatformTimeout is the deadline of one platform call attempt; the lease follows it.
+	PlatformTimeout time.Duration
+	// Lease is how long a taken order stays reserved for this pass; zero: DefaultOrderLease of the
+	// platform timeout.
 	Lease time.Duration
 	Now   func() time.Time
 }
@@ -78,7 +80,7 @@ func (s *RunnerSettings) fillDefaults() {
 		s.DrainTimeout = 30 * time.Second
 	}
 	if s.Lease <= 0 {
-		s.Lease = DefaultOrderLease(0)
+		s.Lease = DefaultOrderLease(s.PlatformTimeout)
 	}
 	if s.Now == nil {
 		s.Now = time.Now
@@ -86,11 +88,15 @@ func (s *RunnerSettings) fillDefaults() {
 }
 
 // DefaultOrderLease is the lease of a taken order when RECONCILER_ORDER_LEASE is not set:
-// ten platform timeouts, at least two minutes. A lease must outlast the slowest check (query,
-// close and confirming query, each with its retries); a live pass that outlived it would
-// share the order with another pass (safe, the apply path decides, but wasteful). A dead
-// pass's leases never wait for it: the next pass of its shard takes them over at once.
+// ten platform call timeouts, never under two minutes (a platform timeout of zero is the
+// default 10s). A lease must outlast the slowest check (query, close and confirming query,
+// each with its retries); a live pass that outlived it would share the order with another
+// pass (safe, the apply path decides, but wasteful). A dead pass's leases never wait for it:
+// the next pass of its shard takes them over at once.
 func DefaultOrderLease(platformTimeout time.Duration) time.Duration {
+	if platformTimeout <= 0 {
+		platformTimeout = 10 * time.Second
+	}
 	return max(10*platformTimeout, 2*time.Minute)
 }
 
@@ -211,11 +217,10 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 	if run.Status != RunSucceeded {
 		ev = log.Warn().Err(passErr)
 	}
-	ev.Str("status", string(run.Status)).Int64("scanned", run.Counts.Scanned).Int64("repaired", run.Counts.Repaired).
-		Int64("closed", run.Counts.Closed).Int64("unchanged", run.Counts.Unchanged).
-		Int64("still_pending", run.Counts.StillPending).Int64("mismatches", run.Counts.Mismatches).
-		Int64("claimed_elsewhere", run.Counts.ClaimedElsewhere).Int64("errors", run.Counts.Errors).
-		Dur("took", run.FinishedAt.Sub(run.StartedAt)).Msg("pass finished")
+	for _, rc := range RunCounters {
+		ev = ev.Int64(rc.Name, rc.Value(run.Counts))
+	}
+	ev.Str("status", string(run.Status)).Dur("took", run.FinishedAt.Sub(run.StartedAt)).Msg("pass finished")
 	return run, passErr
 }
 

@@ -85,15 +85,3 @@ func TestPassTakesOverADeadRun(t *testing.T) {
 		t.Fatalf("dry run changed a dead run's row to %v", s)
 	}
 }
-
-func TestDefaultOrderLease(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct{ timeout, want time.Duration }{
-		{0, 2 * time.Minute}, {10 * time.Second, 2 * time.Minute}, {12 * time.Second, 2 * time.Minute},
-		{13 * time.Second, 130 * time.Second}, {time.Minute, 10 * time.Minute},
-	} {
-		if got := reconcile.DefaultOrderLease(c.timeout); got != c.want {
-			t.Errorf("DefaultOrderLease(%s) = %s, want %s", c.timeout, got, c.want)
-		}
-	}
-}

@@ -100,6 +100,11 @@ func TestSimulation(t *testing.T) {
 				total.Merge(s.faults)
 				if err != nil {
 					violations = append(violations, "seed could not run: "+err.Error())
+					if seed == first || ran.Load() < 2 {
+						// The harness itself is broken: one line says so, not a thousand.
+						t.Errorf("seed %d could not run: %v", seed, err)
+						return
+					}
 				}
 				if len(violations) > 0 {
 					mu.Lock()

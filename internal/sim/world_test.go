@@ -50,6 +50,11 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	w.admin.SetMaxOpenConns(1)
+	// The audit trail refuses TRUNCATE, for good reason; this throwaway database empties it
+	// between seeds, so its owner drops that one trigger here.
+	if _, err := w.db.Exec(`ALTER TABLE reconcile_mismatch_audit DISABLE TRIGGER reconcile_mismatch_audit_no_truncate`); err != nil {
+		t.Fatal(err)
+	}
 	// This database is thrown away: commits need not wait for the disk, which on a shared
 	// machine is most of what a seed would cost. Crash safety of the server is not what the
 	// simulation tests; sessions killed, statement timeouts and process crashes still are.
