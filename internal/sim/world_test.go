@@ -65,11 +65,11 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	// The server's connections are shared with every other test running meanwhile: a
-	// worker holds at most 8 + 4 + 1 of them (passes wait for a connection, never fail).
-	w.pool.SetMaxOpenConns(8)
-	w.pool.SetMaxIdleConns(8)
-	w.db.SetMaxOpenConns(4)
-	w.db.SetMaxIdleConns(4)
+	// worker holds at most 6 + 3 + 1 of them (passes wait for a connection, never fail).
+	w.pool.SetMaxOpenConns(6)
+	w.pool.SetMaxIdleConns(6)
+	w.db.SetMaxOpenConns(3)
+	w.db.SetMaxIdleConns(3)
 	t.Cleanup(func() { w.pool.Close() })
 	t.Cleanup(func() {
 		w.admin.Exec(`ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` RESET statement_timeout`) //nolint:errcheck
