@@ -6,7 +6,7 @@ GO       ?= go
 SERVICES := scripts/with-services.sh
 PKGS     := ./...
 
-.PHONY: all build test test-deps demo vet fmt-check bench clean screenshots
+.PHONY: all build test test-deps demo vet fmt-check bench clean screenshots sim
 
 all: build
 
@@ -29,6 +29,13 @@ test-deps:
 # Every test, with the race detector, against real PostgreSQL, Redis and NATS.
 test: fmt-check vet test-deps
 	$(SERVICES) $(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# A long simulation campaign (make test runs the short one): SIM_SEEDS seeds or SIM_BUDGET,
+# whichever ends first; prints seeds run, faults injected by type and any violating seed.
+SIM_SEEDS  ?= 100000
+SIM_BUDGET ?= 60m
+sim:
+	SIM_SEEDS=$(SIM_SEEDS) SIM_BUDGET=$(SIM_BUDGET) $(SERVICES) $(GO) test -count=1 -timeout 0 -run Simulation -v ./internal/sim
 
 # The whole story on this machine: sandbox, seeded orders, a pass racing callbacks, findings.
 demo:

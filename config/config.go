@@ -41,7 +41,10 @@ type Config struct {
 	CloseAtPlatform bool
 	NotifyWait      time.Duration
 	DrainTimeout    time.Duration
-	Shard           reconcile.Shard // this process's slice of the orders
+	// OrderLease is how long a taken order stays reserved for its pass; zero means the
+	// default derived from PlatformTimeout (reconcile.DefaultOrderLease).
+	OrderLease time.Duration
+	Shard      reconcile.Shard // this process's slice of the orders
 	// Alipay and WechatPay are the single-account settings (RECONCILER_ALIPAY_*,
 	// RECONCILER_WECHATPAY_*); Accounts holds every account, theirs included.
 	Alipay                AlipayAccount
@@ -110,6 +113,7 @@ func (c Config) Redacted() string {
 		"admin-listen":         c.AdminListen,
 		"claim-prefix":         c.ClaimPrefix,
 		"claim-lease":          c.ClaimLease.String(),
+		"order-lease":          c.OrderLease.String(),
 		"claim-ttl":            c.ClaimTTL.String(),
 		"grace":                c.Grace.String(),
 		"lookback":             c.Lookback.String(),

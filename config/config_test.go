@@ -80,6 +80,7 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"dry-run":                      {"true", "false", func(c Config) any { return c.DryRun }, true},
 		"close-at-platform":            {"false", "true", func(c Config) any { return c.CloseAtPlatform }, false},
 		"drain-timeout":                {"5s", "9s", func(c Config) any { return c.DrainTimeout }, 5 * time.Second},
+		"order-lease":                  {"3m", "4m", func(c Config) any { return c.OrderLease }, 3 * time.Minute},
 		"shard":                        {"2/4", "1/4", func(c Config) any { return c.Shard }, reconcile.Shard{Index: 2, Count: 4}},
 		"shards":                       {"", "", nil, nil}, // needs JOB_COMPLETION_INDEX: TestShardsFromJobIndex
 		"pushgateway-url":              {"http://pgw:9091", "http://p:1", func(c Config) any { return c.PushgatewayURL }, "http://pgw:9091"},

@@ -130,6 +130,12 @@ var settings = []setting{
 	{"dry-run", "false", GroupWorker, kBool, "query and classify, write nothing but the run record", boolInto(func(c *Config) *bool { return &c.DryRun })},
 	{"close-at-platform", "true", GroupWorker, kBool, "close an expired, still-open trade at the platform before closing it locally", boolInto(func(c *Config) *bool { return &c.CloseAtPlatform })},
 	{"drain-timeout", "30s", GroupWorker, kString, "on SIGTERM, how long in-flight orders may finish", durationInto(func(c *Config) *time.Duration { return &c.DrainTimeout }, false)},
+	{"order-lease", "", GroupWorker, kString, "how long a taken order stays reserved for its pass (default max(10 x platform-timeout, 2m)); a dead pass's leases are taken over at once by the next pass of its shard", func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		return durationInto(func(c *Config) *time.Duration { return &c.OrderLease }, false)(c, v)
+	}},
 	{"shard", "", GroupWorker, kString, "this process's shard as i/n (default 0/1, or JOB_COMPLETION_INDEX with --shards)", func(c *Config, v string) error {
 		if v == "" {
 			return nil

@@ -30,6 +30,7 @@ type Metrics struct {
 	oldestAge    prometheus.Gauge
 	lastSuccess  prometheus.Gauge
 	runCounts    *prometheus.GaugeVec // counter
+	takenOver    prometheus.Counter
 }
 
 // New registers every instrument, with the Go and process collectors, on a registry of its own.
@@ -65,7 +66,9 @@ func New() *Metrics {
 	m.runCounts = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_last_run_orders",
 		Help: "Counters of the last pass (scanned, repaired, closed, unchanged, still_pending, mismatches, claimed_elsewhere, errors)."},
 		[]string{"counter"})
-	m.reg.MustRegister(m.checks, m.findings, m.callbacks, m.platformDur, m.platformErrs, m.throttles, m.budgetWait,
+	m.takenOver = prometheus.NewCounter(prometheus.CounterOpts{Name: "payrecon_runs_taken_over_total",
+		Help: "Runs of dead processes (lock session gone, row still running) whose leases a pass freed at once and marked interrupted."})
+	m.reg.MustRegister(m.takenOver, m.checks, m.findings, m.callbacks, m.platformDur, m.platformErrs, m.throttles, m.budgetWait,
 		m.unconfigured, m.oldestAge, m.runCounts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -127,6 +130,7 @@ func (b *timedBudget) Wait(ctx context.Context) error {
 }
 
 func (m *Metrics) RecordRun(run reconcile.Run) {
+	m.takenOver.Add(float64(run.DeadRuns()))
 	m.unconfigured.Reset()
 	for _, u := range run.Unconfigured {
 		m.unconfigured.WithLabelValues(string(u.Account.Platform), u.Account.MerchantID).Set(float64(u.Orders))

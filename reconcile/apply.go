@@ -52,6 +52,11 @@ type ApplyOptions struct {
 	// reconciler has just read it under its lease), so the lookup is skipped. The
 	// conditional update still decides; a stale copy only costs a re-read.
 	Order *Order
+	// OverrideHeldClaim says the order was taken over from a run whose process died: a
+	// PROCESSING claim on it may be that run's, left until its lease runs out, so a held
+	// claim does not stop this apply. The conditional update decides, as it does when
+	// Redis is down.
+	OverrideHeldClaim bool
 	// Detail is added to any finding this application records (a statement names the bill
 	// and the line the finding comes from).
 	Detail map[string]any
@@ -242,7 +247,9 @@ func (a *Applier) applyPaid(ctx context.Context, r Result, o Order, opt ApplyOpt
 	owned := false
 	switch a.claims.Claim(ctx, key, a.settings.ClaimLease) {
 	case ClaimHeld:
-		return Applied{Outcome: OutcomeClaimedElsewhere, Order: o}, nil
+		if !opt.OverrideHeldClaim {
+			return Applied{Outcome: OutcomeClaimedElsewhere, Order: o}, nil
+		}
 	case ClaimDone:
 		if r.Source == SourceNotify {
 			return Applied{Outcome: OutcomeDuplicate, Order: o}, nil

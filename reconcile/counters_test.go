@@ -41,14 +41,14 @@ func TestRunCountersTable(t *testing.T) {
 	}
 }
 
-// TestLeaseFor: the lease outlives ten platform call timeouts and is never under two minutes.
-func TestLeaseFor(t *testing.T) {
+// TestDefaultOrderLease: the lease outlives ten platform call timeouts and is never under two minutes.
+func TestDefaultOrderLease(t *testing.T) {
 	for _, tc := range []struct{ timeout, want time.Duration }{
 		{0, 2 * time.Minute}, {5 * time.Second, 2 * time.Minute}, {10 * time.Second, 2 * time.Minute},
 		{30 * time.Second, 5 * time.Minute}, {time.Minute, 10 * time.Minute},
 	} {
-		if got := reconcile.LeaseFor(tc.timeout); got != tc.want {
-			t.Errorf("LeaseFor(%s) = %s, want %s", tc.timeout, got, tc.want)
+		if got := reconcile.DefaultOrderLease(tc.timeout); got != tc.want {
+			t.Errorf("DefaultOrderLease(%s) = %s, want %s", tc.timeout, got, tc.want)
 		}
 	}
 }

@@ -57,7 +57,7 @@ type RunnerSettings struct {
 	DrainTimeout time.Duration
 	// PlatformTimeout is the deadline of one platform call attempt; the lease follows it.
 	PlatformTimeout time.Duration
-	// Lease is how long a taken order stays reserved for this pass; zero: LeaseFor the
+	// Lease is how long a taken order stays reserved for this pass; zero: DefaultOrderLease of the
 	// platform timeout.
 	Lease time.Duration
 	Now   func() time.Time
@@ -80,17 +80,20 @@ func (s *RunnerSettings) fillDefaults() {
 		s.DrainTimeout = 30 * time.Second
 	}
 	if s.Lease <= 0 {
-		s.Lease = LeaseFor(s.PlatformTimeout)
+		s.Lease = DefaultOrderLease(s.PlatformTimeout)
 	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
 }
 
-// LeaseFor is the lease rule: a taken order stays reserved longer than the slowest check
-// (query, close and confirming query, each with its retries): ten platform call timeouts,
-// and never under two minutes. A platform timeout of zero is the default 10s.
-func LeaseFor(platformTimeout time.Duration) time.Duration {
+// DefaultOrderLease is the lease of a taken order when RECONCILER_ORDER_LEASE is not set:
+// ten platform call timeouts, never under two minutes (a platform timeout of zero is the
+// default 10s). A lease must outlast the slowest check (query, close and confirming query,
+// each with its retries); a live pass that outlived it would share the order with another
+// pass (safe, the apply path decides, but wasteful). A dead pass's leases never wait for it:
+// the next pass of its shard takes them over at once.
+func DefaultOrderLease(platformTimeout time.Duration) time.Duration {
 	if platformTimeout <= 0 {
 		platformTimeout = 10 * time.Second
 	}
@@ -147,25 +150,31 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 		spec.Shard = Shard{Index: 0, Count: 1}
 	}
 	lockName := fmt.Sprintf("payrecon:%s:%s", lockKind(spec.Mode), spec.Shard)
-	unlock, ok, err := r.locks.TryLock(ctx, lockName)
+	lock, ok, err := r.locks.TryLock(ctx, lockName)
 	if err != nil {
 		return Run{}, fmt.Errorf("take shard lock %s: %w", lockName, err)
 	}
 	if !ok {
 		return Run{}, ErrLockHeld
 	}
-	defer unlock()
+	defer lock.Unlock()
 
-	run, err := r.startRun(ctx, spec)
+	run, err := r.startRun(ctx, spec, lockName, lock.Session)
 	if err != nil {
 		return Run{}, err
 	}
 	log := r.log.With().Int64("run_id", run.ID).Str("mode", string(run.Mode)).Str("shard", run.Shard.String()).Logger()
 	log.Info().Bool("dry_run", run.DryRun).Time("window_from", run.WindowFrom).Time("window_to", run.WindowTo).
 		Str("cursor", run.Cursor.String()).Msg("pass started")
+	run.TakenOver = r.takeOver(ctx, run, log)
 
 	run.Unconfigured = r.countUnconfigured(ctx, run, log)
-	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{}}
+	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{}, adopted: map[int64]bool{}}
+	for _, d := range run.TakenOver {
+		for _, id := range d.Orders {
+			p.adopted[id] = true
+		}
+	}
 	p.counters.Scanned.Store(run.Counts.Scanned) // a resumed backfill keeps counting
 	p.counters.Repaired.Store(run.Counts.Repaired)
 	p.counters.Closed.Store(run.Counts.Closed)
@@ -179,9 +188,9 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 
 	passErr := p.loop(ctx)
 
-	unconfigured := run.Unconfigured
+	unconfigured, takenOver := run.Unconfigured, run.TakenOver
 	run = p.snapshot()
-	run.Unconfigured = unconfigured
+	run.Unconfigured, run.TakenOver = unconfigured, takenOver
 	run.FinishedAt = r.settings.Now()
 	checked, failed := run.Counts.Scanned-checkedBefore, run.Counts.Errors-errorsBefore
 	switch {
@@ -246,7 +255,45 @@ func lockKind(m RunMode) string {
 	return "run"
 }
 
-func (r *Runner) startRun(ctx context.Context, spec PassSpec) (Run, error) {
+// takeOver frees, at once, the leases of every earlier run of this lock still "running" (we
+// hold the lock, so it stopped without recording its end: its process died), marks those
+// runs interrupted and logs each; it also frees leases finished runs failed to release.
+// Without it those orders would stay invisible until the leases ran out. A failure here is
+// logged and the pass goes on: the leases still expire by themselves.
+func (r *Runner) takeOver(ctx context.Context, run Run, log zerolog.Logger) []TakenOver {
+	if run.DryRun {
+		return nil // a dry run writes nothing but its own row
+	}
+	dead, err := r.runs.TakeOver(ctx, run)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not take over the runs of dead processes; their leases expire by themselves")
+		return nil
+	}
+	for _, d := range dead {
+		if d.Finished {
+			log.Warn().Int64("finished_run_id", d.RunID).Int("leases_freed", len(d.Orders)).
+				Msg("freed leases a finished run failed to release")
+			continue
+		}
+		log.Warn().Int64("dead_run_id", d.RunID).Int("leases_freed", len(d.Orders)).
+			Msg("took over a run whose process died: marked it interrupted and freed its leases")
+	}
+	return dead
+}
+
+// DeadRuns counts the runs a pass took over (not the finished ones whose leftover leases it
+// freed).
+func (r Run) DeadRuns() int {
+	n := 0
+	for _, d := range r.TakenOver {
+		if !d.Finished {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *Runner) startRun(ctx context.Context, spec PassSpec, lockName string, session Session) (Run, error) {
 	if spec.Resume != 0 {
 		run, err := r.runs.LoadRun(ctx, spec.Resume)
 		if errors.Is(err, ErrNotFound) {
@@ -264,12 +311,14 @@ func (r *Runner) startRun(ctx context.Context, spec PassSpec) (Run, error) {
 			return Run{}, fmt.Errorf("%w run %d: it covers shard %s, not %s", ErrCannotResume, run.ID, run.Shard, spec.Shard)
 		}
 		run.Status, run.Error, run.DryRun = RunRunning, "", spec.DryRun
+		run.LockName, run.Session = lockName, session
 		if err := r.runs.SaveProgress(ctx, run); err != nil {
 			return Run{}, err
 		}
 		return run, nil
 	}
-	run := Run{Mode: spec.Mode, Status: RunRunning, StartedAt: r.settings.Now(), Shard: spec.Shard, DryRun: spec.DryRun}
+	run := Run{Mode: spec.Mode, Status: RunRunning, StartedAt: r.settings.Now(), Shard: spec.Shard, DryRun: spec.DryRun,
+		LockName: lockName, Session: session}
 	if spec.Mode == ModeBackfill {
 		run.WindowFrom, run.WindowTo = spec.From, spec.To
 	} else {
@@ -292,6 +341,8 @@ type pass struct {
 	run Run
 	// marks track each account's finished orders.
 	marks map[AccountKey]*watermark
+	// adopted are the orders taken over from dead runs (read-only once the pass starts).
+	adopted map[int64]bool
 }
 
 func (p *pass) snapshot() Run {
@@ -576,6 +627,8 @@ func (p *pass) check(ctx context.Context, o Order, source Source, owner string) 
 			// Close locally only once the buyer cannot pay any more: the platform never saw
 			// the trade, or we closed it there, or closing there is switched off.
 			CloseIfExpired: expired && (res.State == StateNotFound || closed || !p.settings.CloseAtPlatform || p.run.DryRun),
+			// A dead run may have died holding this order's claim.
+			OverrideHeldClaim: p.adopted[o.ID],
 		}
 		c.Applied, err = p.applier.ApplyResult(ctx, res, opts)
 	}

@@ -385,11 +385,11 @@ func TestShardsPartitionTheOrders(t *testing.T) {
 func TestLockHeldByAnotherPass(t *testing.T) {
 	t.Parallel()
 	p := setupPass(t)
-	unlock, ok, err := p.store.Locker().TryLock(context.Background(), "payrecon:run:0/1")
+	lock, ok, err := p.store.Locker().TryLock(context.Background(), "payrecon:run:0/1")
 	if err != nil || !ok {
 		t.Fatal(err)
 	}
-	defer unlock()
+	defer lock.Unlock()
 	if _, err := p.runner.Pass(context.Background(), reconcile.PassSpec{Mode: reconcile.ModeOnce}); !errors.Is(err, reconcile.ErrLockHeld) {
 		t.Fatalf("err = %v, want ErrLockHeld", err)
 	}

@@ -199,6 +199,31 @@ type Run struct {
 	// Unconfigured lists the pending orders in the run's window that wait for an account
 	// this process does not have (not stored; for the log and the gauge).
 	Unconfigured []AccountCount
+	// LockName and Session are the shard lock the run holds and the database session that
+	// holds it: a later pass taking the same lock tells from them whether this run's
+	// process is still alive.
+	LockName string
+	Session  Session
+	// TakenOver lists the dead runs whose leases this run freed when it started (not
+	// stored on this row; each of them is marked interrupted), and finished runs whose
+	// leftover leases it freed.
+	TakenOver []TakenOver
+}
+
+// Session names one database session: its server pid and when that backend started, so a
+// pid reused by a later session is not mistaken for it.
+type Session struct {
+	PID   int
+	Start time.Time
+}
+
+// TakenOver is a dead run whose leases a new pass freed at once, or (Finished) a run that
+// had ended but whose release of some leases had failed.
+type TakenOver struct {
+	RunID    int64
+	Finished bool
+	// Orders are the orders whose leases it still held.
+	Orders []int64
 }
 
 // TakeQuery selects the next orders of a pass.
@@ -265,12 +290,24 @@ type RunLog interface {
 	SaveProgress(ctx context.Context, r Run) error
 	FinishRun(ctx context.Context, r Run) error
 	LoadRun(ctx context.Context, id int64) (Run, error)
+	// TakeOver is called by a run that holds its shard lock: no other run can hold it, so
+	// every other run still "running" under it stopped without recording its end (its
+	// process died, or lost its lock). Each is marked interrupted and its leases are freed, in one transaction, with the leases
+	// finished runs of any lock failed to release.
+	TakeOver(ctx context.Context, by Run) ([]TakenOver, error)
+}
+
+// HeldLock is a shard lock this process holds.
+type HeldLock struct {
+	Unlock func()
+	// Session holds the lock; the run records it.
+	Session Session
 }
 
 // Locker takes the per-shard lock that keeps two passes of the same kind off one shard.
 type Locker interface {
-	// TryLock returns ok=false when another process holds name.
-	TryLock(ctx context.Context, name string) (unlock func(), ok bool, err error)
+	// TryLock returns ok=false when another live session holds name.
+	TryLock(ctx context.Context, name string) (lock HeldLock, ok bool, err error)
 }
 
 // ParseShard reads a shard written as "i/n" with 0 <= i < n, exactly as Shard.String writes it,

@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -157,10 +159,12 @@ func nullTime(t time.Time) any {
 
 // StartRun implements reconcile.RunLog.
 func (r *Runs) StartRun(ctx context.Context, run *reconcile.Run) error {
-	err := r.store.db.GetContext(ctx, &run.ID, `INSERT INTO reconcile_runs (mode, started_at, status, window_from, window_to, shard, cursor, dry_run)
-		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8) RETURNING id`,
+	pid, start := sessionArgs(run.Session)
+	err := r.store.db.GetContext(ctx, &run.ID, `INSERT INTO reconcile_runs (mode, started_at, status, window_from, window_to, shard, cursor, dry_run,
+			lock_name, lock_pid, lock_backend_start)
+		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, NULLIF($9, ''), $10, $11) RETURNING id`,
 		string(run.Mode), run.StartedAt, string(run.Status), nullTime(run.WindowFrom), nullTime(run.WindowTo),
-		run.Shard.String(), run.Cursor.String(), run.DryRun)
+		run.Shard.String(), run.Cursor.String(), run.DryRun, run.LockName, pid, start)
 	if err != nil {
 		return fmt.Errorf("insert run: %w", err)
 	}
@@ -169,17 +173,80 @@ func (r *Runs) StartRun(ctx context.Context, run *reconcile.Run) error {
 
 const saveRunSQL = `UPDATE reconcile_runs SET status = $2, cursor = NULLIF($3, ''), error = NULLIF($4, ''),
 	scanned = $5, repaired = $6, closed = $7, unchanged = $8, still_pending = $9, mismatches = $10,
-	claimed_elsewhere = $11, errors = $12, dry_run = $13, finished_at = $14 WHERE id = $1`
+	claimed_elsewhere = $11, errors = $12, dry_run = $13, finished_at = $14,
+	lock_name = COALESCE(NULLIF($15, ''), lock_name), lock_pid = COALESCE($16, lock_pid),
+	lock_backend_start = COALESCE($17, lock_backend_start) WHERE id = $1`
 
 func (r *Runs) save(ctx context.Context, run reconcile.Run) error {
 	c := run.Counts
+	pid, start := sessionArgs(run.Session)
 	_, err := r.store.db.ExecContext(ctx, saveRunSQL, run.ID, string(run.Status), run.Cursor.String(), run.Error,
 		c.Scanned, c.Repaired, c.Closed, c.Unchanged, c.StillPending, c.Mismatches, c.ClaimedElsewhere, c.Errors,
-		run.DryRun, nullTime(run.FinishedAt))
+		run.DryRun, nullTime(run.FinishedAt), run.LockName, pid, start)
 	if err != nil {
 		return fmt.Errorf("save run %d: %w", run.ID, err)
 	}
 	return nil
+}
+
+func sessionArgs(s reconcile.Session) (pid, start any) {
+	if s.PID == 0 {
+		return nil, nil
+	}
+	return s.PID, nullTime(s.Start)
+}
+
+// takeOverSQL is run by a pass that holds its shard lock. No other pass can hold that lock
+// now, so every other run still "running" under it has stopped without finishing its row:
+// its process died, or it could not write its end (a killed session, a statement timeout)
+// and its lock session went back to its pool. Each such run is marked interrupted and the
+// leases it (and an earlier life of the caller's own run, resumed) still holds are freed,
+// in one statement. It also frees the leases left by runs that have finished (any lock): a
+// finished pass has no check in flight, so a lease it still holds is one whose release
+// failed. Whether the run's session is still alive is not asked: a pooled session outlives
+// the pass that used it (found by the simulation, seed 52).
+const takeOverSQL = `WITH dead AS (
+		UPDATE reconcile_runs r SET status = 'interrupted', finished_at = now(),
+			error = 'stopped without finishing (process died or lost its lock); taken over by run ' || $2::bigint
+		WHERE r.lock_name = $1 AND r.status = 'running' AND r.id <> $2
+		RETURNING r.id
+	), finished AS (
+		-- From the few leased orders (a partial index), not from every run ever recorded.
+		SELECT r.id FROM (SELECT DISTINCT lease_owner FROM payment_orders
+				WHERE lease_owner IS NOT NULL AND lease_owner ~ '^run-[0-9]{1,18}$') l
+			JOIN reconcile_runs r ON r.id = substr(l.lease_owner, 5)::bigint
+		WHERE r.status <> 'running' AND r.id <> $2
+	), owners AS (
+		SELECT id, 'run-' || id AS owner, false AS finished FROM dead
+		UNION ALL SELECT id, 'run-' || id, true FROM finished
+		UNION ALL SELECT $2::bigint, 'run-' || $2::bigint, false
+	), freed AS (
+		UPDATE payment_orders o SET lease_until = NULL, lease_owner = NULL
+		FROM owners WHERE o.lease_owner = owners.owner
+		RETURNING owners.id, o.id AS order_id
+	)
+	SELECT w.id, w.finished,
+		COALESCE((SELECT array_agg(f.order_id ORDER BY f.order_id) FROM freed f WHERE f.id = w.id), '{}') AS orders
+	FROM owners w WHERE w.id <> $2 ORDER BY w.id`
+
+// TakeOver implements reconcile.RunLog.
+func (r *Runs) TakeOver(ctx context.Context, by reconcile.Run) ([]reconcile.TakenOver, error) {
+	if by.LockName == "" {
+		return nil, nil
+	}
+	var rows []struct {
+		ID       int64         `db:"id"`
+		Finished bool          `db:"finished"`
+		Orders   pq.Int64Array `db:"orders"`
+	}
+	if err := r.store.db.SelectContext(ctx, &rows, takeOverSQL, by.LockName, by.ID); err != nil {
+		return nil, fmt.Errorf("take over dead runs of %s: %w", by.LockName, err)
+	}
+	out := make([]reconcile.TakenOver, len(rows))
+	for i, row := range rows {
+		out[i] = reconcile.TakenOver{RunID: row.ID, Orders: row.Orders, Finished: row.Finished}
+	}
+	return out, nil
 }
 
 // SaveProgress implements reconcile.RunLog.
@@ -229,35 +296,98 @@ func (r *Runs) LoadRun(ctx context.Context, id int64) (reconcile.Run, error) {
 
 // Locker implements reconcile.Locker with session-level PostgreSQL advisory locks, held on
 // a dedicated connection: if the process dies, the server drops the lock with the session.
-type Locker struct{ store *Store }
+type Locker struct {
+	store *Store
+	// wait is how long a lock held by another session is asked for again: the session of
+	// a process killed a moment ago lives on until its server process notices.
+	wait time.Duration
+}
+
+// lockWait is the default Locker wait: a killed client's backend exits within milliseconds.
+const lockWait = time.Second
 
 // Locker returns the advisory locker over the same pool.
-func (s *Store) Locker() *Locker { return &Locker{store: s} }
+func (s *Store) Locker() *Locker { return &Locker{store: s, wait: lockWait} }
 
-// TryLock implements reconcile.Locker.
-func (l *Locker) TryLock(ctx context.Context, name string) (func(), bool, error) {
+// WithWait returns a locker that asks a held lock again for up to d (0: once).
+func (l *Locker) WithWait(d time.Duration) *Locker { return &Locker{store: l.store, wait: d} }
+
+// lockAttempts bounds how many pooled connections one TryLock may find dead: after
+// pg_terminate_backend, every idle connection of the pool may be.
+const lockAttempts = 4
+
+// TryLock implements reconcile.Locker. A connection whose session was killed is discarded
+// and the lock asked again on a fresh one: a killed idle session must not fail the pass.
+func (l *Locker) TryLock(ctx context.Context, name string) (reconcile.HeldLock, bool, error) {
+	key := lockKey(name)
+	deadline := time.Now().Add(l.wait)
+	var lastErr error
+	for attempt := 0; attempt < lockAttempts; {
+		conn, err := l.store.db.Connx(ctx)
+		if err != nil {
+			return reconcile.HeldLock{}, false, fmt.Errorf("lock %s: connect: %w", name, err)
+		}
+		var got struct {
+			OK    bool      `db:"ok"`
+			PID   int       `db:"pid"`
+			Start time.Time `db:"start"`
+		}
+		err = conn.GetContext(ctx, &got, `SELECT pg_try_advisory_lock($1) AS ok, pg_backend_pid() AS pid,
+			(SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()) AS start`, key)
+		if err != nil {
+			discardConn(conn)
+			if ctx.Err() != nil {
+				return reconcile.HeldLock{}, false, fmt.Errorf("lock %s: %w", name, err)
+			}
+			lastErr, attempt = err, attempt+1
+			continue
+		}
+		if got.OK {
+			unlock := func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				unlockOn(ctx, conn, unlockSQL, key)
+			}
+			return reconcile.HeldLock{Unlock: unlock, Session: reconcile.Session{PID: got.PID, Start: got.Start}}, true, nil
+		}
+		conn.Close()
+		if !time.Now().Before(deadline) {
+			return reconcile.HeldLock{}, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return reconcile.HeldLock{}, false, fmt.Errorf("lock %s: %w", name, ctx.Err())
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+	return reconcile.HeldLock{}, false, fmt.Errorf("lock %s: %d connections failed: %w", name, lockAttempts, lastErr)
+}
+
+// lockKey is the advisory lock key of a lock name.
+func lockKey(name string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(name))
-	key := int64(h.Sum64())
-	conn, err := l.store.db.Connx(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("lock %s: connect: %w", name, err)
+	return int64(h.Sum64())
+}
+
+const unlockSQL = `SELECT pg_advisory_unlock($1)`
+
+// unlockOn releases the advisory lock and returns the session to the pool. When the unlock
+// fails (a timeout, a broken connection), the session may still hold the lock: it is closed,
+// never pooled, or the lock would leak to whoever gets that connection next.
+func unlockOn(ctx context.Context, conn *sqlx.Conn, query string, key int64) {
+	var released bool
+	if err := conn.GetContext(ctx, &released, query, key); err != nil || !released {
+		discardConn(conn)
+		return
 	}
-	var ok bool
-	if err := conn.GetContext(ctx, &ok, `SELECT pg_try_advisory_lock($1)`, key); err != nil {
-		conn.Close()
-		return nil, false, fmt.Errorf("lock %s: %w", name, err)
-	}
-	if !ok {
-		conn.Close()
-		return nil, false, nil
-	}
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, key) //nolint:errcheck // closing the session releases it anyway
-		conn.Close()
-	}, true, nil
+	conn.Close()
+}
+
+// discardConn closes a connection's session instead of returning it to the pool.
+func discardConn(conn *sqlx.Conn) {
+	conn.Raw(func(any) error { return driver.ErrBadConn }) //nolint:errcheck // the error is the point
+	conn.Close()
 }
 
 // OldestPendingAge is the age of the oldest PENDING order created within lookback (zero when

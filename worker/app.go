@@ -297,6 +297,6 @@ func (a *App) Runner(observer reconcile.Observer) *reconcile.Runner {
 	return reconcile.NewRunner(a.applier, a.store, a.store.Runs(), a.store.Locker(), a.clients, reconcile.RunnerSettings{
 		Concurrency: cfg.Concurrency, Grace: cfg.Grace, Lookback: cfg.Lookback, OrderTTL: cfg.OrderTTL,
 		RecheckMin: cfg.RecheckMin, RecheckMax: cfg.RecheckMax, CloseAtPlatform: cfg.CloseAtPlatform,
-		DrainTimeout: cfg.DrainTimeout, PlatformTimeout: cfg.PlatformTimeout,
+		DrainTimeout: cfg.DrainTimeout, PlatformTimeout: cfg.PlatformTimeout, Lease: cfg.OrderLease, // 0: the default
 	}, observer, a.log)
 }

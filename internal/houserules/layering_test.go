@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"cmd":                    {"*"},
 	"internal/faultproxy":    {},
 	"internal/houserules":    {},
+	"internal/sim":           {"reconcile", "repo"},
 	"deploy":                 {},
 }
 

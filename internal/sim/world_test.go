@@ -1,0 +1,230 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/internal/sim"
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/repotest"
+)
+
+const (
+	aliMerchant = "2021000000000001"
+	wxMerchant  = "1900000001"
+	claimLease  = 500 * time.Millisecond
+	orderTTL    = time.Hour
+)
+
+// world is one worker goroutine's database and Redis prefix, reused by every seed it runs
+// (emptied with TRUNCATE and a prefix delete, never recreated).
+type world struct {
+	t     testing.TB
+	db    *repotest.DB
+	admin *sqlx.DB // the server's maintenance database: ALTER DATABASE, pg_terminate_backend
+	// pool is the simulated processes' connections: a process is its wrappers (a crash
+	// mutes them), so they can share one pool and not pay for new sessions every seed.
+	pool   *sqlx.DB
+	redis  *repotest.Redis
+	rc     *redis.Client
+	up     reconcile.Claimer
+	down   reconcile.Claimer
+	closed []func()
+}
+
+func newWorld(t testing.TB) *world {
+	w := &world{t: t, db: repotest.NewDB(t), redis: repotest.NewRedis(t)}
+	var err error
+	if w.admin, err = sqlx.Open("postgres", repotest.AdminURL()); err != nil {
+		t.Fatal(err)
+	}
+	w.admin.SetMaxOpenConns(1)
+	// The audit trail refuses TRUNCATE, for good reason; this throwaway database empties it
+	// between seeds, so its owner drops that one trigger here.
+	if _, err := w.db.Exec(`ALTER TABLE reconcile_mismatch_audit DISABLE TRIGGER reconcile_mismatch_audit_no_truncate`); err != nil {
+		t.Fatal(err)
+	}
+	// This database is thrown away: commits need not wait for the disk, which on a shared
+	// machine is most of what a seed would cost. Crash safety of the server is not what the
+	// simulation tests; sessions killed, statement timeouts and process crashes still are.
+	if _, err := w.admin.Exec(`ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` SET synchronous_commit = off`); err != nil {
+		t.Fatal(err)
+	}
+	if w.pool, err = sqlx.Open("postgres", w.db.URL); err != nil {
+		t.Fatal(err)
+	}
+	// The server's connections are shared with every other test running meanwhile: a
+	// worker holds at most 6 + 3 + 1 of them (passes wait for a connection, never fail).
+	w.pool.SetMaxOpenConns(6)
+	w.pool.SetMaxIdleConns(6)
+	w.db.SetMaxOpenConns(3)
+	w.db.SetMaxIdleConns(3)
+	t.Cleanup(func() { w.pool.Close() })
+	t.Cleanup(func() {
+		w.admin.Exec(`ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` RESET statement_timeout`) //nolint:errcheck
+		w.admin.Close()
+	})
+	if w.rc, err = repo.NewRedisClient(w.redis.URL, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := repo.NewRedisClient("redis://127.0.0.1:1/0", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.rc.Close(); dead.Close() })
+	w.up = repo.NewRedisClaimer(w.rc, repo.RedisOptions{}, zerolog.Nop())
+	w.down = repo.NewRedisClaimer(dead, repo.RedisOptions{}, zerolog.Nop())
+	return w
+}
+
+// reset empties the database and the Redis prefix for the next seed.
+func (w *world) reset(ctx context.Context) error {
+	if _, err := w.admin.ExecContext(ctx, `ALTER DATABASE `+pq.QuoteIdentifier(w.db.Name)+` RESET statement_timeout`); err != nil {
+		return err
+	}
+	if _, err := w.db.ExecContext(ctx, `TRUNCATE payment_orders, payment_events, fulfillment_outbox, reconcile_mismatches,
+		reconcile_mismatch_audit, reconcile_runs RESTART IDENTITY CASCADE`); err != nil {
+		return fmt.Errorf("truncate: %w", err)
+	}
+	return w.flush(ctx)
+}
+
+// keys lists the claim keys. The harness uses its own client (w.redis.Client, no 100 ms
+// deadline): a loaded machine must not fail the check itself.
+func (w *world) keys(ctx context.Context) ([]string, error) {
+	return w.redis.Client.Keys(ctx, w.redis.Prefix+"*").Result()
+}
+
+func (w *world) flush(ctx context.Context) error {
+	keys, err := w.keys(ctx)
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	return w.redis.Client.Del(ctx, keys...).Err()
+}
+
+// terminate kills every session of the world's database (the kernel closing a dead
+// process's sockets, a failover, an operator), or only pid when given.
+func (w *world) terminate(ctx context.Context, pid int) {
+	if pid != 0 {
+		w.admin.ExecContext(ctx, `SELECT pg_terminate_backend($1)`, pid) //nolint:errcheck
+		// The server drops the session (and its advisory lock) a moment later: wait, as the
+		// next pass would find it gone.
+		for i := 0; i < 100; i++ {
+			var n int
+			if w.admin.GetContext(ctx, &n, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid) == nil && n == 0 {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return
+	}
+	w.admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, w.db.Name) //nolint:errcheck
+}
+
+// statementTimeout sets (or with "" resets) the database's statement_timeout, then ends its
+// sessions so the pools reconnect under it.
+func (w *world) statementTimeout(ctx context.Context, v string) {
+	q := `ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` RESET statement_timeout`
+	if v != "" {
+		q = `ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` SET statement_timeout = ` + pq.QuoteLiteral(v)
+	}
+	w.admin.ExecContext(ctx, q) //nolint:errcheck
+	w.terminate(ctx, 0)
+}
+
+// callback is one copy of a payment notification the platform sends until acknowledged.
+type callback struct {
+	pl      *sim.Platform
+	otn     string
+	trade   string
+	amount  int64
+	paidAt  time.Time
+	spoiled bool
+}
+
+// ack is an acknowledged callback: what it was and what the apply path answered.
+type ack struct {
+	cb       callback
+	outcome  reconcile.Outcome
+	mismatch reconcile.MismatchKind
+}
+
+// order is what the seed created.
+type order struct {
+	pl        *sim.Platform
+	otn       string
+	amount    int64
+	createdAt time.Time
+	expiresAt time.Time // zero: created + orderTTL
+}
+
+func (o order) expiry() time.Time {
+	if o.expiresAt.IsZero() {
+		return o.createdAt.Add(orderTTL)
+	}
+	return o.expiresAt
+}
+
+// seedRun is one seed's schedule in progress.
+type seedRun struct {
+	w      *world
+	seed   int64
+	rng    *rand.Rand
+	faults *sim.Faults
+	offset atomic.Int64 // the simulated clock's lead over the wall clock
+	ali    *sim.Platform
+	wx     *sim.Platform
+	claims *sim.Switch
+	serve  *reconcile.Applier
+	orders []order
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	pending  []callback
+	acks     []ack
+	snapshot map[string]time.Duration // DONE keys and their remaining TTL
+	trades   int
+}
+
+func (s *seedRun) now() time.Time { return time.Now().Add(time.Duration(s.offset.Load())) }
+
+func (s *seedRun) applierSettings() reconcile.ApplierSettings {
+	return reconcile.ApplierSettings{ClaimPrefix: s.w.redis.Prefix, ClaimLease: claimLease, ClaimTTL: 25 * time.Hour,
+		OrderTTL: orderTTL, Now: s.now}
+}
+
+// runner builds a pass runner inside a process of its own.
+func (s *seedRun) runner(p *sim.Process, concurrency int) *reconcile.Runner {
+	st := p.Store()
+	applier := reconcile.NewApplier(st, p.Claimer(), s.applierSettings(), zerolog.Nop())
+	return reconcile.NewRunner(applier, st, st, p.Locker(), []reconcile.PlatformClient{s.ali, s.wx}, reconcile.RunnerSettings{
+		Concurrency: concurrency, Grace: time.Minute, Lookback: 72 * time.Hour, OrderTTL: orderTTL,
+		RecheckMin: 0, RecheckMax: 0, CloseAtPlatform: true, DrainTimeout: 20 * time.Millisecond,
+		Lease: reconcile.DefaultOrderLease(0), Now: s.now,
+	}, nil, zerolog.Nop())
+}
+
+// process starts a simulated process over the world's shared pool.
+func (s *seedRun) process() *sim.Process {
+	return sim.NewProcess(repo.NewStore(s.w.pool), s.claims)
+}
+
+func (s *seedRun) spec(mode reconcile.RunMode) reconcile.PassSpec {
+	spec := reconcile.PassSpec{Mode: mode}
+	if mode == reconcile.ModeBackfill {
+		spec.From, spec.To = time.Now().Add(-3*time.Hour), time.Now().Add(time.Hour)
+	}
+	return spec
+}
