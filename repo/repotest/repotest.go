@@ -85,7 +85,8 @@ func buildTemplate(ctx context.Context, name string) error {
 		return err
 	}
 	defer admin.Close()
-	conn, err := admin.Connx(ctx)
+	var conn *sqlx.Conn
+	err = whileServerFull(ctx, func() (err error) { conn, err = admin.Connx(ctx); return err })
 	if err != nil {
 		return fmt.Errorf("PostgreSQL not reachable at %s: %w\n%s", config.RedactURL(AdminURL()), err, howToFix)
 	}
@@ -135,7 +136,8 @@ type DB struct {
 // NewDB creates a migrated database for this test alone and drops it when the test ends.
 func NewDB(t testing.TB) *DB {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Generous: with every package's tests at once the server can be full for a while.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tmpl, err := template(ctx)
 	if err != nil {
@@ -150,8 +152,9 @@ func NewDB(t testing.TB) *DB {
 	for attempt := 0; ; attempt++ {
 		_, err = admin.ExecContext(ctx, `CREATE DATABASE `+pq.QuoteIdentifier(name)+` TEMPLATE `+pq.QuoteIdentifier(tmpl))
 		var pqErr *pq.Error
-		// 55006: the template is being accessed (another clone is in progress): wait a bit.
-		if err != nil && errors.As(err, &pqErr) && pqErr.Code == "55006" && attempt < 100 {
+		// 55006: the template is being accessed (another clone is in progress); 53300: the
+		// server is full (other packages' tests): wait a bit.
+		if err != nil && errors.As(err, &pqErr) && (pqErr.Code == "55006" || pqErr.Code == "53300") && attempt < 600 && ctx.Err() == nil {
 			time.Sleep(time.Duration(20+attempt*5) * time.Millisecond)
 			continue
 		}
@@ -161,10 +164,13 @@ func NewDB(t testing.TB) *DB {
 		t.Fatalf("create test database (%s): %v\n%s", config.RedactURL(AdminURL()), err, howToFix)
 	}
 	u := urlForDatabase(AdminURL(), name)
-	db, err := repo.Open(ctx, u)
+	var db *sqlx.DB
+	err = whileServerFull(ctx, func() (err error) { db, err = repo.Open(ctx, u); return err })
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
 	}
+	// Parallel tests of several packages share one server: a test keeps few idle sessions.
+	db.SetMaxIdleConns(2)
 	t.Cleanup(func() {
 		db.Close()
 		admin, err := sqlx.Open("postgres", AdminURL())
@@ -226,4 +232,22 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return strings.ToLower(hex.EncodeToString(b))
+}
+
+// whileServerFull runs connect again while PostgreSQL answers 53300 (too many clients): the
+// packages' test binaries run at once and share one server, so a full server is a wait, not
+// a failure. Any other error, or ctx ending, returns.
+func whileServerFull(ctx context.Context, connect func() error) error {
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		err := connect()
+		var pqErr *pq.Error
+		if err == nil || !errors.As(err, &pqErr) || pqErr.Code != "53300" {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+	}
 }
