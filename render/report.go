@@ -288,7 +288,7 @@ type reportJSON struct {
 	Summary     []summaryView   `json:"summary"`
 	Totals      summaryView     `json:"totals"`
 	Findings    []FindingView   `json:"findings"`
-	Runs        []repo.Run      `json:"runs"`
+	Runs        []repo.RunRow      `json:"runs"`
 	RunTotals   repo.RunTotals  `json:"run_totals"`
 	Statements  []statementView `json:"statements"`
 }
@@ -308,7 +308,7 @@ func (d ReportDoc) writeJSON(w io.Writer) error {
 	r, loc := d.Report, d.Loc
 	out := reportJSON{From: r.From.In(loc), To: r.To.In(loc), Timezone: loc.String(), GeneratedAt: d.Generated.In(loc),
 		Summary: make([]summaryView, len(r.Summary)), Totals: newSummaryView(r.Totals),
-		Findings: make([]FindingView, len(r.Findings)), Runs: make([]repo.Run, len(r.Runs)), RunTotals: r.RunTotals}
+		Findings: make([]FindingView, len(r.Findings)), Runs: make([]repo.RunRow, len(r.Runs)), RunTotals: r.RunTotals}
 	for i, s := range r.Summary {
 		out.Summary[i] = newSummaryView(s)
 	}

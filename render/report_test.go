@@ -42,7 +42,7 @@ func sampleReport() repo.Report {
 			{Kind: reconcile.MismatchUnknownOrder, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1, PlatformAmountMinor: 99900, AtStakeMinor: 99900},
 		},
 		Totals: repo.SummaryRow{Count: 2, SeenCount: 2, LocalAmountMinor: 123456, PlatformAmountMinor: 100000, AtStakeMinor: 223256},
-		Runs: []repo.Run{{ID: 1, Mode: "scheduled", Status: "succeeded", Shard: "0/1", StartedAt: from.Add(time.Hour), CounterValues: reconcile.CounterValues{Scanned: 10}},
+		Runs: []repo.RunRow{{ID: 1, Mode: "scheduled", Status: "succeeded", Shard: "0/1", StartedAt: from.Add(time.Hour), CounterValues: reconcile.CounterValues{Scanned: 10}},
 			{ID: 2, Mode: "backfill", Status: "failed", Shard: "0/1", StartedAt: from.Add(2 * time.Hour), Error: "database lost"}},
 		RunTotals: repo.RunTotals{Runs: 2, ByStatus: map[string]int64{"succeeded": 1, "failed": 1}, CounterValues: reconcile.CounterValues{Scanned: 10}},
 	}

@@ -18,8 +18,14 @@ func RunSummary(w io.Writer, run reconcile.Run) {
 	}
 	fmt.Fprintf(w, "run %d %s %s, shard %s%s\n", run.ID, run.Mode, run.Status, run.Shard, dry)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scanned\trepaired\tclosed\tunchanged\tstill_pending\tmismatches\tclaimed_elsewhere\terrors\t")
-	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", c.Scanned, c.Repaired, c.Closed, c.Unchanged, c.StillPending, c.Mismatches, c.ClaimedElsewhere, c.Errors)
+	for _, rc := range reconcile.RunCounters {
+		fmt.Fprintf(tw, "%s\t", rc.Name)
+	}
+	fmt.Fprintln(tw)
+	for _, rc := range reconcile.RunCounters {
+		fmt.Fprintf(tw, "%d\t", rc.Value(c))
+	}
+	fmt.Fprintln(tw)
 	tw.Flush()
 }
 

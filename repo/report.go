@@ -22,7 +22,7 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 	// Runs are the reconcile_runs that started in the period, oldest first; RunTotals adds
 	// up their counters.
-	Runs      []Run     `json:"runs"`
+	Runs      []RunRow  `json:"runs"`
 	RunTotals RunTotals `json:"run_totals"`
 	// Statements are the settlement figures of the business days (starting in the period,
 	// in the zone of From) whose bills were reconciled, by day and account.
@@ -41,8 +41,8 @@ type SummaryRow struct {
 	AtStakeMinor        int64                  `json:"at_stake_minor" db:"at_stake_minor"`
 }
 
-// Run is one reconcile_runs row as the report shows it, with its counters.
-type Run struct {
+// RunRow is one reconcile_runs row as the report shows it (reconcile.Run is the run itself), with its counters.
+type RunRow struct {
 	ID         int64      `json:"id" db:"id"`
 	Mode       string     `json:"mode" db:"mode"`
 	Status     string     `json:"status" db:"status"`
@@ -80,7 +80,7 @@ func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error)
 		return Report{}, fmt.Errorf("report: the period start %s is not before its end %s",
 			from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
-	rep := Report{From: from, To: to, Summary: []SummaryRow{}, Findings: []Finding{}, Runs: []Run{},
+	rep := Report{From: from, To: to, Summary: []SummaryRow{}, Findings: []Finding{}, Runs: []RunRow{},
 		RunTotals: RunTotals{ByStatus: map[string]int64{}}, Statements: []StatementDayRow{}}
 
 	// REPEATABLE READ: the summary, the findings and the runs agree even while a pass writes.

@@ -171,18 +171,27 @@ func (r *Runs) StartRun(ctx context.Context, run *reconcile.Run) error {
 	return nil
 }
 
-const saveRunSQL = `UPDATE reconcile_runs SET status = $2, cursor = NULLIF($3, ''), error = NULLIF($4, ''),
-	scanned = $5, repaired = $6, closed = $7, unchanged = $8, still_pending = $9, mismatches = $10,
-	claimed_elsewhere = $11, errors = $12, dry_run = $13, finished_at = $14,
+// saveRunSQL writes a run's state; its counters ($5 to $12) in reconcile.RunCounters order.
+var saveRunSQL = func() string {
+	sets := make([]string, len(reconcile.RunCounters))
+	for i, rc := range reconcile.RunCounters {
+		sets[i] = fmt.Sprintf("%s = $%d", rc.Name, 5+i)
+	}
+	return `UPDATE reconcile_runs SET status = $2, cursor = NULLIF($3, ''), error = NULLIF($4, ''), ` +
+		strings.Join(sets, ", ") + `, dry_run = $13, finished_at = $14,
 	lock_name = COALESCE(NULLIF($15, ''), lock_name), lock_pid = COALESCE($16, lock_pid),
 	lock_backend_start = COALESCE($17, lock_backend_start) WHERE id = $1`
+}()
 
 func (r *Runs) save(ctx context.Context, run reconcile.Run) error {
 	c := run.Counts
 	pid, start := sessionArgs(run.Session)
-	_, err := r.store.db.ExecContext(ctx, saveRunSQL, run.ID, string(run.Status), run.Cursor.String(), run.Error,
-		c.Scanned, c.Repaired, c.Closed, c.Unchanged, c.StillPending, c.Mismatches, c.ClaimedElsewhere, c.Errors,
-		run.DryRun, nullTime(run.FinishedAt), run.LockName, pid, start)
+	args := []any{run.ID, string(run.Status), run.Cursor.String(), run.Error}
+	for _, rc := range reconcile.RunCounters {
+		args = append(args, rc.Value(c))
+	}
+	args = append(args, run.DryRun, nullTime(run.FinishedAt), run.LockName, pid, start)
+	_, err := r.store.db.ExecContext(ctx, saveRunSQL, args...)
 	if err != nil {
 		return fmt.Errorf("save run %d: %w", run.ID, err)
 	}
@@ -270,9 +279,7 @@ func (r *Runs) LoadRun(ctx context.Context, id int64) (reconcile.Run, error) {
 		reconcile.CounterValues
 	}
 	err := r.store.db.GetContext(ctx, &row, `SELECT id, mode, status, started_at, window_from, window_to, shard, cursor, dry_run,
-		scanned AS "scanned", repaired AS "repaired", closed AS "closed", unchanged AS "unchanged",
-		still_pending AS "stillpending", mismatches AS "mismatches", claimed_elsewhere AS "claimedelsewhere", errors AS "errors"
-		FROM reconcile_runs WHERE id = $1`, id)
+		`+runCountersSQL+` FROM reconcile_runs WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return reconcile.Run{}, fmt.Errorf("run %d: %w", id, reconcile.ErrNotFound)
 	}
