@@ -6,7 +6,7 @@ GO       ?= go
 SERVICES := scripts/with-services.sh
 PKGS     := ./...
 
-.PHONY: all build test test-deps demo vet fmt-check bench clean
+.PHONY: all build test test-deps demo vet fmt-check bench soak clean
 
 all: build
 
@@ -49,6 +49,13 @@ bench:
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./platformclient/... && \
 	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
 	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/'
+
+# The kill -9 soak, long: run and serve SIGKILLed at random moments under a callback storm,
+# a clean run after each, the invariants checked every time (`make test` runs 10
+# iterations). SOAK_SEED=N replays one schedule of kills.
+SOAK_ITERATIONS ?= 200
+soak:
+	$(SERVICES) env SOAK_ITERATIONS=$(SOAK_ITERATIONS) $(GO) test -race -count=1 -timeout 120m -v -run '^TestE2ESoakKill9$$' ./cmd/reconciler/
 
 clean:
 	rm -rf bin

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/payrecon/payrecon/platformclient/sandbox"
+)
+
+// e2eSoakOrder is one soak order and the platform's truth it must converge to.
+type e2eSoakOrder struct {
+	e2eOrder
+	want string // PAID or CLOSED
+}
+
+// TestE2ESoakKill9: `reconciler run` and `reconciler serve` as real processes, each killed
+// with SIGKILL at a random moment while the sandbox storms serve with duplicated, shuffled
+// callbacks; after each kill a clean run; then the invariants: at most one transition per
+// order, one payment_events row per transition, one outbox row per PAID transition, no
+// finding at all (nothing here is a mismatch), every acknowledged callback durable, and
+// every order converged to the platform's truth (paid: PAID; open past its expiry:
+// closed at the platform, CLOSED here).
+//
+// SOAK_ITERATIONS sets the iterations (default 10, what `make test` runs; `make soak` runs
+// 200), SOAK_SEED replays one schedule of kill moments.
+//
+// A killed run's leased orders stay invisible until the lease runs out (2 minutes). The
+// test plays that clock: after a kill it moves the dead process's leases to their end
+// rather than waiting, and counts them.
+func TestE2ESoakKill9(t *testing.T) {
+	t.Parallel()
+	iterations := 10
+	if s := os.Getenv("SOAK_ITERATIONS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("SOAK_ITERATIONS=%q: want a positive whole number", s)
+		}
+		iterations = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("SOAK_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("SOAK_SEED=%q: %v", s, err)
+		}
+	}
+	t.Logf("soak: %d iterations; replay with SOAK_SEED=%d SOAK_ITERATIONS=%d", iterations, seed, iterations)
+	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+
+	e := newE2EEnv(t)
+	for _, p := range e2ePlatforms {
+		// Long enough for a pass and the callbacks to be mid-flight when the kills land.
+		e.sb.SetFault(p, sandbox.Fault{Latency: sandbox.Duration(15 * time.Millisecond)})
+	}
+	// The clean run re-checks what a killed one left due; a killed holder's PROCESSING
+	// claim runs out in a second.
+	env := []string{"RECONCILER_CONCURRENCY=4", "RECONCILER_RECHECK_MIN=0s", "RECONCILER_CLAIM_LEASE=1s", "RECONCILER_NOTIFY_WAIT=200ms"}
+	var all []e2eSoakOrder
+	stats := e2eSoakStats{}
+	start := time.Now()
+	for it := range iterations {
+		batch := e2eSoakBatch(e, it)
+		all = append(all, batch...)
+		e2eSoakIteration(t, e, rng, env, batch, &stats)
+		e2eSoakConverged(t, e, all)
+		stats.orderChecks += len(all)
+		if t.Failed() {
+			t.Fatalf("iteration %d failed; replay with SOAK_SEED=%d SOAK_ITERATIONS=%d", it, seed, iterations)
+		}
+	}
+	t.Logf("soak: %d iterations, %d orders checked after every clean run (%d at the end), %d runs and %d serves killed mid-flight "+
+		"(%d runs had already finished), %d leased orders freed by the test's clock, %d run rows left running, %d callback copies acknowledged; %s",
+		iterations, stats.orderChecks, len(all), stats.runsKilled, stats.servesKilled, stats.runsFinished, stats.leasesFreed,
+		e.count(`SELECT count(*) FROM reconcile_runs WHERE status = 'running'`), stats.acked, time.Since(start).Round(time.Millisecond))
+}
+
+type e2eSoakStats struct {
+	runsKilled, runsFinished, servesKilled, leasesFreed, acked, orderChecks int
+}
+
+// e2eSoakBatch seeds one iteration's orders: most paid at the platform (and stormed),
+// some open there and past their expiry.
+func e2eSoakBatch(e *e2eEnv, it int) []e2eSoakOrder {
+	var batch []e2eSoakOrder
+	for i := range 16 {
+		p := e2ePlatforms[i%2]
+		o := e2eSoakOrder{e2eOrder: e2eOrder{platform: p, otn: fmt.Sprintf("%s-soak-%03d-%02d", p, it, i), amount: 100 + int64(it*16+i)}}
+		if i < 12 {
+			o.createdAt, o.want = e2eAgo(10*time.Minute), "PAID"
+			e.paidAtPlatform(p, o.otn, o.amount)
+		} else {
+			o.createdAt, o.want = e2eAgo(3*time.Hour), "CLOSED"
+			e.sb.SetScenario(p, o.otn, sandbox.Scenario{State: sandbox.StateOpen, AmountMinor: o.amount})
+		}
+		e.seed(o.e2eOrder)
+		batch = append(batch, o)
+	}
+	return batch
+}
+
+// e2eSoakIteration: serve under a callback storm and a run, both SIGKILLed at random
+// moments; every acknowledged callback durable; the dead leases freed; a clean run.
+func e2eSoakIteration(t *testing.T, e *e2eEnv, rng *rand.Rand, env []string, batch []e2eSoakOrder, stats *e2eSoakStats) {
+	t.Helper()
+	serve, base := e.startServe(env...)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var deliveries []*sandbox.Delivery
+	for _, p := range e2ePlatforms {
+		var cbs []sandbox.Callback
+		for _, o := range batch {
+			if o.platform == p && o.want == "PAID" {
+				cbs = append(cbs, sandbox.Callback{Platform: p, OutTradeNo: o.otn})
+			}
+		}
+		d, err := e.sb.Deliver(ctx, sandbox.DeliveryOptions{URL: base + "/notify/" + string(p), Copies: 3, Shuffle: true,
+			Stagger: sandbox.Duration(5 * time.Millisecond), TimeScale: 1000, MaxAttempts: 3}, cbs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deliveries = append(deliveries, d)
+	}
+	run := e.start(env, "run")
+	// Kill the two in a random order at random moments of the storm and the pass.
+	kills := []*e2eProc{run, serve}
+	rng.Shuffle(len(kills), func(i, j int) { kills[i], kills[j] = kills[j], kills[i] })
+	for _, p := range kills {
+		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
+		if p == run && run.exited() {
+			stats.runsFinished++
+			continue
+		}
+		p.signal(t, syscall.SIGKILL)
+		p.wait(t, 10*time.Second)
+		if p == run {
+			stats.runsKilled++
+		} else {
+			stats.servesKilled++
+		}
+	}
+	if run.exited() && run.exitCode() != 0 && run.exitCode() != -2 {
+		t.Errorf("%s exited %d before its kill", run.name, run.exitCode())
+	}
+	// What serve acknowledged was committed before the answer: it holds after the kill.
+	for _, d := range deliveries {
+		res, err := d.Wait(ctx)
+		if err != nil {
+			t.Fatalf("callbacks still being delivered after serve died: %v", err)
+		}
+		for _, r := range res {
+			if !r.Acked {
+				continue
+			}
+			stats.acked++
+			if got := e.order(r.Platform, r.OutTradeNo); got.Status != "PAID" {
+				t.Errorf("callback %s %s copy %d acknowledged, but the order is %s", r.Platform, r.OutTradeNo, r.Copy, got.Status)
+			}
+		}
+	}
+	e.soakInvariants()
+	// The test's clock: the dead run's leases run out now, not in 2 minutes.
+	stats.leasesFreed += e.count(`SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL`)
+	e.db.MustExec(`UPDATE payment_orders SET lease_until = now() - interval '1 second' WHERE lease_owner IS NOT NULL`)
+	e2eEventually(t, 10*time.Second, "PROCESSING claims to run out", func() bool { return e.processingClaims() == 0 })
+	clean := e.run(env, "run")
+	clean.expect(t, 0)
+	e.expectRun(e.lastRun(), "succeeded", e2eCounts{scanned: -1, repaired: -1, closed: -1, unchanged: -1, stillPending: 0, mismatches: 0, claimedElsewhere: 0, errors: 0})
+}
+
+// soakInvariants hold at any moment, a process killed or not.
+func (e *e2eEnv) soakInvariants() {
+	e.t.Helper()
+	checks := []struct{ what, query string }{
+		{"orders with more than one transition",
+			`SELECT count(*) FROM (SELECT order_id FROM payment_events GROUP BY order_id HAVING count(*) > 1) x`},
+		{"payment_events rows minus transitions (orders moved off PENDING)",
+			`SELECT (SELECT count(*) FROM payment_events) - (SELECT count(*) FROM payment_orders WHERE status <> 'PENDING')`},
+		{"outbox rows minus PAID transitions",
+			`SELECT (SELECT count(*) FROM fulfillment_outbox) - (SELECT count(*) FROM payment_events WHERE event_type = 'PAID')`},
+		{"findings (duplicated or not; nothing here is a mismatch)", `SELECT count(*) FROM reconcile_mismatches`},
+		{"PAID orders that are not the platform's amount", `SELECT count(*) FROM payment_orders WHERE status = 'PAID' AND paid_amount_minor <> amount_minor`},
+	}
+	for _, c := range checks {
+		if n := e.count(c.query); n != 0 {
+			e.t.Errorf("%s: %d", c.what, n)
+		}
+	}
+}
+
+// e2eSoakConverged: after the clean run every order so far is the platform's truth.
+func e2eSoakConverged(t *testing.T, e *e2eEnv, all []e2eSoakOrder) {
+	t.Helper()
+	e.soakInvariants()
+	e.invariants()
+	for _, o := range all {
+		got := e.order(o.platform, o.otn)
+		sc := e.sb.Scenario(o.platform, o.otn)
+		switch {
+		case got.Status != o.want || got.Events != 1:
+			t.Errorf("%s: %s with %d events, want %s once", o.otn, got.Status, got.Events, o.want)
+		case o.want == "PAID" && (got.TradeNo.String != sc.TradeNo || got.Outbox != 1):
+			t.Errorf("%s: trade %q (platform %q), %d outbox rows", o.otn, got.TradeNo.String, sc.TradeNo, got.Outbox)
+		case o.want == "CLOSED" && (sc.State != sandbox.StateClosed || got.Outbox != 0):
+			t.Errorf("%s: CLOSED here but %s at the platform, %d outbox rows", o.otn, sc.State, got.Outbox)
+		}
+	}
+}
