@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,18 +57,18 @@ func TestE2ESoakKill9(t *testing.T) {
 	e := newE2EEnv(t)
 	for _, p := range e2ePlatforms {
 		// Long enough for a pass and the callbacks to be mid-flight when the kills land.
-		e.sb.SetFault(p, sandbox.Fault{Latency: sandbox.Duration(15 * time.Millisecond)})
+		e.sb.SetFault(p, sandbox.Fault{Latency: sandbox.Duration(40 * time.Millisecond)})
 	}
 	// The clean run re-checks what a killed one left due; a killed holder's PROCESSING
 	// claim runs out in a second.
 	env := []string{"RECONCILER_CONCURRENCY=4", "RECONCILER_RECHECK_MIN=0s", "RECONCILER_CLAIM_LEASE=1s", "RECONCILER_NOTIFY_WAIT=200ms"}
 	var all []e2eSoakOrder
-	stats := e2eSoakStats{}
+	stats := e2eSoakStats{runLife: 2 * time.Second}
 	start := time.Now()
 	for it := range iterations {
 		batch := e2eSoakBatch(e, it)
 		all = append(all, batch...)
-		e2eSoakIteration(t, e, rng, env, batch, &stats)
+		e2eSoakIteration(t, e, rng, env, fmt.Sprintf("%%-soak-%03d-%%", it), batch, &stats)
 		e2eSoakConverged(t, e, all)
 		stats.orderChecks += len(all)
 		if t.Failed() {
@@ -83,6 +83,7 @@ func TestE2ESoakKill9(t *testing.T) {
 
 type e2eSoakStats struct {
 	runsKilled, runsFinished, servesKilled, leasesFreed, acked, orderChecks int
+	runLife                                                                 time.Duration // of the last run not killed
 }
 
 // e2eSoakBatch seeds one iteration's orders: most paid at the platform (and stormed), two
@@ -111,7 +112,7 @@ func e2eSoakBatch(e *e2eEnv, it int) []e2eSoakOrder {
 
 // e2eSoakIteration: serve under a callback storm and a run, both SIGKILLed at random
 // moments; every acknowledged callback durable; the dead leases freed; a clean run.
-func e2eSoakIteration(t *testing.T, e *e2eEnv, rng *rand.Rand, env []string, batch []e2eSoakOrder, stats *e2eSoakStats) {
+func e2eSoakIteration(t *testing.T, e *e2eEnv, rng *rand.Rand, env []string, like string, batch []e2eSoakOrder, stats *e2eSoakStats) {
 	t.Helper()
 	serve, base := e.startServe(env...)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -131,27 +132,52 @@ func e2eSoakIteration(t *testing.T, e *e2eEnv, rng *rand.Rand, env []string, bat
 		}
 		deliveries = append(deliveries, d)
 	}
-	run := e.start(env, "run")
-	// Kill the two in a random order at random moments of the storm and the pass.
-	kills := []*e2eProc{run, serve}
-	rng.Shuffle(len(kills), func(i, j int) { kills[i], kills[j] = kills[j], kills[i] })
-	for _, p := range kills {
-		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
-		if p == run && run.exited() {
-			stats.runsFinished++
-			continue
-		}
-		p.signal(t, syscall.SIGKILL)
-		p.wait(t, 10*time.Second)
-		if p == run {
-			stats.runsKilled++
-		} else {
-			stats.servesKilled++
-		}
+	// Two workers, 40 ms a query: the pass lasts long enough for a kill to land inside it.
+	run := e.start(append(env[:len(env):len(env)], "RECONCILER_CONCURRENCY=2"), "run")
+	// Kill each at a random point of its work: the run at a random moment of its life (as
+	// long as the last run that was not killed lived: the machine's speed), serve after k
+	// of the batch's 10 paid orders are PAID, by a callback or the run (k = 0: while
+	// starting). Each killer watches its own process (two goroutines: the kills land
+	// independently, in either order); the 10 s is a safety net, not an expectation.
+	runAt := time.Duration(rng.Int64N(int64(stats.runLife)))
+	serveAt := rng.IntN(11)
+	killed := make([]bool, 2)
+	var wg sync.WaitGroup
+	for i, p := range []*e2eProc{run, serve} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for deadline := time.Now().Add(10 * time.Second); !p.exited() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if p == run && time.Since(p.start) >= runAt {
+					break
+				}
+				// Through e.db: e.count may not fail a test from a goroutine.
+				var paid int
+				if p == serve && (e.db.Get(&paid, `SELECT count(*) FROM payment_orders WHERE out_trade_no LIKE $1 AND status = 'PAID'`, like) != nil || paid >= serveAt) {
+					break
+				}
+			}
+			if !p.exited() {
+				p.cmd.Process.Kill() //nolint:errcheck // it may have just exited: p.code says
+				killed[i] = true
+			}
+			<-p.done
+		}()
 	}
-	if run.exited() && run.exitCode() != 0 && run.exitCode() != -2 {
+	wg.Wait()
+	switch {
+	case killed[0]:
+		stats.runsKilled++
+	case run.exitCode() == 0:
+		stats.runsFinished++
+		stats.runLife = run.took
+	default:
 		t.Errorf("%s exited %d before its kill", run.name, run.exitCode())
 	}
+	if !killed[1] {
+		t.Fatalf("serve exited %d before its kill:\n%s", serve.exitCode(), e2eTail(serve.stderr.String(), 4000))
+	}
+	stats.servesKilled++
 	// What serve acknowledged was committed before the answer: it holds after the kill.
 	for _, d := range deliveries {
 		res, err := d.Wait(ctx)
@@ -209,22 +235,44 @@ func e2eSoakConverged(t *testing.T, e *e2eEnv, all []e2eSoakOrder) {
 	t.Helper()
 	e.soakInvariants()
 	e.invariants()
+	// One read of every order (a long soak has thousands).
+	var rows []struct {
+		Platform string `db:"platform"`
+		OTN      string `db:"out_trade_no"`
+		Status   string `db:"status"`
+		TradeNo  string `db:"trade_no"`
+		Events   int    `db:"events"`
+		Outbox   int    `db:"outbox"`
+		Findings int    `db:"findings"`
+	}
+	if err := e.db.Select(&rows, `SELECT o.platform, o.out_trade_no, o.status, COALESCE(o.platform_trade_no, '') AS trade_no,
+			(SELECT count(*) FROM payment_events e WHERE e.order_id = o.id) AS events,
+			(SELECT count(*) FROM fulfillment_outbox f WHERE f.order_id = o.id) AS outbox,
+			(SELECT count(*) FROM reconcile_mismatches m WHERE m.order_id = o.id) AS findings
+		FROM payment_orders o`); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(all) {
+		t.Fatalf("%d orders in the database, %d seeded", len(rows), len(all))
+	}
+	byKey := map[string]int{}
+	for i, r := range rows {
+		byKey[r.Platform+"/"+r.OTN] = i
+	}
 	for _, o := range all {
-		got := e.order(o.platform, o.otn)
+		got := rows[byKey[string(o.platform)+"/"+o.otn]]
 		sc := e.sb.Scenario(o.platform, o.otn)
-		findings := e.count(`SELECT count(*) FROM reconcile_mismatches WHERE order_id = $1`, got.ID)
 		switch {
 		case o.want == "SHORT":
-			if got.Status != "PENDING" || got.Events != 0 || got.Outbox != 0 || findings != 1 {
-				t.Errorf("%s (paid short): %s with %d events, %d outbox rows, %d findings; want PENDING, nothing applied, one finding",
-					o.otn, got.Status, got.Events, got.Outbox, findings)
+			if got.Status != "PENDING" || got.Events != 0 || got.Outbox != 0 || got.Findings != 1 {
+				t.Errorf("%s (paid short): %+v; want PENDING, nothing applied, one finding", o.otn, got)
 			}
-		case findings != 0:
-			t.Errorf("%s: %d findings", o.otn, findings)
+		case got.Findings != 0:
+			t.Errorf("%s: %d findings", o.otn, got.Findings)
 		case got.Status != o.want || got.Events != 1:
 			t.Errorf("%s: %s with %d events, want %s once", o.otn, got.Status, got.Events, o.want)
-		case o.want == "PAID" && (got.TradeNo.String != sc.TradeNo || got.Outbox != 1):
-			t.Errorf("%s: trade %q (platform %q), %d outbox rows", o.otn, got.TradeNo.String, sc.TradeNo, got.Outbox)
+		case o.want == "PAID" && (got.TradeNo != sc.TradeNo || got.Outbox != 1):
+			t.Errorf("%s: trade %q (platform %q), %d outbox rows", o.otn, got.TradeNo, sc.TradeNo, got.Outbox)
 		case o.want == "CLOSED" && (sc.State != sandbox.StateClosed || got.Outbox != 0):
 			t.Errorf("%s: CLOSED here but %s at the platform, %d outbox rows", o.otn, sc.State, got.Outbox)
 		}
