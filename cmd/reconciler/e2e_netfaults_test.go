@@ -58,7 +58,8 @@ type e2eNetOutcome struct {
 // the platform (the sandbox) and says what the worker does: its exit code, its run row's
 // counters, exactly what reached the database (every PAID order whole, with the
 // platform's trade number and amount, one event and one outbox row; nothing closed, since
-// every order is paid at the platform), and then that a clean run converges every order.
+// every order is paid at the platform, a quarter of them past their expiry), and then
+// that a clean run converges every order.
 // The matrix of outcomes is printed at the end.
 func TestE2ENetworkFaults(t *testing.T) {
 	t.Parallel()
@@ -104,6 +105,11 @@ func e2eNetCell(t *testing.T, target string, f e2eNetFault, want e2eNetOutcome) 
 	for i := range n {
 		p := e2ePlatforms[i%2]
 		o := e2eOrder{platform: p, otn: fmt.Sprintf("%s-net-%02d", p, i), amount: 500 + int64(i), createdAt: e2eAgo(10 * time.Minute)}
+		if i%4 == 3 {
+			// Past its expiry, yet paid: a fault that hides the payment must not get it
+			// closed.
+			o.createdAt = e2eAgo(3 * time.Hour)
+		}
 		orders = append(orders, o)
 		e.paidAtPlatform(p, o.otn, o.amount)
 	}
