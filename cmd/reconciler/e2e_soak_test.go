@@ -71,6 +71,9 @@ func TestE2ESoakKill9(t *testing.T) {
 		e2eSoakIteration(t, e, rng, env, fmt.Sprintf("%%-soak-%03d-%%", it), batch, &stats)
 		e2eSoakConverged(t, e, all)
 		stats.orderChecks += len(all)
+		if (it+1)%25 == 0 {
+			t.Logf("soak: %d of %d iterations, %d orders, %s", it+1, iterations, len(all), time.Since(start).Round(time.Second))
+		}
 		if t.Failed() {
 			t.Fatalf("iteration %d failed; replay with SOAK_SEED=%d SOAK_ITERATIONS=%d", it, seed, iterations)
 		}
