@@ -119,8 +119,9 @@ func e2eNetCell(t *testing.T, target string, f e2eNetFault, want e2eNetOutcome) 
 		e.sb.SetFault(p, sandbox.Fault{Latency: sandbox.Duration(40 * time.Millisecond)})
 	}
 	px, env := e2eNetProxy(t, e, target)
+	// A failed check is due again at once (RECHECK_MIN 0s), so the clean run right after
+	// re-checks it; a claim a failed release left PROCESSING runs out in 2 s.
 	env = append(env, "RECONCILER_CONCURRENCY=4", "RECONCILER_PLATFORM_TIMEOUT=1s", "RECONCILER_DATABASE_TIMEOUT=2s",
-		// A failed check is due again at once, so the clean run right after re-checks it.
 		"RECONCILER_CLAIM_LEASE=2s", "RECONCILER_RECHECK_MIN=0s")
 
 	var toxic string
