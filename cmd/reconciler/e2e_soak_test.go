@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -61,7 +62,17 @@ func TestE2ESoakKill9(t *testing.T) {
 	}
 	// The clean run re-checks what a killed one left due; a killed holder's PROCESSING
 	// claim runs out in a second.
-	env := []string{"RECONCILER_CONCURRENCY=4", "RECONCILER_RECHECK_MIN=0s", "RECONCILER_CLAIM_LEASE=1s", "RECONCILER_NOTIFY_WAIT=200ms"}
+	// The workers' sessions carry an application_name, so the test can wait for a killed
+	// process's server backends to be gone (see e2eSoakIteration).
+	dbURL, err := url.Parse(e.db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := dbURL.Query()
+	q.Set("application_name", e2eSoakApp)
+	dbURL.RawQuery = q.Encode()
+	env := []string{"RECONCILER_DATABASE_URL=" + dbURL.String(),
+		"RECONCILER_CONCURRENCY=4", "RECONCILER_RECHECK_MIN=0s", "RECONCILER_CLAIM_LEASE=1s", "RECONCILER_NOTIFY_WAIT=200ms"}
 	var all []e2eSoakOrder
 	stats := e2eSoakStats{runLife: 2 * time.Second}
 	start := time.Now()
@@ -84,6 +95,9 @@ func TestE2ESoakKill9(t *testing.T) {
 		iterations, stats.orderChecks, len(all), stats.runsKilled, stats.servesKilled, stats.runsFinished, stats.leasesFreed, stats.lateLeases,
 		e.count(`SELECT count(*) FROM reconcile_runs WHERE status = 'running'`), stats.acked, time.Since(start).Round(time.Millisecond))
 }
+
+// e2eSoakApp is the application_name of the soak's worker sessions.
+const e2eSoakApp = "payrecon-soak-worker"
 
 type e2eSoakStats struct {
 	runsKilled, runsFinished, servesKilled, leasesFreed, lateLeases, acked, orderChecks int
@@ -176,7 +190,7 @@ func e2eSoakIteration(t *testing.T, e *e2eEnv, rng *rand.Rand, env []string, lik
 		stats.runsFinished++
 		stats.runLife = run.took
 	default:
-		t.Errorf("%s exited %d before its kill", run.name, run.exitCode())
+		t.Errorf("%s exited %d before its kill:\n%s", run.name, run.exitCode(), e2eTail(run.stderr.String(), 3000))
 	}
 	if !killed[1] {
 		t.Fatalf("serve exited %d before its kill:\n%s", serve.exitCode(), e2eTail(serve.stderr.String(), 4000))
@@ -201,14 +215,15 @@ func e2eSoakIteration(t *testing.T, e *e2eEnv, rng *rand.Rand, env []string, lik
 		}
 	}
 	e.soakInvariants()
-	// A killed process's statement may still be running in its server backend, and commit
-	// after the process died (PostgreSQL notices the dead client only when it answers): a
-	// taking query can lease orders to the dead run after this point. Wait for those
-	// backends to finish, and count the leases that landed late.
+	// A killed process's last statement can still run after the process is dead: the
+	// query sat in the socket's buffer, its backend (idle until then) reads it, executes
+	// and commits it, and notices the dead client only when it answers. A taking query can
+	// so lease orders to a dead run after the kill, even after its backend looked idle
+	// (a 200-iteration soak found one, 2 minutes live, after the clock had moved). Wait
+	// until the dead processes' backends are gone, and count the leases that landed late.
 	leasedAtKill := e.count(`SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL`)
-	e2eEventually(t, 30*time.Second, "the killed processes' statements to end", func() bool {
-		return e.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND pid <> pg_backend_pid() AND state NOT IN ('idle')`) == 0
+	e2eEventually(t, 30*time.Second, "the killed processes' server backends to end", func() bool {
+		return e.count(`SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, e2eSoakApp) == 0
 	})
 	leased := e.count(`SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL`)
 	if leased > leasedAtKill {
