@@ -6,7 +6,7 @@ GO       ?= go
 SERVICES := scripts/with-services.sh
 PKGS     := ./...
 
-.PHONY: all build test test-deps demo vet fmt-check bench soak clean
+.PHONY: all build test test-deps demo vet fmt-check bench soak clean screenshots
 
 all: build
 
@@ -21,9 +21,10 @@ vet:
 	$(GO) vet $(PKGS)
 
 # The signature tests cross-check against the openssl command; the alert rules are checked
-# with promtool (Debian package prometheus). Install them where missing, starting no service.
+# with promtool (Debian package prometheus); the console's browser test drives Debian's chromium.
+# Install them where missing, starting no service.
 test-deps:
-	@scripts/need-debs.sh openssl:openssl promtool:prometheus
+	@scripts/need-debs.sh openssl:openssl promtool:prometheus chromium:chromium
 
 # Every test, with the race detector, against real PostgreSQL, Redis and NATS.
 test: fmt-check vet test-deps
@@ -44,11 +45,23 @@ demo:
 #                     (profile it: -bench WorkerCPU -cpuprofile cpu.out ./cmd/reconciler/)
 #   RelayThroughput:  100,000 outbox rows: relay msg/s next to bare JetStream async publish
 #   RelayFollowLag:   relay --follow at 1,000 transitions/s: commit -> ack lag p50/p99
+#   Read*:            bill readers, 100,000 generated lines per format: lines/s
+#                     (peak RSS at any size: go run ./statement/internal/billrss -format alipay-zip -lines 1000000)
+#   Statement:        statement --file of a 1,000,000-line Alipay bill against 1,000,000 orders:
+#                     lines/s next to a bare COPY of the same lines, peak RSS of the run
 bench:
 	$(SERVICES) sh -c '$(GO) test -run "^$$" -bench "ApplyResult" -benchmem -count=1 ./reconcile/ && \
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./platformclient/... && \
 	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
-	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/'
+	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/ && \
+	  $(GO) test -run "^$$" -bench "Read" -benchtime 3x -benchmem -count=1 ./statement/ && \
+	  $(GO) test -run "^$$" -bench "Statement" -benchtime 1x -count=1 -timeout 30m ./statementrun/ -statement.lines 1000000'
+
+# The review console as a person sees it: TestBrowserReview's screenshots (the findings list,
+# a finding after maker-checker, the HTML report) kept under out/screenshots; it prints their paths.
+screenshots: test-deps
+	mkdir -p out/screenshots
+	$(SERVICES) $(GO) test -count=1 -v -run '^TestBrowserReview$$' -artifacts -outputdir $(CURDIR)/out/screenshots ./console/ | grep -E 'screenshot:|^(ok|FAIL|---)'
 
 # The kill -9 soak, long: run and serve SIGKILLed at random moments under a callback storm,
 # a clean run after each, the invariants checked every time (`make test` runs 10
@@ -58,4 +71,4 @@ soak:
 	$(SERVICES) env SOAK_ITERATIONS=$(SOAK_ITERATIONS) $(GO) test -race -count=1 -timeout 120m -v -run '^TestE2ESoakKill9$$' ./cmd/reconciler/
 
 clean:
-	rm -rf bin
+	rm -rf bin out

@@ -6,11 +6,14 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
 	"time"
 	_ "time/tzdata" // RECONCILER_TIMEZONE must resolve in a scratch container too
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Config is every setting of the reconciler.
@@ -39,7 +42,7 @@ type Config struct {
 	CloseAtPlatform bool
 	NotifyWait      time.Duration
 	DrainTimeout    time.Duration
-	Shard           Shard
+	Shard           reconcile.Shard // this process's slice of the orders
 	// Alipay and WechatPay are the single-account settings (RECONCILER_ALIPAY_*,
 	// RECONCILER_WECHATPAY_*); Accounts holds every account, theirs included.
 	Alipay                AlipayAccount
@@ -49,6 +52,17 @@ type Config struct {
 	AllowInsecurePlatform bool
 	RatePrefix            string
 	Relay                 Relay
+	Console               Console
+}
+
+// Console holds the review console's settings (the admin port's /review/ pages).
+type Console struct {
+	IdentityHeader string         // the header the authenticating proxy names the person in
+	TrustedProxies []netip.Prefix // peers whose identity header is believed
+	Reviewers      []string       // lower-case addresses or *@domain
+	Approvers      []string       // lower-case addresses or *@domain
+	CSRFKeyFile    string         // "": a random key per process
+	DatabaseURL    string         // "": the database URL (the console then acts as the worker's role)
 }
 
 // Relay holds the fulfilment hand-off's settings (`reconciler relay`, `serve --relay`).
@@ -61,13 +75,6 @@ type Relay struct {
 	Poll          time.Duration // --follow: look for rows this often even without a NOTIFY
 	RetryHorizon  time.Duration // the longest a published row may wait to be re-published
 }
-
-// Shard is this process's slice of the orders: Index in [0, Count).
-type Shard struct {
-	Index, Count int
-}
-
-func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // Error is a bad setting. Its message names the setting; the binary exits 2 on it.
 type Error struct {
@@ -119,6 +126,9 @@ func (c Config) Redacted() string {
 		"rate-prefix":          c.RatePrefix,
 		"relay-url":            RedactURLs(c.Relay.URL),
 		"relay-subject-prefix": c.Relay.SubjectPrefix,
+		"reviewers":            strings.Join(c.Console.Reviewers, ","),
+		"review-database-url":  RedactURL(c.Console.DatabaseURL),
+		"approvers":            strings.Join(c.Console.Approvers, ","),
 	}
 	if c.Timezone != nil {
 		kv["timezone"] = c.Timezone.String()

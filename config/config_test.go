@@ -2,12 +2,15 @@ package config
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // load runs a Loader over a fresh flag set with the given args and environment.
@@ -32,7 +35,7 @@ func TestDefaults(t *testing.T) {
 		"grace": c.Grace == 2*time.Minute, "lookback": c.Lookback == 72*time.Hour, "order ttl": c.OrderTTL == 2*time.Hour,
 		"prefix": c.ClaimPrefix == "pay:notify:", "timeout": c.PlatformTimeout == 10*time.Second, "db timeout": c.DatabaseTimeout == 30*time.Second,
 		"recheck": c.RecheckMin == time.Minute && c.RecheckMax == time.Hour, "close": c.CloseAtPlatform,
-		"notify wait": c.NotifyWait == 2*time.Second, "shard": c.Shard == Shard{0, 1}, "dry": !c.DryRun,
+		"notify wait": c.NotifyWait == 2*time.Second, "shard": c.Shard == reconcile.Shard{Index: 0, Count: 1}, "dry": !c.DryRun,
 		"alipay gw": c.Alipay.Gateway == "https://openapi.alipay.com/gateway.do",
 		"wechat":    c.WechatPay.BaseURL == "https://api.mch.weixin.qq.com",
 	}
@@ -78,7 +81,7 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"dry-run":                      {"true", "false", func(c Config) any { return c.DryRun }, true},
 		"close-at-platform":            {"false", "true", func(c Config) any { return c.CloseAtPlatform }, false},
 		"drain-timeout":                {"5s", "9s", func(c Config) any { return c.DrainTimeout }, 5 * time.Second},
-		"shard":                        {"2/4", "1/4", func(c Config) any { return c.Shard }, Shard{2, 4}},
+		"shard":                        {"2/4", "1/4", func(c Config) any { return c.Shard }, reconcile.Shard{Index: 2, Count: 4}},
 		"shards":                       {"", "", nil, nil}, // needs JOB_COMPLETION_INDEX: TestShardsFromJobIndex
 		"pushgateway-url":              {"http://pgw:9091", "http://p:1", func(c Config) any { return c.PushgatewayURL }, "http://pgw:9091"},
 		"listen":                       {"127.0.0.1:9000", ":9001", func(c Config) any { return c.Listen }, "127.0.0.1:9000"},
@@ -115,6 +118,13 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"relay-ack-timeout":            {"3s", "4s", func(c Config) any { return c.Relay.AckTimeout }, 3 * time.Second},
 		"relay-poll":                   {"250ms", "1s", func(c Config) any { return c.Relay.Poll }, 250 * time.Millisecond},
 		"relay-retry-horizon":          {"15m", "10m", func(c Config) any { return c.Relay.RetryHorizon }, 15 * time.Minute},
+		"review-database-url-file":     {"", "", nil, nil}, // TestConsoleSettings
+		"review-database-url":          {"postgres://rev@h/db", "postgres://r2@h/db", func(c Config) any { return c.Console.DatabaseURL }, "postgres://rev@h/db"},
+		"admin-identity-header":        {"X-Auth-Request-Email", "X-Email", func(c Config) any { return c.Console.IdentityHeader }, "X-Auth-Request-Email"},
+		"admin-trusted-proxies":        {"10.0.0.0/8, 192.0.2.7", "::1/128", func(c Config) any { return fmt.Sprint(c.Console.TrustedProxies) }, "[10.0.0.0/8 192.0.2.7/32]"},
+		"reviewers":                    {"Ann@Example.com,*@finance.example.com", "b@x.y", func(c Config) any { return strings.Join(c.Console.Reviewers, ",") }, "ann@example.com,*@finance.example.com"},
+		"approvers":                    {"cfo@example.com", "b@x.y", func(c Config) any { return strings.Join(c.Console.Approvers, ",") }, "cfo@example.com"},
+		"admin-csrf-key-file":          {"", "", nil, nil}, // TestConsoleSettings
 	}
 	base := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db"}
 	for _, s := range settings {
@@ -237,7 +247,7 @@ func TestPlatformRequirements(t *testing.T) {
 func TestShardsFromJobIndex(t *testing.T) {
 	t.Setenv("JOB_COMPLETION_INDEX", "3")
 	c, err := load(GroupAll, []string{"--shards", "8"}, map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db"})
-	if err != nil || c.Shard != (Shard{3, 8}) {
+	if err != nil || c.Shard != (reconcile.Shard{Index: 3, Count: 8}) {
 		t.Fatalf("shard = %v, %v; want 3/8", c.Shard, err)
 	}
 	t.Setenv("JOB_COMPLETION_INDEX", "8")
@@ -357,5 +367,49 @@ func TestURLFiles(t *testing.T) {
 				t.Fatalf("error quotes the file's content: %v", err)
 			}
 		})
+	}
+}
+
+// TestConsoleSettings: the review console's defaults (loopback only, X-Forwarded-Email, nobody
+// listed) and the values it refuses, each naming its setting.
+func TestConsoleSettings(t *testing.T) {
+	load := func(env map[string]string) (Config, error) {
+		env["RECONCILER_DATABASE_URL"] = "postgres://u@h/db"
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		l := Register(fs, GroupDatabase|GroupServe, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		if err := fs.Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		return l.Load()
+	}
+	c, err := load(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Console.IdentityHeader != "X-Forwarded-Email" || fmt.Sprint(c.Console.TrustedProxies) != "[127.0.0.0/8 ::1/128]" ||
+		len(c.Console.Reviewers)+len(c.Console.Approvers) != 0 || c.Console.DatabaseURL != "" || c.Console.CSRFKeyFile != "" {
+		t.Errorf("console defaults: %+v", c.Console)
+	}
+	dir := t.TempDir()
+	short, key, urlFile := filepath.Join(dir, "short"), filepath.Join(dir, "key"), filepath.Join(dir, "url")
+	os.WriteFile(short, []byte("tiny\n"), 0o600)
+	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
+	os.WriteFile(urlFile, []byte("postgres://payrecon_reviewer:pw@db/payrecon\n"), 0o600)
+	if c, err := load(map[string]string{"RECONCILER_ADMIN_CSRF_KEY_FILE": key, "RECONCILER_REVIEW_DATABASE_URL_FILE": urlFile}); err != nil ||
+		c.Console.CSRFKeyFile != key || c.Console.DatabaseURL != "postgres://payrecon_reviewer:pw@db/payrecon" {
+		t.Errorf("key and URL files: %+v, %v", c.Console, err)
+	}
+	for _, tc := range []struct{ env, value, want string }{
+		{"RECONCILER_ADMIN_TRUSTED_PROXIES", "localhost", "RECONCILER_ADMIN_TRUSTED_PROXIES"},
+		{"RECONCILER_ADMIN_IDENTITY_HEADER", "X Email", "RECONCILER_ADMIN_IDENTITY_HEADER"},
+		{"RECONCILER_REVIEWERS", "ann", "RECONCILER_REVIEWERS"},
+		{"RECONCILER_APPROVERS", "a*@example.com", "RECONCILER_APPROVERS"},
+		{"RECONCILER_ADMIN_CSRF_KEY_FILE", short, "at least 16 bytes"},
+		{"RECONCILER_ADMIN_CSRF_KEY_FILE", filepath.Join(dir, "missing"), "RECONCILER_ADMIN_CSRF_KEY_FILE"},
+		{"RECONCILER_REVIEW_DATABASE_URL", "mysql://x", "RECONCILER_REVIEW_DATABASE_URL"},
+	} {
+		if _, err := load(map[string]string{tc.env: tc.value}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%q: got %v, want an error naming %s", tc.env, tc.value, err, tc.want)
+		}
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Group selects which settings a command takes, so `--help` lists only what applies.
@@ -132,11 +135,11 @@ var settings = []setting{
 		if v == "" {
 			return nil
 		}
-		var i, n int
-		if _, err := fmt.Sscanf(v, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n || fmt.Sprintf("%d/%d", i, n) != v {
+		shard, err := reconcile.ParseShard(v)
+		if err != nil {
 			return fmt.Errorf("must be i/n with 0 <= i < n, got %q", v)
 		}
-		c.Shard = Shard{Index: i, Count: n}
+		c.Shard = shard
 		return nil
 	}},
 	{"shards", "", GroupWorker, kString, "shard count; the index comes from JOB_COMPLETION_INDEX (Kubernetes Indexed Job)", func(c *Config, v string) error {
@@ -155,7 +158,7 @@ var settings = []setting{
 		if err != nil || i < 0 || i >= n {
 			return fmt.Errorf("needs JOB_COMPLETION_INDEX between 0 and %d, got %q", n-1, idx)
 		}
-		c.Shard = Shard{Index: i, Count: n}
+		c.Shard = reconcile.Shard{Index: i, Count: n}
 		return nil
 	}},
 	{"pushgateway-url", "", GroupWorker, kString, "Prometheus Pushgateway to push run metrics to (run mode)", func(c *Config, v string) error {
@@ -177,6 +180,57 @@ var settings = []setting{
 			return fmt.Errorf("must be host:port or :port, got %q", v)
 		}
 		c.AdminListen = v
+		return nil
+	}},
+	{"review-database-url-file", "", GroupServe, kString, "file holding the review console's PostgreSQL URL, as payrecon_reviewer (default: the database URL)", urlFileInto(func(c *Config) *string { return &c.Console.DatabaseURL })},
+	{"review-database-url", "", GroupServe, kString, "the review console's PostgreSQL URL, as payrecon_reviewer (default: the database URL)", func(c *Config, v string) error {
+		if v != "" && c.Console.DatabaseURL != "" {
+			return fmt.Errorf("give either the URL or RECONCILER_REVIEW_DATABASE_URL_FILE, not both")
+		}
+		if v != "" {
+			c.Console.DatabaseURL = v
+		}
+		if c.Console.DatabaseURL == "" {
+			return nil
+		}
+		return checkURL(c.Console.DatabaseURL, "postgres", "postgresql")
+	}},
+	{"admin-identity-header", "X-Forwarded-Email", GroupServe, kString, "header naming the signed-in person on the admin port's /review/ console (set by an authenticating proxy such as oauth2-proxy)", func(c *Config, v string) error {
+		if v == "" || strings.ContainsAny(v, " \t:") {
+			return fmt.Errorf("must be an HTTP header name such as X-Forwarded-Email, got %q", v)
+		}
+		c.Console.IdentityHeader = v
+		return nil
+	}},
+	{"admin-trusted-proxies", "127.0.0.0/8,::1/128", GroupServe, kString, "CIDRs whose identity header the console believes (comma-separated); any other peer gets 401", func(c *Config, v string) error {
+		c.Console.TrustedProxies = nil
+		for _, part := range splitList(v) {
+			p, err := netip.ParsePrefix(part)
+			if err != nil {
+				a, aerr := netip.ParseAddr(part)
+				if aerr != nil {
+					return fmt.Errorf("must be comma-separated CIDRs such as 127.0.0.0/8,::1/128, got %q", part)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			c.Console.TrustedProxies = append(c.Console.TrustedProxies, p.Masked())
+		}
+		return nil
+	}},
+	{"reviewers", "", GroupServe, kString, "who may acknowledge and resolve findings in the console: comma-separated addresses or *@domain", peopleInto(func(c *Config) *[]string { return &c.Console.Reviewers })},
+	{"approvers", "", GroupServe, kString, "who may also approve or reject proposed resolutions: comma-separated addresses or *@domain", peopleInto(func(c *Config) *[]string { return &c.Console.Approvers })},
+	{"admin-csrf-key-file", "", GroupServe, kString, "file holding the key the console's form tokens are signed with (share it between replicas); empty: a random key per process", func(c *Config, v string) error {
+		c.Console.CSRFKeyFile = v
+		if v == "" {
+			return nil
+		}
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return fmt.Errorf("cannot read: %w", err)
+		}
+		if len(strings.TrimSpace(string(b))) < 16 {
+			return fmt.Errorf("%s must hold at least 16 bytes", v)
+		}
 		return nil
 	}},
 	{"notify-wait", "2s", GroupServe, kString, "how long a callback waits for a claim held by another handler", durationInto(func(c *Config) *time.Duration { return &c.NotifyWait }, true)},
@@ -318,7 +372,7 @@ func (l *Loader) Load() (Config, error) {
 		}
 	}
 	if c.Shard.Count == 0 {
-		c.Shard = Shard{Index: 0, Count: 1}
+		c.Shard = reconcile.Shard{Index: 0, Count: 1}
 	}
 	err := l.validate(&c)
 	return c, err
@@ -481,6 +535,33 @@ func urlFileInto(field func(c *Config) *string) func(c *Config, v string) error 
 			return fmt.Errorf("%s is empty", v)
 		}
 		*field(c) = u
+		return nil
+	}
+}
+
+// splitList splits a comma-separated setting, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// peopleInto reads a list of people: exact addresses or *@domain, compared without case.
+func peopleInto(field func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, p := range splitList(v) {
+			at := strings.LastIndex(p, "@")
+			if at < 0 || at == len(p)-1 || (at == 0) || strings.ContainsAny(p, " \t") || (strings.Contains(p, "*") && !strings.HasPrefix(p, "*@")) {
+				return fmt.Errorf("must be comma-separated addresses or *@domain, got %q", p)
+			}
+			out = append(out, strings.ToLower(p))
+		}
+		*field(c) = out
 		return nil
 	}
 }

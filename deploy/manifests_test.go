@@ -40,12 +40,22 @@ var knownSettings = func() []string {
 
 // subcommands a container may run, and the flags they take beyond the settings.
 var (
-	knownSubcommands = []string{"run", "serve", "backfill", "migrate"}
+	knownSubcommands = []string{"run", "serve", "backfill", "migrate", "statement"}
 	commandFlags     = []string{"from", "to", "resume", "schedule"}
 )
 
 // The binary's image as the manifests name it; kustomization.yaml pins the real one.
 const imageName = "payrecon/reconciler"
+
+// The review console's sign-in sidecar in the serve pods (serve-deployment.yaml): the one
+// container that is not payrecon's image, pinned in kustomization.yaml too.
+const (
+	proxyImage     = "quay.io/oauth2-proxy/oauth2-proxy"
+	proxyContainer = "oauth2-proxy"
+)
+
+// isReviewProxy tells the serve pods' oauth2-proxy sidecar from payrecon's own containers.
+func isReviewProxy(c corev1.Container) bool { return c.Name == proxyContainer && c.Image == proxyImage }
 
 // Files deliberately left out of kustomization.yaml (see its comment).
 var notInKustomization = []string{"secret.example.yaml", "backfill-indexed-job.yaml"}
@@ -330,8 +340,9 @@ func TestKustomization(t *testing.T) {
 			t.Errorf("%s is neither in kustomization.yaml resources nor in notInKustomization", base)
 		}
 	}
-	if len(k.Images) != 1 || k.Images[0].Name != imageName || k.Images[0].NewName == "" {
-		t.Errorf("images = %+v; want one entry pinning %s", k.Images, imageName)
+	if len(k.Images) != 2 || k.Images[0].Name != imageName || k.Images[0].NewName == "" ||
+		k.Images[1].Name != proxyImage || k.Images[1].NewTag == "" || k.Images[1].NewTag == "latest" {
+		t.Errorf("images = %+v; want one entry pinning %s and one pinning %s to a version", k.Images, imageName, proxyImage)
 	}
 }
 
@@ -595,8 +606,8 @@ func pods(t *testing.T, ms []manifest) []pod {
 			out = append(out, pod{m.String(), o.Spec.Template.Spec, nil})
 		}
 	}
-	if len(out) != 3 {
-		t.Fatalf("found %d pod templates, want 3 (CronJob, Job, Deployment)", len(out))
+	if len(out) != 4 {
+		t.Fatalf("found %d pod templates, want 4 (the run and statement CronJobs, the backfill Job, the serve Deployment)", len(out))
 	}
 	return out
 }
@@ -665,7 +676,7 @@ func TestPodSecurity(t *testing.T) {
 				if r.Requests.Cpu().IsZero() || r.Requests.Memory().IsZero() || r.Limits.Memory().IsZero() {
 					t.Errorf("%s: resources need cpu and memory requests and a memory limit, got %+v", c.Name, r)
 				}
-				if c.Image != imageName {
+				if c.Image != imageName && !isReviewProxy(c) {
 					t.Errorf("%s: image %q, want %q (pinned by kustomization.yaml)", c.Name, c.Image, imageName)
 				}
 			}
@@ -700,6 +711,9 @@ func TestContainerCommands(t *testing.T) {
 	for _, p := range pods(t, ms) {
 		for _, c := range allContainers(p.spec) {
 			where := p.where + " " + c.Name
+			if isReviewProxy(c) {
+				continue // not payrecon's binary: TestReviewSidecar
+			}
 			if len(c.Command) != 0 && !slices.Equal(c.Command, []string{"/reconciler"}) {
 				t.Errorf("%s: command %q; leave it to the image's ENTRYPOINT", where, c.Command)
 			}
@@ -879,6 +893,23 @@ func TestCrossReferences(t *testing.T) {
 					if (v.Secret != nil || v.ConfigMap != nil) && !vm.ReadOnly {
 						t.Errorf("%s: volume %s mounted read-write", c.Name, vm.Name)
 					}
+				}
+				// Keys read into the environment one by one (the sidecar's client secret, the
+				// reviewer's database URL) must exist, and count as used.
+				for _, e := range c.Env {
+					if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+						continue
+					}
+					ref := e.ValueFrom.SecretKeyRef
+					if sec := secrets[ref.Name]; sec == nil {
+						t.Errorf("%s: env %s reads Secret %q, not in secret.example.yaml", c.Name, e.Name, ref.Name)
+					} else if _, ok := sec.StringData[ref.Key]; !ok {
+						t.Errorf("%s: env %s reads key %s, not in Secret %s", c.Name, e.Name, ref.Key, ref.Name)
+					}
+					if usedKeys[ref.Name] == nil {
+						usedKeys[ref.Name] = map[string]bool{}
+					}
+					usedKeys[ref.Name][ref.Key] = true
 				}
 				problems, used := keyFileProblems(t.TempDir(), c, configMaps, secrets, volumes)
 				for _, p := range problems {
@@ -1131,7 +1162,7 @@ const (
 )
 
 // callsPlatforms are the subcommands that call the platforms with the accounts.
-var callsPlatforms = []string{"run", "serve", "backfill"}
+var callsPlatforms = []string{"run", "serve", "backfill", "statement"}
 
 // The example accounts file is one the binary accepts: it loads strictly and passes the
 // binary's own validation (ids, hex serials, https URLs, one credential mode per account,
@@ -1309,8 +1340,8 @@ func TestSharedCallBudget(t *testing.T) {
 			}
 		}
 	}
-	if calling != 3 {
-		t.Errorf("%d containers run %v, want 3 (CronJob, backfill, serve)", calling, callsPlatforms)
+	if calling != 4 {
+		t.Errorf("%d containers run %v, want 4 (run and statement CronJobs, backfill, serve)", calling, callsPlatforms)
 	}
 }
 
@@ -1415,5 +1446,47 @@ func TestAccountChecksCatchMistakes(t *testing.T) {
 				t.Errorf("problems %q; want one containing %q", got, c.want)
 			}
 		})
+	}
+}
+
+// ---------------------------------------------------------------------------------------
+// The statement CronJob
+
+// The daily bill: 10:30 China time, retried (exit 1) while the bill is not published, with a
+// deadline on the whole Job; bad configuration (exit 2) fails at once.
+func TestStatementCronJob(t *testing.T) {
+	ms := loadManifests(t)
+	cj := only[batchv1.CronJob](t, ms, "statement-cronjob.yaml")
+	s := cj.Spec
+	if s.Schedule != "30 10 * * *" || s.TimeZone == nil || *s.TimeZone != "Asia/Shanghai" {
+		t.Errorf("schedule %q zone %v; want 30 10 * * * in Asia/Shanghai", s.Schedule, s.TimeZone)
+	}
+	if s.ConcurrencyPolicy != batchv1.ForbidConcurrent {
+		t.Errorf("concurrencyPolicy %q, want Forbid", s.ConcurrencyPolicy)
+	}
+	js := s.JobTemplate.Spec
+	if js.BackoffLimit == nil || *js.BackoffLimit < 6 {
+		t.Errorf("backoffLimit %v: too few retries to wait for a late bill", js.BackoffLimit)
+	}
+	// The Job's back-off doubles from 10 s up to 6 minutes: the deadline must leave room for
+	// every retry, or the last ones never happen.
+	var backoff int64
+	for i, d := int32(0), int64(10); js.BackoffLimit != nil && i < *js.BackoffLimit; i, d = i+1, min(2*d, 360) {
+		backoff += d
+	}
+	if js.ActiveDeadlineSeconds == nil || *js.ActiveDeadlineSeconds < backoff {
+		t.Errorf("activeDeadlineSeconds %v shorter than the retries' back-off (%d s)", js.ActiveDeadlineSeconds, backoff)
+	}
+	c := container(t, js.Template.Spec.Containers, "reconciler")
+	if !slices.Equal(c.Args, []string{"statement"}) {
+		t.Errorf("args %q, want [statement] (every account, yesterday)", c.Args)
+	}
+	if js.PodFailurePolicy == nil {
+		t.Fatal("no podFailurePolicy")
+	}
+	for _, r := range js.PodFailurePolicy.Rules {
+		if r.OnExitCodes != nil && slices.Contains(r.OnExitCodes.Values, 1) {
+			t.Errorf("rule %+v acts on exit 1: a bill not ready yet must be retried (counted)", r)
+		}
 	}
 }

@@ -74,7 +74,7 @@ func TestAdminPortAndNetworkPolicy(t *testing.T) {
 		}
 		admitted[port] = rule.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
 	}
-	want := map[string]string{"http": "ingress-nginx", "admin": "monitoring"}
+	want := map[string]string{"http": "ingress-nginx", "admin": "monitoring", "review": "ingress-nginx"}
 	if !reflect.DeepEqual(admitted, want) {
 		t.Errorf("admitted %v, want %v", admitted, want)
 	}

@@ -182,6 +182,12 @@ func breakerOutcome(ctx context.Context, err error) error {
 // timeout and must return nil or a *reconcile.PlatformError (anything else is treated as
 // retryable). op names the call in logs.
 func (p *Policy) Do(ctx context.Context, op string, attempt func(ctx context.Context) error) error {
+	return p.DoTimeout(ctx, op, p.timeout, attempt)
+}
+
+// DoTimeout is Do with another per-attempt timeout: a bill download moves megabytes where a
+// query moves a few KiB, under the same budget, breaker and retries.
+func (p *Policy) DoTimeout(ctx context.Context, op string, timeout time.Duration, attempt func(ctx context.Context) error) error {
 	var last error
 	retries, throttles := 0, 0
 	for n := 0; ; n++ {
@@ -198,7 +204,7 @@ func (p *Policy) Do(ctx context.Context, op string, attempt func(ctx context.Con
 			done(errBreakerIgnore)
 			return p.contextError(ctx, err, last)
 		}
-		err := p.run(ctx, attempt)
+		err := p.run(ctx, timeout, attempt)
 		done(breakerOutcome(ctx, err))
 		if err == nil {
 			return nil
@@ -239,8 +245,8 @@ func (p *Policy) Do(ctx context.Context, op string, attempt func(ctx context.Con
 }
 
 // run executes one attempt under the per-attempt timeout.
-func (p *Policy) run(ctx context.Context, attempt func(ctx context.Context) error) error {
-	actx, cancel := context.WithTimeout(ctx, p.timeout)
+func (p *Policy) run(ctx context.Context, timeout time.Duration, attempt func(ctx context.Context) error) error {
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := attempt(actx)
 	if err == nil {

@@ -215,3 +215,30 @@ func TestPolicyWrapsForeignErrorsAsRetryable(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// DoTimeout gives each attempt its own timeout (a download's), Do the policy's.
+func TestPolicyDoTimeout(t *testing.T) {
+	p := NewPolicy(PolicyConfig{Platform: reconcile.Alipay, Timeout: time.Second})
+	for _, c := range []struct {
+		name     string
+		run      func(func(context.Context) error) error
+		min, max time.Duration
+	}{
+		{"Do", func(f func(context.Context) error) error { return p.Do(context.Background(), "q", f) }, 0, time.Second},
+		{"DoTimeout", func(f func(context.Context) error) error {
+			return p.DoTimeout(context.Background(), "download", time.Hour, f)
+		}, 30 * time.Minute, time.Hour},
+	} {
+		var left time.Duration
+		if err := c.run(func(ctx context.Context) error {
+			d, _ := ctx.Deadline()
+			left = time.Until(d)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if left <= c.min || left > c.max {
+			t.Errorf("%s: attempt deadline %v away, want in (%v, %v]", c.name, left, c.min, c.max)
+		}
+	}
+}

@@ -52,6 +52,9 @@ type ApplyOptions struct {
 	// reconciler has just read it under its lease), so the lookup is skipped. The
 	// conditional update still decides; a stale copy only costs a re-read.
 	Order *Order
+	// Detail is added to any finding this application records (a statement names the bill
+	// and the line the finding comes from).
+	Detail map[string]any
 }
 
 // Account is what the configuration says about one of our merchant accounts.
@@ -378,6 +381,9 @@ func (a *Applier) finding(ctx context.Context, r Result, o Order, kind MismatchK
 	}
 	if m.Detail == nil {
 		m.Detail = map[string]any{}
+	}
+	for k, v := range opt.Detail {
+		m.Detail[k] = v
 	}
 	m.Detail["source"] = string(r.Source)
 	if o.ID != 0 && o.Currency != "" {

@@ -23,3 +23,15 @@ func FormatYuanOr(fen *int64, ifNull string) string {
 	}
 	return FormatYuan(*fen)
 }
+
+// FormatYuanMilliFen writes thousandths of a fen as yuan with five decimals, exactly: bill
+// fees (WeChat Pay writes them to five decimals) and the net after them. 198 -> "0.00198".
+func FormatYuanMilliFen(mf int64) string {
+	sign := ""
+	u := uint64(mf)
+	if mf < 0 {
+		sign = "-"
+		u = uint64(-(mf + 1)) + 1
+	}
+	return fmt.Sprintf("%s%d.%05d", sign, u/100000, u%100000)
+}

@@ -55,8 +55,10 @@ type RunnerSettings struct {
 	CloseAtPlatform bool
 	// DrainTimeout bounds how long in-flight orders may finish after a signal.
 	DrainTimeout time.Duration
-	// Lease is how long a taken order stays reserved for this pass; it must outlast the
-	// slowest check (query, close and confirming query with their retries).
+	// PlatformTimeout is the deadline of one platform call attempt; the lease follows it.
+	PlatformTimeout time.Duration
+	// Lease is how long a taken order stays reserved for this pass; zero: LeaseFor the
+	// platform timeout.
 	Lease time.Duration
 	Now   func() time.Time
 }
@@ -78,11 +80,21 @@ func (s *RunnerSettings) fillDefaults() {
 		s.DrainTimeout = 30 * time.Second
 	}
 	if s.Lease <= 0 {
-		s.Lease = 5 * time.Minute
+		s.Lease = LeaseFor(s.PlatformTimeout)
 	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
+}
+
+// LeaseFor is the lease rule: a taken order stays reserved longer than the slowest check
+// (query, close and confirming query, each with its retries): ten platform call timeouts,
+// and never under two minutes. A platform timeout of zero is the default 10s.
+func LeaseFor(platformTimeout time.Duration) time.Duration {
+	if platformTimeout <= 0 {
+		platformTimeout = 10 * time.Second
+	}
+	return max(10*platformTimeout, 2*time.Minute)
 }
 
 // Runner runs reconciliation passes: it takes due orders, asks their platform, and feeds
@@ -196,11 +208,10 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 	if run.Status != RunSucceeded {
 		ev = log.Warn().Err(passErr)
 	}
-	ev.Str("status", string(run.Status)).Int64("scanned", run.Counts.Scanned).Int64("repaired", run.Counts.Repaired).
-		Int64("closed", run.Counts.Closed).Int64("unchanged", run.Counts.Unchanged).
-		Int64("still_pending", run.Counts.StillPending).Int64("mismatches", run.Counts.Mismatches).
-		Int64("claimed_elsewhere", run.Counts.ClaimedElsewhere).Int64("errors", run.Counts.Errors).
-		Dur("took", run.FinishedAt.Sub(run.StartedAt)).Msg("pass finished")
+	for _, rc := range RunCounters {
+		ev = ev.Int64(rc.Name, rc.Value(run.Counts))
+	}
+	ev.Str("status", string(run.Status)).Dur("took", run.FinishedAt.Sub(run.StartedAt)).Msg("pass finished")
 	return run, passErr
 }
 

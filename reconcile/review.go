@@ -12,11 +12,14 @@ type ReviewStatus string
 const (
 	ReviewOpen         ReviewStatus = "OPEN"
 	ReviewAcknowledged ReviewStatus = "ACKNOWLEDGED"
-	ReviewResolved     ReviewStatus = "RESOLVED"
+	// ReviewPendingApproval is a money-moving resolution proposed by one person and waiting
+	// for a second (maker-checker).
+	ReviewPendingApproval ReviewStatus = "PENDING_APPROVAL"
+	ReviewResolved        ReviewStatus = "RESOLVED"
 )
 
 // ReviewStatuses lists every review status in workflow order.
-var ReviewStatuses = []ReviewStatus{ReviewOpen, ReviewAcknowledged, ReviewResolved}
+var ReviewStatuses = []ReviewStatus{ReviewOpen, ReviewAcknowledged, ReviewPendingApproval, ReviewResolved}
 
 // ParseReviewStatus accepts a review status in any letter case.
 func ParseReviewStatus(s string) (ReviewStatus, error) {
@@ -26,7 +29,7 @@ func ParseReviewStatus(s string) (ReviewStatus, error) {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("unknown review status %q (want OPEN, ACKNOWLEDGED or RESOLVED)", s)
+	return "", fmt.Errorf("unknown review status %q (want OPEN, ACKNOWLEDGED, PENDING_APPROVAL or RESOLVED)", s)
 }
 
 // MismatchKinds lists every reconcile_mismatches.kind.
@@ -51,15 +54,26 @@ func ParseMismatchKind(s string) (MismatchKind, error) {
 	return "", fmt.Errorf("unknown mismatch kind %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
-// ErrIllegalReview is the sentinel every *ReviewTransitionError matches with errors.Is.
-var ErrIllegalReview = errors.New("illegal review transition")
+// Review errors callers branch on (the CLI maps them to exit codes, the console to pages).
+var (
+	// ErrIllegalReview: the finding's status does not allow the move (or another reviewer
+	// moved it first).
+	ErrIllegalReview = errors.New("illegal review transition")
+	// ErrStaleEvidence: the finding's evidence changed since the version the reviewer read.
+	ErrStaleEvidence = errors.New("evidence changed, look again")
+	// ErrSelfApproval: the proposer of a money-moving resolution tried to approve it.
+	ErrSelfApproval = errors.New("the proposer cannot approve their own resolution")
+	// ErrBadReview: the request itself is incomplete (no reviewer, no resolution, unknown
+	// resolution, a rejection without a reason).
+	ErrBadReview = errors.New("invalid review request")
+)
 
 // ReviewTransitionError is a review move the finding's current status does not allow: an
 // acknowledgement of a finding that is no longer OPEN, a resolve of a RESOLVED one, or the
 // loser of two reviewers racing on the same finding.
 type ReviewTransitionError struct {
 	ID      int64
-	Action  string // "acknowledge" or "resolve"
+	Action  string
 	Current ReviewStatus
 	Allowed []ReviewStatus
 }
@@ -75,66 +89,16 @@ func (e *ReviewTransitionError) Error() string {
 // Is makes errors.Is(err, ErrIllegalReview) hold.
 func (e *ReviewTransitionError) Is(target error) bool { return target == ErrIllegalReview }
 
-// ReviewAction is a reviewer's move on a finding; its name is also the audit row's action.
-type ReviewAction string
-
-const (
-	ReviewAcknowledge ReviewAction = "acknowledge"
-	ReviewResolve     ReviewAction = "resolve"
-)
-
-// ReviewRule is one legal move: the statuses it may start from and the status it ends in.
-type ReviewRule struct {
-	From []ReviewStatus
-	To   ReviewStatus
+// StaleEvidenceError is a move that named an evidence version other than the current one.
+type StaleEvidenceError struct {
+	ID      int64
+	Seen    int64 // the version the reviewer read (or the proposal was made on)
+	Current int64
 }
 
-// ReviewMoves is the review state machine. A RESOLVED finding leaves it only when the apply
-// path reopens it on new evidence, which no reviewer can do.
-var ReviewMoves = map[ReviewAction]ReviewRule{
-	ReviewAcknowledge: {From: []ReviewStatus{ReviewOpen}, To: ReviewAcknowledged},
-	ReviewResolve:     {From: []ReviewStatus{ReviewOpen, ReviewAcknowledged}, To: ReviewResolved},
+func (e *StaleEvidenceError) Error() string {
+	return fmt.Sprintf("mismatch %d: evidence changed, look again (you saw version %d, it is now version %d)", e.ID, e.Seen, e.Current)
 }
 
-// NextReviewStatus is where the action takes finding id from status current, or a
-// *ReviewTransitionError when the state machine forbids it.
-func NextReviewStatus(id int64, action ReviewAction, current ReviewStatus) (ReviewStatus, error) {
-	rule, ok := ReviewMoves[action]
-	if !ok {
-		return "", fmt.Errorf("mismatch %d: unknown review action %q", id, action)
-	}
-	for _, from := range rule.From {
-		if from == current {
-			return rule.To, nil
-		}
-	}
-	return "", &ReviewTransitionError{ID: id, Action: string(action), Current: current, Allowed: rule.From}
-}
-
-// AtStakeMinor is the money a finding puts in question, in minor units: the difference for
-// an amount mismatch, the local amount for an order paid locally but not at the platform,
-// and otherwise the amount the platform reports moved (the local amount when it named none).
-// Nil amounts are unknown and count as zero. It is never negative.
-func AtStakeMinor(kind MismatchKind, localMinor, platformMinor *int64) int64 {
-	l, p := orZero(localMinor), orZero(platformMinor)
-	switch kind {
-	case MismatchAmount:
-		if p > l {
-			return p - l
-		}
-		return l - p
-	case MismatchLocalPaidPlatformNot:
-		return l
-	}
-	if platformMinor != nil {
-		return p
-	}
-	return l
-}
-
-func orZero(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
+// Is makes errors.Is(err, ErrStaleEvidence) hold.
+func (e *StaleEvidenceError) Is(target error) bool { return target == ErrStaleEvidence }

@@ -2,6 +2,8 @@ package reconcile_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -57,37 +59,102 @@ func TestParseReviewStatusAndKind(t *testing.T) {
 	}
 }
 
-func TestNextReviewStatus(t *testing.T) {
+func TestDecideReview(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		action  reconcile.ReviewAction
-		from    reconcile.ReviewStatus
-		want    reconcile.ReviewStatus
-		allowed []reconcile.ReviewStatus // set when the move is illegal
+	st := func(status reconcile.ReviewStatus) reconcile.FindingReviewState {
+		return reconcile.FindingReviewState{ID: 7, Status: status, EvidenceVersion: 3}
+	}
+	pending := reconcile.FindingReviewState{ID: 7, Status: reconcile.ReviewPendingApproval, EvidenceVersion: 3,
+		ProposedBy: "ann", ProposedVersion: 3}
+	changed := pending
+	changed.EvidenceVersion = 4
+	req := func(a reconcile.ReviewAction, by string, r reconcile.Resolution, v int64) reconcile.ReviewRequest {
+		return reconcile.ReviewRequest{Action: a, Actor: by, Resolution: r, SeenVersion: v, Note: "n"}
+	}
+	tests := []struct {
+		name      string
+		cur       reconcile.FindingReviewState
+		req       reconcile.ReviewRequest
+		wantAudit string
+		wantTo    reconcile.ReviewStatus
+		wantErr   error
 	}{
-		{reconcile.ReviewAcknowledge, reconcile.ReviewOpen, reconcile.ReviewAcknowledged, nil},
-		{reconcile.ReviewAcknowledge, reconcile.ReviewAcknowledged, "", []reconcile.ReviewStatus{reconcile.ReviewOpen}},
-		{reconcile.ReviewAcknowledge, reconcile.ReviewResolved, "", []reconcile.ReviewStatus{reconcile.ReviewOpen}},
-		{reconcile.ReviewResolve, reconcile.ReviewOpen, reconcile.ReviewResolved, nil},
-		{reconcile.ReviewResolve, reconcile.ReviewAcknowledged, reconcile.ReviewResolved, nil},
-		{reconcile.ReviewResolve, reconcile.ReviewResolved, "", []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}},
-	} {
-		got, err := reconcile.NextReviewStatus(7, tc.action, tc.from)
-		if tc.allowed == nil {
-			if err != nil || got != tc.want {
-				t.Errorf("%s from %s = %q, %v; want %q", tc.action, tc.from, got, err, tc.want)
+		{"ack open", st(reconcile.ReviewOpen), req(reconcile.ReviewAcknowledge, "ann", "", 0), "acknowledge", reconcile.ReviewAcknowledged, nil},
+		{"ack acknowledged", st(reconcile.ReviewAcknowledged), req(reconcile.ReviewAcknowledge, "ann", "", 0), "", "", reconcile.ErrIllegalReview},
+		{"accepted resolves at once", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "accepted", 3), "resolve", reconcile.ReviewResolved, nil},
+		{"false positive resolves at once", st(reconcile.ReviewAcknowledged), req(reconcile.ReviewResolve, "ann", "false_positive", 0), "resolve", reconcile.ReviewResolved, nil},
+		{"refunded waits", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "refunded", 3), "propose", reconcile.ReviewPendingApproval, nil},
+		{"adjusted waits", st(reconcile.ReviewAcknowledged), req(reconcile.ReviewResolve, "ann", "adjusted", 0), "propose", reconcile.ReviewPendingApproval, nil},
+		{"written off waits", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "written_off", 0), "propose", reconcile.ReviewPendingApproval, nil},
+		{"unknown resolution", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "paid back", 0), "", "", reconcile.ErrBadReview},
+		{"stale resolve", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "accepted", 2), "", "", reconcile.ErrStaleEvidence},
+		{"resolve resolved", st(reconcile.ReviewResolved), req(reconcile.ReviewResolve, "ann", "accepted", 0), "", "", reconcile.ErrIllegalReview},
+		{"resolve pending", pending, req(reconcile.ReviewResolve, "bob", "accepted", 0), "", "", reconcile.ErrIllegalReview},
+		{"approve by a second person", pending, req(reconcile.ReviewApprove, "bob", "", 3), "approve", reconcile.ReviewResolved, nil},
+		{"approve by the proposer", pending, req(reconcile.ReviewApprove, " ANN ", "", 0), "", "", reconcile.ErrSelfApproval},
+		{"approve by the proposer naming an old version", pending, req(reconcile.ReviewApprove, "ann", "", 1), "", "", reconcile.ErrSelfApproval},
+		{"approve on changed evidence", changed, req(reconcile.ReviewApprove, "bob", "", 0), "", "", reconcile.ErrStaleEvidence},
+		{"approve naming an old version", pending, req(reconcile.ReviewApprove, "bob", "", 2), "", "", reconcile.ErrStaleEvidence},
+		{"approve open", st(reconcile.ReviewOpen), req(reconcile.ReviewApprove, "bob", "", 0), "", "", reconcile.ErrIllegalReview},
+		{"reject pending", pending, req(reconcile.ReviewReject, "bob", "", 0), "reject", reconcile.ReviewAcknowledged, nil},
+		{"reject without a note", pending, reconcile.ReviewRequest{Action: reconcile.ReviewReject, Actor: "bob"}, "", "", reconcile.ErrBadReview},
+		{"reject resolved", st(reconcile.ReviewResolved), req(reconcile.ReviewReject, "bob", "", 0), "", "", reconcile.ErrIllegalReview},
+		{"nobody named", st(reconcile.ReviewOpen), req(reconcile.ReviewAcknowledge, "  ", "", 0), "", "", reconcile.ErrBadReview},
+		{"unknown action", st(reconcile.ReviewResolved), req("reopen", "ann", "", 0), "", "", reconcile.ErrBadReview},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := reconcile.DecideReview(tc.cur, tc.req)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				return
 			}
-			continue
+			if err != nil || d.Audit != tc.wantAudit || d.To != tc.wantTo || d.From != tc.cur.Status {
+				t.Fatalf("decision %+v, %v; want %s -> %s", d, err, tc.wantAudit, tc.wantTo)
+			}
+		})
+	}
+}
+
+func TestResolutionMovesMoney(t *testing.T) {
+	t.Parallel()
+	for _, r := range reconcile.Resolutions {
+		want := r == "refunded" || r == "adjusted" || r == "written_off"
+		if r.MovesMoney() != want {
+			t.Errorf("%s.MovesMoney() = %v", r, !want)
 		}
-		var te *reconcile.ReviewTransitionError
-		if !errors.Is(err, reconcile.ErrIllegalReview) || !errors.As(err, &te) {
-			t.Fatalf("%s from %s: err %v, want a *ReviewTransitionError", tc.action, tc.from, err)
-		}
-		if te.ID != 7 || te.Current != tc.from || te.Action != string(tc.action) || len(te.Allowed) != len(tc.allowed) {
-			t.Errorf("%s from %s: %+v", tc.action, tc.from, te)
+		if got, err := reconcile.ParseResolution(" " + strings.ToUpper(string(r)) + " "); got != r || err != nil {
+			t.Errorf("ParseResolution(%s) = %q, %v", r, got, err)
 		}
 	}
-	if _, err := reconcile.NextReviewStatus(7, "reopen", reconcile.ReviewResolved); err == nil || errors.Is(err, reconcile.ErrIllegalReview) {
-		t.Errorf("an unknown action must be a plain error, got %v", err)
+	if got, err := reconcile.ParseResolution("written-off"); got != reconcile.ResolutionWrittenOff || err != nil {
+		t.Errorf("written-off: %q %v", got, err)
+	}
+}
+
+func TestAvailableReviewActions(t *testing.T) {
+	t.Parallel()
+	pending := reconcile.FindingReviewState{ID: 1, Status: reconcile.ReviewPendingApproval, EvidenceVersion: 2, ProposedBy: "ann", ProposedVersion: 2}
+	stale := pending
+	stale.EvidenceVersion = 3
+	for _, tc := range []struct {
+		name  string
+		cur   reconcile.FindingReviewState
+		actor string
+		want  string
+	}{
+		{"open", reconcile.FindingReviewState{Status: reconcile.ReviewOpen, EvidenceVersion: 1}, "bob", "[acknowledge resolve]"},
+		{"acknowledged", reconcile.FindingReviewState{Status: reconcile.ReviewAcknowledged, EvidenceVersion: 1}, "bob", "[resolve]"},
+		{"pending, a second person", pending, "bob", "[approve reject]"},
+		{"pending, the proposer", pending, "ann", "[reject]"},
+		{"pending on changed evidence", stale, "bob", "[reject]"},
+		{"resolved", reconcile.FindingReviewState{Status: reconcile.ReviewResolved, EvidenceVersion: 1}, "bob", "[]"},
+		{"nobody", reconcile.FindingReviewState{Status: reconcile.ReviewOpen, EvidenceVersion: 1}, "", "[]"},
+	} {
+		if got := fmt.Sprint(reconcile.AvailableReviewActions(tc.cur, tc.actor)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

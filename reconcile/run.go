@@ -170,18 +170,16 @@ type Counters struct {
 	Scanned, Repaired, Closed, Unchanged, StillPending, Mismatches, ClaimedElsewhere, Errors atomic.Int64
 }
 
-// Snapshot copies the counters.
-func (c *Counters) Snapshot() CounterValues {
-	return CounterValues{
-		Scanned: c.Scanned.Load(), Repaired: c.Repaired.Load(), Closed: c.Closed.Load(),
-		Unchanged: c.Unchanged.Load(), StillPending: c.StillPending.Load(), Mismatches: c.Mismatches.Load(),
-		ClaimedElsewhere: c.ClaimedElsewhere.Load(), Errors: c.Errors.Load(),
-	}
-}
-
-// CounterValues is a plain copy of Counters.
+// CounterValues is a plain copy of Counters; its JSON names are the reconcile_runs columns.
 type CounterValues struct {
-	Scanned, Repaired, Closed, Unchanged, StillPending, Mismatches, ClaimedElsewhere, Errors int64
+	Scanned          int64 `json:"scanned"`
+	Repaired         int64 `json:"repaired"`
+	Closed           int64 `json:"closed"`
+	Unchanged        int64 `json:"unchanged"`
+	StillPending     int64 `json:"still_pending"`
+	Mismatches       int64 `json:"mismatches"`
+	ClaimedElsewhere int64 `json:"claimed_elsewhere"`
+	Errors           int64 `json:"errors"`
 }
 
 // Run is one pass as recorded in reconcile_runs.
@@ -318,24 +316,4 @@ func (c Check) Tally() Tally {
 		return TallyStillPending
 	}
 	return TallyUnchanged
-}
-
-// Add counts one check of the given tally (Scanned is counted apart, when the check starts).
-func (c *Counters) Add(t Tally) {
-	switch t {
-	case TallyError:
-		c.Errors.Add(1)
-	case TallyRepaired:
-		c.Repaired.Add(1)
-	case TallyClosed:
-		c.Closed.Add(1)
-	case TallyMismatch:
-		c.Mismatches.Add(1)
-	case TallyClaimedElsewhere:
-		c.ClaimedElsewhere.Add(1)
-	case TallyStillPending:
-		c.StillPending.Add(1)
-	default:
-		c.Unchanged.Add(1)
-	}
 }

@@ -117,12 +117,12 @@ func TermCell(s string) string {
 // WriteFindingTable prints findings as an aligned terminal table.
 func WriteFindingTable(w io.Writer, findings []repo.Finding, loc *time.Location) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tPLATFORM\tMERCHANT\tOUT_TRADE_NO\tPLATFORM_TRADE_NO\tLOCAL_AMOUNT\tPLATFORM_AMOUNT\tLOCAL_STATUS\tPLATFORM_STATUS\tSEEN\tFIRST_SEEN\tLAST_SEEN\tREVIEW")
+	fmt.Fprintln(tw, "ID\tKIND\tPLATFORM\tMERCHANT\tOUT_TRADE_NO\tPLATFORM_TRADE_NO\tLOCAL_AMOUNT\tPLATFORM_AMOUNT\tLOCAL_STATUS\tPLATFORM_STATUS\tSEEN\tFIRST_SEEN\tLAST_SEEN\tREVIEW\tVERSION")
 	for _, f := range findings {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", f.ID, f.Kind, f.Platform,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\n", f.ID, f.Kind, f.Platform,
 			TermCell(f.MerchantID), TermCell(f.OutTradeNo), TermCell(f.PlatformTradeNo), reconcile.FormatYuanOr(f.LocalAmountMinor, "-"),
 			reconcile.FormatYuanOr(f.PlatformAmountMinor, "-"), TermCell(f.LocalStatus), TermCell(f.PlatformStatus), f.SeenCount,
-			reviewTime(f.FirstSeenAt, loc), reviewTime(f.LastSeenAt, loc), f.ReviewStatus)
+			reviewTime(f.FirstSeenAt, loc), reviewTime(f.LastSeenAt, loc), f.ReviewStatus, f.EvidenceVersion)
 	}
 	return tw.Flush()
 }
@@ -196,6 +196,9 @@ func writeFindingFields(w io.Writer, f repo.Finding, loc *time.Location) error {
 		{"note", TermCell(f.Note)},
 		{"resolved by", TermCell(f.ResolvedBy)},
 		{"resolved at", reviewTimePtr(f.ResolvedAt, loc)},
+		{"proposed by", TermCell(f.ProposedBy)},
+		{"approved by", TermCell(f.ApprovedBy)},
+		{"evidence version", strconv.FormatInt(f.EvidenceVersion, 10)},
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\n", kv[0], kv[1])
 	}
@@ -220,10 +223,14 @@ func writeDetailAndAudit(w io.Writer, d repo.FindingDetails, loc *time.Location)
 		fmt.Fprintln(w, "  (no review actions yet)")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  WHEN\tACTION\tACTOR\tFROM\tTO\tNOTE")
+		fmt.Fprintln(tw, "  WHEN\tACTION\tACTOR\tFROM\tTO\tNOTE\tRESOLUTION\tVERSION\tOS_USER")
 		for _, a := range d.Audit {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(a.CreatedAt, loc), TermCell(a.Action), TermCell(a.Actor),
-				TermCell(a.FromStatus), TermCell(a.ToStatus), TermCell(a.Note))
+			version := "-"
+			if a.EvidenceVersion != nil {
+				version = strconv.FormatInt(*a.EvidenceVersion, 10)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(a.CreatedAt, loc), TermCell(a.Action), TermCell(a.Actor),
+				TermCell(a.FromStatus), TermCell(a.ToStatus), TermCell(a.Note), TermCell(a.Resolution), version, TermCell(a.OSUser))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

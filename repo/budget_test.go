@@ -78,7 +78,9 @@ func TestRedisBudgetIsSharedByProcesses(t *testing.T) {
 	}
 	// The floor is loose (a loaded CI machine delays wake-ups); BenchmarkBudget prints the
 	// real share.
-	if got, want := len(grants), int(0.8*qps*run.Seconds()); got < want {
+	// A floor, not a throughput target (BenchmarkBudget reports that): the spenders did run
+	// against the bucket, so the count of commands per grant above means something.
+	if got, want := len(grants), int(0.5*qps*run.Seconds()); got < want {
 		t.Errorf("%d grants in %s, want at least %d: the budget went unspent", got, run, want)
 	}
 	for i, b := range budgets {
@@ -172,7 +174,9 @@ func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
 	if float64(asked) > 1.3*float64(len(grants))+2 {
 		t.Errorf("%d Redis commands for %d grants, want about one per grant", asked, len(grants))
 	}
-	if got, want := len(grants), int(0.8*qps*run.Seconds()); got < want {
+	// A floor, not a throughput target (BenchmarkBudget reports that): the spenders did run
+	// against the bucket, so the count of commands per grant above means something.
+	if got, want := len(grants), int(0.5*qps*run.Seconds()); got < want {
 		t.Errorf("%d grants in %s, want at least %d", got, run, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -23,6 +24,9 @@ type Report struct {
 	// up their counters.
 	Runs      []Run     `json:"runs"`
 	RunTotals RunTotals `json:"run_totals"`
+	// Statements are the settlement figures of the business days (starting in the period,
+	// in the zone of From) whose bills were reconciled, by day and account.
+	Statements []StatementDayRow `json:"statements"`
 }
 
 // SummaryRow aggregates the findings of one kind and review status. Amounts are sums in
@@ -37,53 +41,37 @@ type SummaryRow struct {
 	AtStakeMinor        int64                  `json:"at_stake_minor" db:"at_stake_minor"`
 }
 
-// Run is one reconcile_runs row with its counters.
+// Run is one reconcile_runs row as the report shows it, with its counters.
 type Run struct {
-	ID               int64      `json:"id" db:"id"`
-	Mode             string     `json:"mode" db:"mode"`
-	Status           string     `json:"status" db:"status"`
-	Shard            string     `json:"shard" db:"shard"`
-	StartedAt        time.Time  `json:"started_at" db:"started_at"`
-	FinishedAt       *time.Time `json:"finished_at" db:"finished_at"`
-	WindowFrom       *time.Time `json:"window_from" db:"window_from"`
-	WindowTo         *time.Time `json:"window_to" db:"window_to"`
-	DryRun           bool       `json:"dry_run" db:"dry_run"`
-	Error            string     `json:"error" db:"error"`
-	Scanned          int64      `json:"scanned" db:"scanned"`
-	Repaired         int64      `json:"repaired" db:"repaired"`
-	Closed           int64      `json:"closed" db:"closed"`
-	Unchanged        int64      `json:"unchanged" db:"unchanged"`
-	StillPending     int64      `json:"still_pending" db:"still_pending"`
-	Mismatches       int64      `json:"mismatches" db:"mismatches"`
-	ClaimedElsewhere int64      `json:"claimed_elsewhere" db:"claimed_elsewhere"`
-	Errors           int64      `json:"errors" db:"errors"`
+	ID         int64      `json:"id" db:"id"`
+	Mode       string     `json:"mode" db:"mode"`
+	Status     string     `json:"status" db:"status"`
+	Shard      string     `json:"shard" db:"shard"`
+	StartedAt  time.Time  `json:"started_at" db:"started_at"`
+	FinishedAt *time.Time `json:"finished_at" db:"finished_at"`
+	WindowFrom *time.Time `json:"window_from" db:"window_from"`
+	WindowTo   *time.Time `json:"window_to" db:"window_to"`
+	DryRun     bool       `json:"dry_run" db:"dry_run"`
+	Error      string     `json:"error" db:"error"`
+	reconcile.CounterValues
 }
 
 // RunTotals adds up the counters of a period's runs.
 type RunTotals struct {
-	Runs             int64            `json:"runs"`
-	ByStatus         map[string]int64 `json:"by_status"`
-	Scanned          int64            `json:"scanned"`
-	Repaired         int64            `json:"repaired"`
-	Closed           int64            `json:"closed"`
-	Unchanged        int64            `json:"unchanged"`
-	StillPending     int64            `json:"still_pending"`
-	Mismatches       int64            `json:"mismatches"`
-	ClaimedElsewhere int64            `json:"claimed_elsewhere"`
-	Errors           int64            `json:"errors"`
+	Runs     int64            `json:"runs"`
+	ByStatus map[string]int64 `json:"by_status"`
+	reconcile.CounterValues
 }
 
-// atStakeSQL is Finding.AtStakeMinor in SQL, for the summary's sums.
-const atStakeSQL = `CASE kind
-	WHEN 'AMOUNT_MISMATCH' THEN abs(COALESCE(platform_amount_minor, 0) - COALESCE(local_amount_minor, 0))
-	WHEN 'LOCAL_PAID_PLATFORM_UNPAID' THEN COALESCE(local_amount_minor, 0)
-	ELSE COALESCE(platform_amount_minor, local_amount_minor, 0) END`
-
-// summaryOrder sorts the summary in the order the domain lists them.
-const summaryOrder = `array_position(ARRAY['AMOUNT_MISMATCH', 'CURRENCY_MISMATCH', 'MERCHANT_MISMATCH',
-	'UNKNOWN_ORDER', 'PAID_AFTER_CLOSE', 'DUPLICATE_PAYMENT', 'LOCAL_PAID_PLATFORM_UNPAID',
-	'REFUNDED_AT_PLATFORM']::text[], kind), kind,
-	array_position(ARRAY['OPEN', 'ACKNOWLEDGED', 'RESOLVED']::text[], review_status)`
+// runCountersSQL selects the eight counters under the names sqlx gives the fields of an
+// embedded reconcile.CounterValues (lower case, no underscores).
+var runCountersSQL = func() string {
+	cols := make([]string, len(reconcile.RunCounters))
+	for i, rc := range reconcile.RunCounters {
+		cols[i] = rc.Name + ` AS "` + strings.ReplaceAll(rc.Name, "_", "") + `"`
+	}
+	return strings.Join(cols, ", ")
+}()
 
 // Report builds the report of [from, to): the findings first or last seen in it, their
 // summary, and the runs that started in it. All reads see one snapshot.
@@ -93,7 +81,7 @@ func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error)
 			from.Format(time.RFC3339), to.Format(time.RFC3339))
 	}
 	rep := Report{From: from, To: to, Summary: []SummaryRow{}, Findings: []Finding{}, Runs: []Run{},
-		RunTotals: RunTotals{ByStatus: map[string]int64{}}}
+		RunTotals: RunTotals{ByStatus: map[string]int64{}}, Statements: []StatementDayRow{}}
 
 	// REPEATABLE READ: the summary, the findings and the runs agree even while a pass writes.
 	tx, err := r.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
@@ -109,49 +97,70 @@ func (r *Review) Report(ctx context.Context, from, to time.Time) (Report, error)
 	}
 	period := periodSQL(from, to, arg)
 
-	err = tx.SelectContext(ctx, &rep.Summary, `SELECT kind, review_status, count(*) AS count,
-		COALESCE(sum(seen_count), 0)::bigint AS seen_count,
-		COALESCE(sum(local_amount_minor), 0)::bigint AS local_amount_minor,
-		COALESCE(sum(platform_amount_minor), 0)::bigint AS platform_amount_minor,
-		COALESCE(sum(`+atStakeSQL+`), 0)::bigint AS at_stake_minor
-		FROM reconcile_mismatches WHERE `+period+`
-		GROUP BY kind, review_status ORDER BY `+summaryOrder, args...)
-	if err != nil {
-		return Report{}, fmt.Errorf("report: summarise findings: %w", err)
-	}
-	for _, s := range rep.Summary {
-		rep.Totals.Count += s.Count
-		rep.Totals.SeenCount += s.SeenCount
-		rep.Totals.LocalAmountMinor += s.LocalAmountMinor
-		rep.Totals.PlatformAmountMinor += s.PlatformAmountMinor
-		rep.Totals.AtStakeMinor += s.AtStakeMinor
-	}
-
 	err = tx.SelectContext(ctx, &rep.Findings, `SELECT `+findingColumns+` FROM reconcile_mismatches
 		WHERE `+period+` ORDER BY first_seen_at, id`, args...)
 	if err != nil {
 		return Report{}, fmt.Errorf("report: read findings: %w", err)
 	}
+	rep.Summary, rep.Totals = summarise(rep.Findings)
 
 	err = tx.SelectContext(ctx, &rep.Runs, `SELECT id, mode, status, shard, started_at, finished_at,
-		window_from, window_to, dry_run, COALESCE(error, '') AS error, scanned, repaired, closed, unchanged,
-		still_pending, mismatches, claimed_elsewhere, errors
+		window_from, window_to, dry_run, COALESCE(error, '') AS error, `+runCountersSQL+`
 		FROM reconcile_runs WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at, id`, from, to)
 	if err != nil {
 		return Report{}, fmt.Errorf("report: read runs: %w", err)
+	}
+	first, end := periodDays(from, to)
+	if rep.Statements, err = statementDays(ctx, tx, first, end); err != nil {
+		return Report{}, fmt.Errorf("report: %w", err)
 	}
 	t := &rep.RunTotals
 	for _, run := range rep.Runs {
 		t.Runs++
 		t.ByStatus[run.Status]++
-		t.Scanned += run.Scanned
-		t.Repaired += run.Repaired
-		t.Closed += run.Closed
-		t.Unchanged += run.Unchanged
-		t.StillPending += run.StillPending
-		t.Mismatches += run.Mismatches
-		t.ClaimedElsewhere += run.ClaimedElsewhere
-		t.Errors += run.Errors
+		t.Add(run.CounterValues)
 	}
 	return rep, nil
+}
+
+// summarise groups the period's findings by kind and review status, in the domain's order,
+// summing with the domain's money rule (Finding.AtStakeMinor): one rule, no copy in SQL.
+func summarise(findings []Finding) ([]SummaryRow, SummaryRow) {
+	type key struct {
+		kind   reconcile.MismatchKind
+		status reconcile.ReviewStatus
+	}
+	groups := map[key]*SummaryRow{}
+	var total SummaryRow
+	for _, f := range findings {
+		k := key{f.Kind, f.ReviewStatus}
+		g := groups[k]
+		if g == nil {
+			g = &SummaryRow{Kind: f.Kind, ReviewStatus: f.ReviewStatus}
+			groups[k] = g
+		}
+		for _, row := range []*SummaryRow{g, &total} {
+			row.Count++
+			row.SeenCount += f.SeenCount
+			row.LocalAmountMinor += orZero(f.LocalAmountMinor)
+			row.PlatformAmountMinor += orZero(f.PlatformAmountMinor)
+			row.AtStakeMinor += f.AtStakeMinor()
+		}
+	}
+	out := []SummaryRow{}
+	for _, kind := range reconcile.MismatchKinds {
+		for _, st := range reconcile.ReviewStatuses {
+			if g := groups[key{kind, st}]; g != nil {
+				out = append(out, *g)
+			}
+		}
+	}
+	return out, total
+}
+
+func orZero(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -38,10 +38,18 @@ type Finding struct {
 	Note                string                 `json:"note" db:"note"`
 	ResolvedBy          string                 `json:"resolved_by" db:"resolved_by"`
 	ResolvedAt          *time.Time             `json:"resolved_at" db:"resolved_at"`
+	// EvidenceVersion is bumped by the database when a sighting brings different figures;
+	// a review move names the version it saw.
+	EvidenceVersion int64 `json:"evidence_version" db:"evidence_version"`
+	// A money-moving resolution: ResolvedBy is its maker (ProposedBy), ApprovedBy its checker.
+	ProposedBy      string     `json:"proposed_by" db:"proposed_by"`
+	ProposedAt      *time.Time `json:"proposed_at" db:"proposed_at"`
+	ProposedVersion *int64     `json:"proposed_version" db:"proposed_version"`
+	ApprovedBy      string     `json:"approved_by" db:"approved_by"`
 }
 
 // AtStakeMinor is the money the finding puts in question (reconcile.AtStakeMinor); the
-// report's sums use the same rule in SQL (atStakeSQL).
+// report sums it in Go with the same rule.
 func (f Finding) AtStakeMinor() int64 {
 	return reconcile.AtStakeMinor(f.Kind, f.LocalAmountMinor, f.PlatformAmountMinor)
 }
@@ -52,27 +60,29 @@ const findingColumns = `id, order_id, platform, merchant_id, out_trade_no,
 	COALESCE(local_status, '') AS local_status, COALESCE(platform_status, '') AS platform_status,
 	detail, first_seen_at, last_seen_at, seen_count, review_status,
 	COALESCE(resolution, '') AS resolution, COALESCE(note, '') AS note,
-	COALESCE(resolved_by, '') AS resolved_by, resolved_at`
+	COALESCE(resolved_by, '') AS resolved_by, resolved_at, evidence_version,
+	COALESCE(proposed_by, '') AS proposed_by, proposed_at, proposed_version, COALESCE(approved_by, '') AS approved_by`
 
-// AuditEntry is one reconcile_mismatch_audit row.
+// AuditEntry is one reconcile_mismatch_audit row. The table is append-only and its times
+// come from the database clock (migration 0007).
 type AuditEntry struct {
-	ID         int64     `json:"id" db:"id"`
-	MismatchID int64     `json:"mismatch_id" db:"mismatch_id"`
-	Action     string    `json:"action" db:"action"`
-	Actor      string    `json:"actor" db:"actor"`
-	FromStatus string    `json:"from_status" db:"from_status"`
-	ToStatus   string    `json:"to_status" db:"to_status"`
-	Note       string    `json:"note" db:"note"`
-	CreatedAt  time.Time `json:"created_at" db:"created_at"`
+	ID              int64     `json:"id" db:"id"`
+	MismatchID      int64     `json:"mismatch_id" db:"mismatch_id"`
+	Action          string    `json:"action" db:"action"` // reconcile.Audit*
+	Actor           string    `json:"actor" db:"actor"`
+	OSUser          string    `json:"os_user" db:"os_user"`
+	FromStatus      string    `json:"from_status" db:"from_status"`
+	ToStatus        string    `json:"to_status" db:"to_status"`
+	Resolution      string    `json:"resolution" db:"resolution"`
+	EvidenceVersion *int64    `json:"evidence_version" db:"evidence_version"`
+	Note            string    `json:"note" db:"note"`
+	CreatedAt       time.Time `json:"created_at" db:"created_at"`
 }
 
-// Audit actions written by the review workflow, and by the database when the apply path
-// reopens a RESOLVED finding on new evidence (migration 0004).
-const (
-	AuditAcknowledge = string(reconcile.ReviewAcknowledge)
-	AuditResolve     = string(reconcile.ReviewResolve)
-	AuditReopen      = "reopen"
-)
+// auditColumns selects an AuditEntry; NULL text comes back as "".
+const auditColumns = `id, mismatch_id, action, actor, COALESCE(os_user, '') AS os_user,
+	COALESCE(from_status, '') AS from_status, COALESCE(to_status, '') AS to_status,
+	COALESCE(resolution, '') AS resolution, evidence_version, COALESCE(note, '') AS note, created_at`
 
 // OrderState is the current payment_orders row a finding points at.
 type OrderState struct {
@@ -114,21 +124,19 @@ type FindingDetails struct {
 	Events  []PaymentEvent `json:"events"` // the order's events, oldest first
 }
 
-// Review is the finance review workflow and period report over PostgreSQL.
+// Review is the finance review workflow and period report over PostgreSQL. The review rules
+// are reconcile.DecideReview's; this type reads, locks and writes.
 type Review struct {
 	db *sqlx.DB
-	// Now is the clock stamped on resolved_at and audit rows; time.Now by default.
-	Now func() time.Time
 }
 
 // NewReview wraps a connection pool.
-func NewReview(db *sqlx.DB) *Review { return &Review{db: db, Now: time.Now} }
+func NewReview(db *sqlx.DB) *Review { return &Review{db: db} }
 
-func (r *Review) now() time.Time {
-	if r.Now == nil {
-		return time.Now()
-	}
-	return r.Now()
+// StatementDays lists the saved statement days whose bill dates are in [from, to)
+// (YYYY-MM-DD), by day and account: the figures finance signs off, for the review console.
+func (r *Review) StatementDays(ctx context.Context, from, to string) ([]StatementDayRow, error) {
+	return statementDays(ctx, r.db, from, to)
 }
 
 // ListFilter selects findings for List. Zero fields do not filter.
@@ -233,9 +241,7 @@ func getFinding(ctx context.Context, q sqlx.QueryerContext, id int64, forUpdate 
 // Audit returns a finding's audit trail, oldest first (empty for an unknown id).
 func (r *Review) Audit(ctx context.Context, id int64) ([]AuditEntry, error) {
 	out := []AuditEntry{}
-	err := r.db.SelectContext(ctx, &out, `SELECT id, mismatch_id, action, actor,
-		COALESCE(from_status, '') AS from_status, COALESCE(to_status, '') AS to_status,
-		COALESCE(note, '') AS note, created_at
+	err := r.db.SelectContext(ctx, &out, `SELECT `+auditColumns+`
 		FROM reconcile_mismatch_audit WHERE mismatch_id = $1 ORDER BY id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("read audit trail of mismatch %d: %w", id, err)
@@ -279,102 +285,130 @@ func (r *Review) Details(ctx context.Context, id int64) (FindingDetails, error) 
 	return d, nil
 }
 
-// ReviewMove is the outcome of a successful acknowledge or resolve: the finding as it now
-// stands and the audit row written with it.
+// ReviewMove is the outcome of a successful move: the finding as it now stands and the
+// audit row written with it.
 type ReviewMove struct {
 	Finding Finding    `json:"finding"`
 	Audit   AuditEntry `json:"audit"`
 }
 
-// Acknowledge moves a finding OPEN -> ACKNOWLEDGED and records who did it. A non-empty note
-// replaces the finding's note. A missing id is reconcile.ErrNotFound; a finding in another
-// status is a *ReviewTransitionError (errors.Is ErrIllegalReview). Both are wrapped.
-func (r *Review) Acknowledge(ctx context.Context, id int64, actor, note string) (ReviewMove, error) {
-	return r.move(ctx, move{id: id, action: reconcile.ReviewAcknowledge, actor: actor, note: note})
+// ReviewInput is who asks for a move and on what evidence. A console passes the signed-in
+// person as By; the CLI passes --by and the operating-system user.
+type ReviewInput struct {
+	By     string // the person answerable for the move (required)
+	OSUser string // the operating-system account that ran the CLI; "" from the console
+	// Version is the evidence version the person read; 0: not named (see
+	// reconcile.ReviewRequest.SeenVersion).
+	Version    int64
+	Note       string
+	Resolution reconcile.Resolution // Resolve only
 }
 
-// Resolve moves a finding OPEN or ACKNOWLEDGED -> RESOLVED, setting resolution, note (when
-// given), resolved_by and resolved_at. Errors as for Acknowledge.
-func (r *Review) Resolve(ctx context.Context, id int64, actor, resolution, note string) (ReviewMove, error) {
-	if strings.TrimSpace(resolution) == "" {
-		return ReviewMove{}, fmt.Errorf("resolve mismatch %d: the resolution must not be empty", id)
-	}
-	return r.move(ctx, move{id: id, action: reconcile.ReviewResolve, actor: actor, note: note, resolution: resolution})
+// Acknowledge moves a finding OPEN -> ACKNOWLEDGED. A non-empty note replaces the finding's
+// note. Errors: reconcile.ErrNotFound (wrapped) for a missing id, and the errors of
+// reconcile.DecideReview.
+func (r *Review) Acknowledge(ctx context.Context, id int64, in ReviewInput) (ReviewMove, error) {
+	return r.move(ctx, id, reconcile.ReviewAcknowledge, in)
 }
 
-type move struct {
-	id               int64
-	action           reconcile.ReviewAction
-	actor            string
-	note, resolution string
+// Resolve resolves an OPEN or ACKNOWLEDGED finding: RESOLVED at once for accepted and
+// false_positive, PENDING_APPROVAL (a proposal) for a resolution that moves money.
+func (r *Review) Resolve(ctx context.Context, id int64, in ReviewInput) (ReviewMove, error) {
+	return r.move(ctx, id, reconcile.ReviewResolve, in)
 }
 
-// reviewUpdateSQL is the conditional update: it changes the row only while its status is one
-// the move starts from, so of two reviewers racing exactly one moves it.
+// Approve is the checker's approval of a pending proposal: RESOLVED. The proposer's own
+// approval is refused (reconcile.ErrSelfApproval).
+func (r *Review) Approve(ctx context.Context, id int64, in ReviewInput) (ReviewMove, error) {
+	return r.move(ctx, id, reconcile.ReviewApprove, in)
+}
+
+// Reject sends a pending proposal back to ACKNOWLEDGED; the note says why.
+func (r *Review) Reject(ctx context.Context, id int64, in ReviewInput) (ReviewMove, error) {
+	return r.move(ctx, id, reconcile.ReviewReject, in)
+}
+
+// reviewUpdateSQL writes one decided move. It changes the row only while it is still in the
+// status and evidence version the decision was made on (the row is also locked), and every
+// time is the database's. $3 is the audit action; the CASEs say what each move writes.
 const reviewUpdateSQL = `
 UPDATE reconcile_mismatches SET
-	review_status = $3::text,
-	note          = COALESCE(NULLIF($4::text, ''), note),
-	resolution    = CASE WHEN $3::text = 'RESOLVED' THEN $5::text ELSE resolution END,
-	resolved_by   = CASE WHEN $3::text = 'RESOLVED' THEN $6::text ELSE resolved_by END,
-	resolved_at   = CASE WHEN $3::text = 'RESOLVED' THEN $7::timestamptz ELSE resolved_at END
-WHERE id = $1 AND review_status = ANY($2::text[])`
+	review_status    = $4::text,
+	note             = COALESCE(NULLIF($5::text, ''), note),
+	resolution       = CASE $3::text WHEN 'resolve' THEN $6::text WHEN 'propose' THEN $6::text
+	                       WHEN 'reject' THEN NULL ELSE resolution END,
+	resolved_by      = CASE $3::text WHEN 'resolve' THEN $7::text WHEN 'approve' THEN proposed_by ELSE resolved_by END,
+	resolved_at      = CASE WHEN $3::text IN ('resolve', 'approve') THEN now() ELSE resolved_at END,
+	approved_by      = CASE $3::text WHEN 'approve' THEN $7::text ELSE approved_by END,
+	proposed_by      = CASE $3::text WHEN 'propose' THEN $7::text WHEN 'reject' THEN NULL ELSE proposed_by END,
+	proposed_at      = CASE $3::text WHEN 'propose' THEN now() WHEN 'reject' THEN NULL ELSE proposed_at END,
+	proposed_version = CASE $3::text WHEN 'propose' THEN evidence_version WHEN 'reject' THEN NULL ELSE proposed_version END
+WHERE id = $1 AND review_status = $2::text AND evidence_version = $8`
 
-// move applies one review transition and its audit row in one transaction. The row is read
-// FOR UPDATE first so the audit row names the status it really left and an illegal move is
-// reported with the status that forbids it; the conditional update keeps the guarantee on
-// its own should that read ever change.
-func (r *Review) move(ctx context.Context, m move) (ReviewMove, error) {
-	actor := strings.TrimSpace(m.actor)
-	if actor == "" {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: the reviewer must be named", m.action, m.id)
-	}
+const insertAuditSQL = `INSERT INTO reconcile_mismatch_audit
+	(mismatch_id, action, actor, os_user, from_status, to_status, resolution, evidence_version, note)
+	VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, NULLIF($7, ''), $8, NULLIF($9, ''))
+	RETURNING ` + auditColumns
+
+// move applies one review move and its audit row in one transaction. The row is read FOR
+// UPDATE, so of two reviewers racing the second reads what the first wrote and is refused by
+// the rules; the conditional update keeps the guarantee on its own.
+func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewAction, in ReviewInput) (ReviewMove, error) {
+	req := reconcile.ReviewRequest{Action: action, Actor: strings.TrimSpace(in.By), Resolution: in.Resolution,
+		Note: strings.TrimSpace(in.Note), SeenVersion: in.Version}
 	tx, err := r.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: begin: %w", m.action, m.id, err)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: begin: %w", action, id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
-	cur, err := getFinding(ctx, tx, m.id, true)
+	cur, err := getFinding(ctx, tx, id, true)
 	if err != nil {
 		return ReviewMove{}, err
 	}
-	to, err := reconcile.NextReviewStatus(m.id, m.action, cur.ReviewStatus)
+	d, err := reconcile.DecideReview(cur.reviewState(), req)
 	if err != nil {
 		return ReviewMove{}, err
 	}
-	legalFrom := reconcile.ReviewMoves[m.action].From
-	from := make([]string, len(legalFrom))
-	for i, s := range legalFrom {
-		from[i] = string(s)
-	}
-	now := r.now()
-	res, err := tx.ExecContext(ctx, reviewUpdateSQL, m.id, pq.Array(from), string(to),
-		strings.TrimSpace(m.note), strings.TrimSpace(m.resolution), actor, now)
+	res, err := tx.ExecContext(ctx, reviewUpdateSQL, id, string(d.From), d.Audit, string(d.To), req.Note,
+		string(req.Resolution), req.Actor, cur.EvidenceVersion)
 	if err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", m.action, m.id, err)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", action, id, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", m.action, m.id, err)
-	} else if n != 1 { // a concurrent reviewer moved it between the read and the update
-		return ReviewMove{}, &reconcile.ReviewTransitionError{ID: m.id, Action: string(m.action), Current: cur.ReviewStatus, Allowed: legalFrom}
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", action, id, err)
+	} else if n != 1 { // cannot happen under the row lock; refuse rather than write a false audit row
+		return ReviewMove{}, &reconcile.ReviewTransitionError{ID: id, Action: string(action), Current: cur.ReviewStatus,
+			Allowed: reconcile.ReviewMoves[action]}
+	}
+	resolution := ""
+	if d.Audit == reconcile.AuditResolve || d.Audit == reconcile.AuditPropose {
+		resolution = string(req.Resolution)
+	} else if d.Audit == reconcile.AuditApprove || d.Audit == reconcile.AuditReject {
+		resolution = cur.Resolution // what was approved or turned down
 	}
 	var audit AuditEntry
-	err = tx.GetContext(ctx, &audit, `INSERT INTO reconcile_mismatch_audit
-		(mismatch_id, action, actor, from_status, to_status, note, created_at)
-		VALUES ($1, $2, $3, $4, $5, NULLIF($6, ''), $7)
-		RETURNING id, mismatch_id, action, actor, COALESCE(from_status, '') AS from_status,
-			COALESCE(to_status, '') AS to_status, COALESCE(note, '') AS note, created_at`,
-		m.id, string(m.action), actor, string(cur.ReviewStatus), string(to), strings.TrimSpace(m.note), now)
+	err = tx.GetContext(ctx, &audit, insertAuditSQL, id, d.Audit, req.Actor, strings.TrimSpace(in.OSUser),
+		string(d.From), string(d.To), resolution, cur.EvidenceVersion, req.Note)
 	if err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: write audit row: %w", m.action, m.id, err)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: write audit row: %w", action, id, err)
 	}
-	updated, err := getFinding(ctx, tx, m.id, false)
+	updated, err := getFinding(ctx, tx, id, false)
 	if err != nil {
 		return ReviewMove{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: commit: %w", m.action, m.id, err)
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: commit: %w", action, id, err)
 	}
 	return ReviewMove{Finding: updated, Audit: audit}, nil
+}
+
+// reviewState is what the review rules need of a finding.
+func (f Finding) reviewState() reconcile.FindingReviewState {
+	st := reconcile.FindingReviewState{ID: f.ID, Status: f.ReviewStatus, EvidenceVersion: f.EvidenceVersion,
+		ProposedBy: f.ProposedBy}
+	if f.ProposedVersion != nil {
+		st.ProposedVersion = *f.ProposedVersion
+	}
+	return st
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -250,7 +251,7 @@ func TestReviewListKeysetPagination(t *testing.T) {
 			// Resolving findings already listed must not shift the next page (as OFFSET
 			// would): the cursor is an id, not a position.
 			for _, f := range page[:3] {
-				if _, err := rv.Resolve(ctx, f.ID, "ann", "paid back", ""); err != nil {
+				if _, err := rv.Resolve(ctx, f.ID, repo.ReviewInput{By: "ann", Resolution: "accepted"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -271,9 +272,7 @@ func TestReviewListKeysetPagination(t *testing.T) {
 func TestReviewTransitions(t *testing.T) {
 	t.Parallel()
 	db := repotest.NewDB(t)
-	clock := time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC)
 	rv := repo.NewReview(db.DB)
-	rv.Now = func() time.Time { return clock }
 	ctx := context.Background()
 
 	tests := []struct {
@@ -287,40 +286,61 @@ func TestReviewTransitions(t *testing.T) {
 		wantMsg    []string
 	}{
 		{name: "ack open", start: reconcile.ReviewOpen,
-			act:        func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, " ann ", "looking into it") },
+			act: func(id int64) (repo.ReviewMove, error) {
+				return rv.Acknowledge(ctx, id, repo.ReviewInput{By: " ann ", OSUser: "ops1", Note: "looking into it"})
+			},
 			wantStatus: reconcile.ReviewAcknowledged,
-			wantAudit:  repo.AuditEntry{Action: "acknowledge", Actor: "ann", FromStatus: "OPEN", ToStatus: "ACKNOWLEDGED", Note: "looking into it"}},
+			wantAudit:  repo.AuditEntry{Action: "acknowledge", Actor: "ann", OSUser: "ops1", FromStatus: "OPEN", ToStatus: "ACKNOWLEDGED", Note: "looking into it"}},
 		{name: "resolve open", start: reconcile.ReviewOpen,
 			act: func(id int64) (repo.ReviewMove, error) {
-				return rv.Resolve(ctx, id, "bob", "refunded the buyer", "ticket 7")
+				return rv.Resolve(ctx, id, repo.ReviewInput{By: "bob", Resolution: "accepted", Note: "ticket 7", Version: 1})
 			},
 			wantStatus: reconcile.ReviewResolved,
-			wantAudit:  repo.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "OPEN", ToStatus: "RESOLVED", Note: "ticket 7"}},
+			wantAudit:  repo.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "OPEN", ToStatus: "RESOLVED", Resolution: "accepted", Note: "ticket 7"}},
 		{name: "resolve acknowledged", start: reconcile.ReviewAcknowledged,
-			act:        func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "bob", "written off", "") },
+			act: func(id int64) (repo.ReviewMove, error) {
+				return rv.Resolve(ctx, id, repo.ReviewInput{By: "bob", Resolution: "false_positive"})
+			},
 			wantStatus: reconcile.ReviewResolved,
-			wantAudit:  repo.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "ACKNOWLEDGED", ToStatus: "RESOLVED"}},
+			wantAudit:  repo.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "ACKNOWLEDGED", ToStatus: "RESOLVED", Resolution: "false_positive"}},
+		{name: "a money-moving resolution is a proposal", start: reconcile.ReviewAcknowledged,
+			act: func(id int64) (repo.ReviewMove, error) {
+				return rv.Resolve(ctx, id, repo.ReviewInput{By: "bob", Resolution: "refunded"})
+			},
+			wantStatus: reconcile.ReviewPendingApproval,
+			wantAudit:  repo.AuditEntry{Action: "propose", Actor: "bob", FromStatus: "ACKNOWLEDGED", ToStatus: "PENDING_APPROVAL", Resolution: "refunded"}},
+		{name: "resolve naming a stale version", start: reconcile.ReviewOpen,
+			act: func(id int64) (repo.ReviewMove, error) {
+				return rv.Resolve(ctx, id, repo.ReviewInput{By: "bob", Resolution: "accepted", Version: 2})
+			},
+			wantErr: reconcile.ErrStaleEvidence, wantMsg: []string{"evidence changed", "version 2", "version 1"}},
 		{name: "ack acknowledged", start: reconcile.ReviewAcknowledged,
-			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "ann", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, repo.ReviewInput{By: "ann"}) },
 			wantErr: reconcile.ErrIllegalReview, wantMsg: []string{"is ACKNOWLEDGED", "cannot acknowledge"}},
 		{name: "ack resolved", start: reconcile.ReviewResolved,
-			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "ann", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, repo.ReviewInput{By: "ann"}) },
 			wantErr: reconcile.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot acknowledge"}},
 		{name: "resolve resolved", start: reconcile.ReviewResolved,
-			act:     func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "bob", "again", "") },
+			act: func(id int64) (repo.ReviewMove, error) {
+				return rv.Resolve(ctx, id, repo.ReviewInput{By: "bob", Resolution: "accepted"})
+			},
 			wantErr: reconcile.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot resolve"}},
 		{name: "ack unknown id", missing: true,
-			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "ann", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, repo.ReviewInput{By: "ann"}) },
 			wantErr: reconcile.ErrNotFound, wantMsg: []string{"not found"}},
 		{name: "resolve unknown id", missing: true,
-			act:     func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "ann", "x", "") },
+			act: func(id int64) (repo.ReviewMove, error) {
+				return rv.Resolve(ctx, id, repo.ReviewInput{By: "ann", Resolution: "accepted"})
+			},
 			wantErr: reconcile.ErrNotFound, wantMsg: []string{"not found"}},
 		{name: "ack without reviewer", start: reconcile.ReviewOpen,
-			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, "  ", "") },
+			act:     func(id int64) (repo.ReviewMove, error) { return rv.Acknowledge(ctx, id, repo.ReviewInput{By: "  "}) },
 			wantMsg: []string{"reviewer must be named"}},
 		{name: "resolve without resolution", start: reconcile.ReviewOpen,
-			act:     func(id int64) (repo.ReviewMove, error) { return rv.Resolve(ctx, id, "ann", " ", "") },
-			wantMsg: []string{"resolution must not be empty"}},
+			act: func(id int64) (repo.ReviewMove, error) {
+				return rv.Resolve(ctx, id, repo.ReviewInput{By: "ann", Resolution: " "})
+			},
+			wantErr: reconcile.ErrBadReview, wantMsg: []string{"unknown resolution"}},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -386,9 +406,15 @@ func TestReviewTransitions(t *testing.T) {
 				t.Fatalf("note = %q, want %q", stored.Note, wantNote)
 			}
 			if tc.wantStatus == reconcile.ReviewResolved {
-				if stored.ResolvedBy != tc.wantAudit.Actor || stored.Resolution == "" ||
-					stored.ResolvedAt == nil || !stored.ResolvedAt.Equal(clock) {
+				// resolved_at and the audit row's time are the same transaction's database clock.
+				if stored.ResolvedBy != tc.wantAudit.Actor || stored.Resolution != tc.wantAudit.Resolution ||
+					stored.ResolvedAt == nil || !stored.ResolvedAt.Equal(got.Audit.CreatedAt) {
 					t.Fatalf("resolve columns: by %q resolution %q at %v", stored.ResolvedBy, stored.Resolution, stored.ResolvedAt)
+				}
+			} else if tc.wantStatus == reconcile.ReviewPendingApproval {
+				if stored.ProposedBy != tc.wantAudit.Actor || stored.Resolution != tc.wantAudit.Resolution || stored.ResolvedAt != nil ||
+					stored.ProposedVersion == nil || *stored.ProposedVersion != 1 || stored.ProposedAt == nil {
+					t.Fatalf("proposal columns: %+v", stored)
 				}
 			} else if stored.ResolvedAt != nil || stored.ResolvedBy != "" || stored.Resolution != "" {
 				t.Fatalf("acknowledge set resolve columns: %+v", stored)
@@ -399,10 +425,11 @@ func TestReviewTransitions(t *testing.T) {
 			}
 			a, w := audit[0], tc.wantAudit
 			if a.MismatchID != id || a.Action != w.Action || a.Actor != w.Actor || a.FromStatus != w.FromStatus ||
-				a.ToStatus != w.ToStatus || a.Note != w.Note || !a.CreatedAt.Equal(clock) {
-				t.Fatalf("audit row %+v, want %+v at %v", a, w, clock)
+				a.ToStatus != w.ToStatus || a.Note != w.Note || a.OSUser != w.OSUser || a.Resolution != w.Resolution ||
+				a.EvidenceVersion == nil || *a.EvidenceVersion != 1 || time.Since(a.CreatedAt).Abs() > time.Minute {
+				t.Fatalf("audit row %+v, want %+v now", a, w)
 			}
-			if got.Audit != a {
+			if !reflect.DeepEqual(got.Audit, a) {
 				t.Fatalf("returned audit row %+v, stored %+v", got.Audit, a)
 			}
 		})
@@ -415,15 +442,15 @@ func TestReviewAckThenResolveKeepsTheTrail(t *testing.T) {
 	rv := repo.NewReview(db.DB)
 	ctx := context.Background()
 	id := insertFinding(t, db, seedFinding{otn: "trail"})
-	if _, err := rv.Acknowledge(ctx, id, "ann", "asked the merchant"); err != nil {
+	if _, err := rv.Acknowledge(ctx, id, repo.ReviewInput{By: "ann", Note: "asked the merchant"}); err != nil {
 		t.Fatal(err)
 	}
-	mv, err := rv.Resolve(ctx, id, "bob", "buyer refunded", "")
+	mv, err := rv.Resolve(ctx, id, repo.ReviewInput{By: "bob", Resolution: "accepted"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := mv.Finding
-	if f.Note != "asked the merchant" || f.Resolution != "buyer refunded" || f.ResolvedBy != "bob" {
+	if f.Note != "asked the merchant" || f.Resolution != "accepted" || f.ResolvedBy != "bob" {
 		t.Fatalf("resolved finding %+v", f)
 	}
 	audit := auditRows(t, db, id)
@@ -452,7 +479,8 @@ func TestReviewRacingResolversOnlyOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = rv.Resolve(context.Background(), id, fmt.Sprintf("reviewer-%02d", i), fmt.Sprintf("resolution %d", i), "")
+			_, errs[i] = rv.Resolve(context.Background(), id, repo.ReviewInput{By: fmt.Sprintf("reviewer-%02d", i),
+				Resolution: "accepted", Note: fmt.Sprintf("note %d", i)})
 		}()
 	}
 	close(start)
@@ -483,7 +511,7 @@ func TestReviewRacingResolversOnlyOneWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantBy := fmt.Sprintf("reviewer-%02d", winner)
-	if f.ReviewStatus != reconcile.ReviewResolved || f.ResolvedBy != wantBy || f.Resolution != fmt.Sprintf("resolution %d", winner) {
+	if f.ReviewStatus != reconcile.ReviewResolved || f.ResolvedBy != wantBy || f.Note != fmt.Sprintf("note %d", winner) {
 		t.Fatalf("finding %+v, want resolved by the winner %s", f, wantBy)
 	}
 	audit := auditRows(t, db, id)
@@ -505,7 +533,7 @@ func TestReviewDetails(t *testing.T) {
 	withOrder := insertFinding(t, db, seedFinding{orderID: oid, platform: "wechatpay", merchant: "1900000109", otn: "dup-1",
 		ptn: "wx-2", kind: reconcile.MismatchDuplicatePayment, local: 500, plat: 500, detail: `{"first_trade_no": "wx-1"}`})
 	orphan := insertFinding(t, db, seedFinding{otn: "nobody", kind: reconcile.MismatchUnknownOrder, plat: 700})
-	if _, err := rv.Acknowledge(ctx, withOrder, "ann", "calling the buyer"); err != nil {
+	if _, err := rv.Acknowledge(ctx, withOrder, repo.ReviewInput{By: "ann", Note: "calling the buyer"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -157,9 +157,10 @@ func (s *Store) ApplyTransition(ctx context.Context, t reconcile.Transition) (bo
 	return n == 1, nil
 }
 
-// recordMismatchSQL upserts a finding. A repeat bumps seen_count and last_seen_at; a RESOLVED
-// finding is reopened only when its evidence changed (finance resolved what they saw, not
-// whatever may come later).
+// recordMismatchSQL upserts a finding. A repeat bumps seen_count and last_seen_at. It names
+// evidence columns only (the worker's role may not write review columns): the database's
+// trigger (migration 0007) bumps the evidence version when the figures differ and reopens a
+// RESOLVED finding then (finance resolved what they saw, not whatever may come later).
 const recordMismatchSQL = `
 INSERT INTO reconcile_mismatches AS m (order_id, platform, merchant_id, out_trade_no, platform_trade_no, kind,
 	local_amount_minor, platform_amount_minor, local_status, platform_status, detail)
@@ -169,11 +170,6 @@ ON CONFLICT (platform, merchant_id, out_trade_no, kind) DO UPDATE SET
 	seen_count   = m.seen_count + 1,
 	last_seen_at = now(),
 	order_id     = COALESCE(EXCLUDED.order_id, m.order_id),
-	review_status = CASE WHEN m.review_status = 'RESOLVED' AND
-		(m.platform_trade_no, m.local_amount_minor, m.platform_amount_minor, m.local_status, m.platform_status)
-		IS DISTINCT FROM
-		(EXCLUDED.platform_trade_no, EXCLUDED.local_amount_minor, EXCLUDED.platform_amount_minor, EXCLUDED.local_status, EXCLUDED.platform_status)
-		THEN 'OPEN' ELSE m.review_status END,
 	platform_trade_no     = EXCLUDED.platform_trade_no,
 	local_amount_minor    = EXCLUDED.local_amount_minor,
 	platform_amount_minor = EXCLUDED.platform_amount_minor,

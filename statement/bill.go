@@ -1,6 +1,15 @@
 // Package statement reads the platforms' daily trade bills (Alipay's zip of GBK CSVs, WeChat
 // Pay's CSV, plain or gzip) into bill lines, and checks each bill against its own totals. It
 // knows file formats only: matching lines to orders is the business of the statement run.
+//
+// Readers (Open, OpenAlipayZip, NewAlipayCSV, NewWeChatCSV) stream: memory stays flat
+// whatever the bill's size, and a bill is only known good at io.EOF. Columns are found by
+// header name; amounts are parsed exactly into fen (fees into thousandths of a fen). A line
+// that does not parse, totals that differ from the lines, a digest that differs or a cut
+// archive end the read in a *RejectError naming the file and, where there is one, the line.
+//
+// Generators (WriteAlipayZip, WriteAlipayCSV, WriteWeChatCSV, SampleLines) write the same
+// formats with every oddity the platforms have, for tests, benchmarks and the sandbox.
 package statement
 
 import (
@@ -27,12 +36,22 @@ type Line struct {
 	RefundNo        string // the merchant's refund number, refund lines only
 	MerchantID      string // the mchid or app_id the line names, "" where the bill names none
 	Currency        string
-	AmountMinor     int64
+	// AmountMinor is the order's amount (a payment line) or the refund's (a refund line):
+	// what the local order is checked against.
+	AmountMinor int64
+	// ReceivedMinor is what the merchant actually got or gave back (Alipay 商家实收, WeChat
+	// Pay 应结订单金额 / 退款金额): less than AmountMinor where the platform paid part of it.
+	ReceivedMinor int64
+	// Pending marks a refund the platform has not finished (WeChat Pay 退款状态 PROCESSING).
+	Pending bool
 	// FeeMilliFen is the platform's service fee in thousandths of a fen: WeChat Pay writes
 	// fees with five decimals of a yuan, and finance signs off the fee total to the last digit.
 	// Negative on refund lines that return a fee.
 	FeeMilliFen int64
 	At          time.Time // when the payment or refund completed, in the bill's zone
+	// CreatedAt is when the order was created (Alipay 创建时间: the order's, on a refund line
+	// too); zero where the bill does not say.
+	CreatedAt time.Time
 }
 
 // Totals are a bill's own figures: what its footer or summary row declares, or what its lines
@@ -53,6 +72,27 @@ type Reader interface {
 	Next() (Line, error)
 	// Totals is what the lines read so far add up to; after io.EOF, the whole bill's.
 	Totals() Totals
+}
+
+// Header is what a bill says about itself beyond its lines. Alipay's detail CSV names the
+// account (its userId: the PID followed by 0156) and the period in its "#" lines; WeChat
+// Pay's names neither (its lines carry the mchid).
+type Header struct {
+	Account    string
+	Start, End time.Time // zero when the bill does not say
+}
+
+// HeaderReader is a Reader that knows its bill's Header once the first line (or io.EOF)
+// has been read. The Alipay readers are HeaderReaders.
+type HeaderReader interface {
+	Reader
+	Header() Header
+}
+
+// ReadCloser is a Reader over a file it must close.
+type ReadCloser interface {
+	Reader
+	Close() error
 }
 
 // RejectError says why a whole bill was refused: a line that does not parse, totals that do

@@ -18,6 +18,7 @@ import (
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/worker"
 )
 
 // budgetCase is one measurement of the shared call budget: k worker processes on one
@@ -313,13 +314,13 @@ func BenchmarkWorkerCPU(b *testing.B) {
 				k, v, _ := strings.Cut(kv, "=")
 				b.Setenv(k, v)
 			}
-			_, cpu0 := processStats()
+			_, cpu0 := worker.ProcessStats()
 			start := time.Now()
 			var stdout, stderr bytes.Buffer
 			if code := Main(b.Context(), []string{"run"}, &stdout, &stderr); code != 0 {
 				b.Fatalf("run exited %d\n%s", code, tail(stderr.String(), 20))
 			}
-			_, cpu1 := processStats()
+			_, cpu1 := worker.ProcessStats()
 			wall := time.Since(start)
 			perOrder := (cpu1 - cpu0) / time.Duration(c.orders)
 			fmt.Printf("%-18s %6d orders in %6s (%5.0f/s): cpu/order %s\n", c.name, c.orders, wall.Round(time.Millisecond),

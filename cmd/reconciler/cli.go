@@ -50,7 +50,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"migrate":    {"apply the embedded schema migrations; safe to repeat", cmdMigrate},
-		"mismatches": {"finance review: list, show, ack and resolve findings (audit trail kept)", cmdMismatches},
+		"mismatches": {"finance review: list, show, ack, resolve, approve and reject findings (append-only audit trail)", cmdMismatches},
 		"report":     {"mismatch and run report for a period as csv, json, xlsx or html", cmdReport},
 		"run":        {"one reconciliation pass over due PENDING orders, then exit (the CronJob entry point)", cmdRun},
 		"serve":      {"callback endpoints and probes; /metrics on the admin port; with --schedule, passes on a cron spec", cmdServe},
@@ -58,6 +58,7 @@ func commands() map[string]command {
 		"sandbox":    {"run the platform simulator (Alipay + WeChat Pay v3) on a local port, for staging and demos", sandbox.Main},
 		"backfill":   {"re-check every order created in [--from, --to) against the platform; resumable", cmdBackfill},
 		"relay":      {"publish the fulfilment outbox to NATS JetStream (once, or --follow)", cmdRelay},
+		"statement":  {"reconcile a day's trade bill from the platform (or a downloaded --file) against our orders", cmdStatement},
 	}
 }
 

@@ -2,16 +2,23 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/repo"
 )
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, _, err := parse("migrate", args, config.GroupDatabase|config.GroupLog, stderr, nil)
+	var rolesSQL bool
+	cfg, _, err := parse("migrate", args, config.GroupDatabase|config.GroupLog, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&rolesSQL, "roles-sql", false, "print the SQL that creates the database roles and grants their rights (for an administrator), apply nothing")
+	})
 	if err != nil {
 		return err
 	}
@@ -21,6 +28,14 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
+	if rolesSQL {
+		sql, err := repo.RolesSQL(ctx, db)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, sql)
+		return nil
+	}
 	applied, err := repo.Migrate(ctx, db)
 	if err != nil {
 		return err
@@ -28,9 +43,33 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(applied) == 0 {
 		log.Info().Msg("schema up to date")
 		fmt.Fprintln(stdout, "schema up to date")
+	} else {
+		log.Info().Strs("applied", applied).Msg("migrations applied")
+		fmt.Fprintf(stdout, "applied %s\n", strings.Join(applied, ", "))
+	}
+	return setupRoles(ctx, db, stdout, log)
+}
+
+// setupRoles creates the least-privilege roles and grants theirs rights. Without the right
+// to create roles it prints the SQL for an administrator and still succeeds: the schema is
+// migrated, and the roles are a one-off step someone else may have to take.
+func setupRoles(ctx context.Context, db *sqlx.DB, stdout io.Writer, log zerolog.Logger) error {
+	out, err := repo.SetupRoles(ctx, db)
+	if err != nil {
+		return err
+	}
+	if out.SQL != "" {
+		log.Warn().Strs("roles", repo.Roles).Msg("cannot create database roles (no CREATEROLE): printing the SQL to run as an administrator")
+		fmt.Fprintf(stdout, "-- The database roles %s are missing and this role may not create them.\n"+
+			"-- Run this as a role with CREATEROLE (then set each role's password), then run migrate again.\n"+
+			"-- (reconciler migrate --roles-sql prints the SQL alone.)\n%s",
+			strings.Join(repo.Roles, ", "), out.SQL)
 		return nil
 	}
-	log.Info().Strs("applied", applied).Msg("migrations applied")
-	fmt.Fprintf(stdout, "applied %s\n", strings.Join(applied, ", "))
+	if len(out.Created) > 0 {
+		log.Info().Strs("roles", out.Created).Msg("database roles created")
+		fmt.Fprintf(stdout, "created roles %s (set their passwords: ALTER ROLE ... PASSWORD ...)\n", strings.Join(out.Created, ", "))
+	}
+	fmt.Fprintf(stdout, "granted %s\n", strings.Join(repo.Roles, ", "))
 	return nil
 }

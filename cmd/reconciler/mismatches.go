@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/csv"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -23,24 +21,36 @@ const reviewGroups = config.GroupDatabase | config.GroupLog | config.GroupTime
 
 const mismatchesUsage = `Usage: reconciler mismatches <command> [flags]
 
-The finance review workflow. Every acknowledge and resolve is recorded in the audit trail.
+The finance review workflow. Every move is recorded in the append-only audit trail with the
+named reviewer (--by), the operating-system user who ran the command, the time (the
+database's clock) and the evidence version seen.
 
 Commands:
-  list      list findings (default: OPEN and ACKNOWLEDGED); page with --after-id
-  show ID   one finding in full: detail, audit trail, the order and its payment events
-  ack ID --by NAME [--note TEXT]
+  list      list findings (default: OPEN, ACKNOWLEDGED, PENDING_APPROVAL); page with --after-id
+  show ID   one finding in full: detail, evidence version, audit trail, the order and its events
+  ack ID --by NAME [--note TEXT] [--version V]
             acknowledge an OPEN finding (OPEN -> ACKNOWLEDGED)
-  resolve ID --by NAME --resolution TEXT [--note TEXT]
-            resolve an OPEN or ACKNOWLEDGED finding (-> RESOLVED)
+  resolve ID --by NAME --resolution R [--note TEXT] [--version V]
+            resolve an OPEN or ACKNOWLEDGED finding. accepted and false_positive -> RESOLVED;
+            refunded, adjusted and written_off move money -> PENDING_APPROVAL (a second person
+            approves)
+  approve ID --by NAME [--note TEXT] [--version V]
+            approve a PENDING_APPROVAL resolution (-> RESOLVED); refused for its proposer
+  reject ID --by NAME --note TEXT
+            turn down a PENDING_APPROVAL resolution (-> ACKNOWLEDGED)
+
+Exit codes: 0 done; 1 database failure, unknown id, or a move the status does not allow (another
+reviewer got there first); 2 bad usage, or the proposer approving their own resolution;
+4 the evidence changed since the version named (look again with show).
 
 Run 'reconciler mismatches <command> --help' for its flags.
 `
 
-// cmdMismatches is `reconciler mismatches <list|show|ack|resolve>`.
+// cmdMismatches is `reconciler mismatches <list|show|ack|resolve|approve|reject>`.
 func cmdMismatches(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, mismatchesUsage)
-		return usagef("mismatches: name a command: list, show, ack or resolve")
+		return usagef("mismatches: name a command: list, show, ack, resolve, approve or reject")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -54,11 +64,16 @@ func cmdMismatches(ctx context.Context, args []string, stdout, stderr io.Writer)
 	case "show":
 		run = mismatchesShow
 	case "ack":
-		run = mismatchesAck
-	case "resolve":
-		run = mismatchesResolve
+		run = func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return reviewMove(ctx, "ack", args, stdout, stderr)
+		}
+	case "resolve", "approve", "reject":
+		name := args[0]
+		run = func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return reviewMove(ctx, name, args, stdout, stderr)
+		}
 	default:
-		return usagef("mismatches: unknown command %q (want list, show, ack or resolve)", args[0])
+		return usagef("mismatches: unknown command %q (want list, show, ack, resolve, approve or reject)", args[0])
 	}
 	return run(ctx, args[1:], stdout, stderr)
 }
@@ -142,7 +157,7 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 	cfg, fs, err := parse("mismatches list", args, reviewGroups, stderr, func(fs *flag.FlagSet) {
 		setReviewUsage(fs, "reconciler mismatches list [flags]",
 			"Lists findings in id order, one page at a time: pass the last id shown as --after-id for the next page.")
-		fs.StringVar(&o.status, "status", "", "OPEN, ACKNOWLEDGED, RESOLVED (comma-separated) or all (default OPEN,ACKNOWLEDGED)")
+		fs.StringVar(&o.status, "status", "", "OPEN, ACKNOWLEDGED, PENDING_APPROVAL, RESOLVED (comma-separated) or all (default: all but RESOLVED)")
 		fs.StringVar(&o.kind, "kind", "", "only this kind, e.g. AMOUNT_MISMATCH")
 		fs.StringVar(&o.platform, "platform", "", "only this platform: alipay or wechatpay")
 		fs.StringVar(&o.since, "since", "", "only findings first or last seen at or after this date (2026-11-28, midnight in --timezone) or RFC 3339 time")
@@ -209,13 +224,13 @@ func (o listOptions) filter(loc *time.Location) (repo.ListFilter, error) {
 	f := repo.ListFilter{Limit: o.limit, AfterID: o.afterID}
 	switch st := strings.TrimSpace(o.status); {
 	case st == "":
-		f.Statuses = []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}
+		f.Statuses = []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged, reconcile.ReviewPendingApproval}
 	case strings.EqualFold(st, "all"):
 	default:
 		for _, s := range strings.Split(st, ",") {
 			rs, err := reconcile.ParseReviewStatus(s)
 			if err != nil {
-				return f, usagef("mismatches list: --status must be OPEN, ACKNOWLEDGED, RESOLVED (comma-separated) or all, got %q", o.status)
+				return f, usagef("mismatches list: --status must be OPEN, ACKNOWLEDGED, PENDING_APPROVAL, RESOLVED (comma-separated) or all, got %q", o.status)
 			}
 			f.Statuses = append(f.Statuses, rs)
 		}
@@ -289,71 +304,4 @@ func mismatchesShow(ctx context.Context, args []string, stdout, stderr io.Writer
 		return render.WriteJSON(stdout, render.DetailsView(d, cfg.Timezone))
 	}
 	return render.WriteDetails(stdout, d, cfg.Timezone)
-}
-
-func mismatchesAck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return reviewMove(ctx, "ack", args, stdout, stderr)
-}
-
-func mismatchesResolve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return reviewMove(ctx, "resolve", args, stdout, stderr)
-}
-
-func reviewMove(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
-	var by, note, resolution string
-	cfg, fs, err := parseWithID("mismatches "+name, args, stderr, func(fs *flag.FlagSet) {
-		if name == "ack" {
-			setReviewUsage(fs, "reconciler mismatches ack ID --by NAME [--note TEXT]",
-				"Acknowledges an OPEN finding (OPEN -> ACKNOWLEDGED); the audit trail records who and when.")
-		} else {
-			setReviewUsage(fs, "reconciler mismatches resolve ID --by NAME --resolution TEXT [--note TEXT]",
-				"Resolves an OPEN or ACKNOWLEDGED finding (-> RESOLVED); the audit trail records who and when.\n"+
-					"A resolved finding reopens by itself if a later pass sees different evidence.")
-			fs.StringVar(&resolution, "resolution", "", "what was decided or done (required)")
-		}
-		fs.StringVar(&by, "by", "", "reviewer's name (required; also RECONCILER_REVIEWER)")
-		fs.StringVar(&note, "note", "", "note to keep with the finding and the audit row")
-	})
-	if err != nil {
-		return err
-	}
-	id, err := findingID(name, fs.Args())
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(by) == "" {
-		by = os.Getenv("RECONCILER_REVIEWER")
-	}
-	if strings.TrimSpace(by) == "" {
-		return usagef("mismatches %s: --by is required: name the reviewer (or set RECONCILER_REVIEWER)", name)
-	}
-	if name == "resolve" && strings.TrimSpace(resolution) == "" {
-		return usagef("mismatches resolve: --resolution is required: say what was decided or done")
-	}
-
-	rv, done, err := openReview(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer done()
-	var mv repo.ReviewMove
-	if name == "ack" {
-		mv, err = rv.Acknowledge(ctx, id, by, note)
-	} else {
-		mv, err = rv.Resolve(ctx, id, by, resolution, note)
-	}
-	var te *reconcile.ReviewTransitionError
-	switch {
-	case errors.Is(err, reconcile.ErrNotFound):
-		return fmt.Errorf("mismatches %s: no finding with id %d", name, id)
-	case errors.As(err, &te):
-		return fmt.Errorf("mismatches %s: %w", name, err)
-	case err != nil:
-		return err
-	}
-	log := newLogger(cfg, stderr)
-	log.Info().Int64("mismatch_id", id).Str("action", mv.Audit.Action).Str("actor", mv.Audit.Actor).
-		Str("from", mv.Audit.FromStatus).Str("to", mv.Audit.ToStatus).Msg("finding reviewed")
-	fmt.Fprintf(stdout, "mismatch %d: %s -> %s by %s\n", id, mv.Audit.FromStatus, mv.Audit.ToStatus, render.TermCell(mv.Audit.Actor))
-	return nil
 }

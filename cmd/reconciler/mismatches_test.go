@@ -291,7 +291,14 @@ func TestMismatchesExitCodes(t *testing.T) {
 		wantErr string
 	}{
 		{"no command", []string{"mismatches"}, 2, "name a command"},
-		{"unknown command", []string{"mismatches", "approve"}, 2, `unknown command "approve"`},
+		{"unknown command", []string{"mismatches", "bogus"}, 2, `unknown command "bogus"`},
+		{"bad resolution", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--by", "ann", "--resolution", "paid back"}, 2, "unknown resolution"},
+		{"reject without a note", []string{"mismatches", "reject", id(openID), "--database-url", u, "--by", "ann"}, 2, "--note is required"},
+		{"approve without --by", []string{"mismatches", "approve", id(openID), "--database-url", u}, 2, "--by is required"},
+		{"approve an open finding", []string{"mismatches", "approve", id(openID), "--database-url", u, "--by", "ann"}, 1,
+			fmt.Sprintf("mismatch %d is OPEN", openID)},
+		{"resolve naming a stale version", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--by", "ann",
+			"--resolution", "accepted", "--version", "7"}, 4, "evidence changed, look again"},
 		{"help", []string{"mismatches", "--help"}, 0, ""},
 		{"list help", []string{"mismatches", "list", "--help"}, 0, "-status"},
 		{"help after the id", []string{"mismatches", "resolve", "1", "--help"}, 0, "Usage: reconciler mismatches resolve ID"},
@@ -311,9 +318,9 @@ func TestMismatchesExitCodes(t *testing.T) {
 		{"ack a non-numeric id", []string{"mismatches", "ack", "abc", "--database-url", u, "--by", "ann"}, 2, "positive whole number"},
 		{"show two ids", []string{"mismatches", "show", "1", "2", "--database-url", u}, 2, "unexpected argument"},
 		{"ack an unknown id", []string{"mismatches", "ack", "999999", "--database-url", u, "--by", "ann"}, 1, "no finding with id 999999"},
-		{"resolve an unknown id", []string{"mismatches", "resolve", "999999", "--database-url", u, "--by", "ann", "--resolution", "x"}, 1, "no finding with id 999999"},
+		{"resolve an unknown id", []string{"mismatches", "resolve", "999999", "--database-url", u, "--by", "ann", "--resolution", "accepted"}, 1, "no finding with id 999999"},
 		{"show an unknown id", []string{"mismatches", "show", "999999", "--database-url", u}, 1, "999999"},
-		{"resolve a resolved finding", []string{"mismatches", "resolve", id(resolvedID), "--database-url", u, "--by", "ann", "--resolution", "x"}, 1,
+		{"resolve a resolved finding", []string{"mismatches", "resolve", id(resolvedID), "--database-url", u, "--by", "ann", "--resolution", "accepted"}, 1,
 			fmt.Sprintf("mismatch %d is RESOLVED", resolvedID)},
 		{"ack a resolved finding", []string{"mismatches", "ack", id(resolvedID), "--database-url", u, "--by", "ann"}, 1,
 			fmt.Sprintf("mismatch %d is RESOLVED", resolvedID)},
@@ -357,7 +364,7 @@ func TestMismatchesAckResolveShow(t *testing.T) {
 		t.Fatalf("ack: exit %d\n%s\n%s", code, out, errOut)
 	}
 	// The id may also follow the flags.
-	code, out, errOut = reviewCLI(t, "mismatches", "resolve", "--database-url", db.URL, "--by", "bob", "--resolution", "refunded 0.10", sid)
+	code, out, errOut = reviewCLI(t, "mismatches", "resolve", "--database-url", db.URL, "--by", "bob", "--resolution", "false_positive", sid)
 	if code != 0 || !strings.Contains(out, fmt.Sprintf("mismatch %d: ACKNOWLEDGED -> RESOLVED by bob", id)) {
 		t.Fatalf("resolve: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -369,7 +376,7 @@ func TestMismatchesAckResolveShow(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("Finding %d: AMOUNT_MISMATCH, RESOLVED", id),
 		"local amount       100.00", "platform amount    99.90", "at stake           0.10",
-		"resolution         refunded 0.10", "note               asked the merchant", "resolved by        bob",
+		"resolution         false_positive", "evidence version   1", "note               asked the merchant", "resolved by        bob",
 		"first seen         2026-11-28 10:00:00 CST",
 		"\n  {\n    \"raw\": {\n      \"total_amount\": \"99.90\"\n    },\n    \"reason\": \"platform paid less\"\n  }\n",
 		"Audit trail:", "acknowledge  ann    OPEN          ACKNOWLEDGED  asked the merchant",
@@ -438,5 +445,78 @@ func TestMismatchesReviewerFromEnvironment(t *testing.T) {
 	}
 	if !slices.Equal(actors, []string{"env-reviewer", "flag-reviewer"}) {
 		t.Fatalf("audit actors %q", actors)
+	}
+}
+
+// TestMismatchesMakerChecker drives the four-eyes flow through the CLI: a money-moving
+// resolution waits, its proposer cannot approve it, a rejection sends it back, changed
+// evidence is refused, and a second person's approval resolves it. Every move leaves one
+// audit row naming --by and the operating-system user.
+func TestMismatchesMakerChecker(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	id := seedReview(t, db, reviewSeed{otn: "MC-1", local: 10000, plat: 9000})
+	sid, u := fmt.Sprint(id), db.URL
+	steps := []struct {
+		name string
+		args []string
+		code int
+		want string
+		// status after the step
+		status string
+	}{
+		{"propose a refund", []string{"resolve", sid, "--by", "ann", "--resolution", "refunded", "--version", "1"}, 0,
+			"OPEN -> PENDING_APPROVAL by ann", "PENDING_APPROVAL"},
+		{"the proposer approves", []string{"approve", sid, "--by", "ann"}, 2, "cannot approve their own", "PENDING_APPROVAL"},
+		{"the proposer approves, other case", []string{"approve", sid, "--by", "ANN"}, 2, "cannot approve their own", "PENDING_APPROVAL"},
+		{"resolve again while pending", []string{"resolve", sid, "--by", "bob", "--resolution", "accepted"}, 1, "is PENDING_APPROVAL", "PENDING_APPROVAL"},
+		{"reject", []string{"reject", sid, "--by", "bob", "--note", "refund not in the bank file"}, 0,
+			"PENDING_APPROVAL -> ACKNOWLEDGED by bob", "ACKNOWLEDGED"},
+		{"propose a write-off", []string{"resolve", sid, "--by", "ann", "--resolution", "written_off"}, 0,
+			"ACKNOWLEDGED -> PENDING_APPROVAL", "PENDING_APPROVAL"},
+		{"new evidence arrives", nil, 0, "", "PENDING_APPROVAL"},
+		{"approve the old evidence", []string{"approve", sid, "--by", "bob"}, 4, "evidence changed", "PENDING_APPROVAL"},
+		{"approve naming the old version", []string{"approve", sid, "--by", "bob", "--version", "1"}, 4, "evidence changed", "PENDING_APPROVAL"},
+		{"reject the stale proposal", []string{"reject", sid, "--by", "bob", "--note", "figures changed"}, 0, "-> ACKNOWLEDGED", "ACKNOWLEDGED"},
+		{"propose on the new evidence", []string{"resolve", sid, "--by", "ann", "--resolution", "adjusted", "--version", "2"}, 0,
+			"PENDING_APPROVAL", "PENDING_APPROVAL"},
+		{"a second person approves", []string{"approve", sid, "--by", "bob", "--version", "2"}, 0,
+			"PENDING_APPROVAL -> RESOLVED by bob", "RESOLVED"},
+	}
+	for _, st := range steps {
+		if st.args == nil { // the apply path sees different figures: the database bumps the version
+			db.MustExec(`UPDATE reconcile_mismatches SET platform_amount_minor = 8000, seen_count = seen_count + 1 WHERE id = $1`, id)
+		} else {
+			code, out, errOut := reviewCLI(t, append(append([]string{"mismatches"}, st.args...), "--database-url", u)...)
+			if code != st.code || !strings.Contains(out+errOut, st.want) {
+				t.Fatalf("%s: exit %d (want %d), output lacks %q\nstdout: %s\nstderr: %s", st.name, code, st.code, st.want, out, errOut)
+			}
+		}
+		var status string
+		if err := db.Get(&status, `SELECT review_status FROM reconcile_mismatches WHERE id = $1`, id); err != nil || status != st.status {
+			t.Fatalf("%s: status %s (%v), want %s", st.name, status, err, st.status)
+		}
+	}
+	var f struct {
+		Resolution string `db:"resolution"`
+		ResolvedBy string `db:"resolved_by"`
+		ApprovedBy string `db:"approved_by"`
+		Version    int64  `db:"evidence_version"`
+	}
+	if err := db.Get(&f, `SELECT resolution, resolved_by, approved_by, evidence_version FROM reconcile_mismatches WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if f.Resolution != "adjusted" || f.ResolvedBy != "ann" || f.ApprovedBy != "bob" || f.Version != 2 {
+		t.Fatalf("resolved finding %+v, want adjusted, proposed by ann, approved by bob, version 2", f)
+	}
+	var trail []string
+	if err := db.Select(&trail, `SELECT action || ' ' || actor || ' v' || evidence_version || ' ' || (os_user <> '')::text
+		FROM reconcile_mismatch_audit WHERE mismatch_id = $1 ORDER BY id`, id); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"propose ann v1 true", "reject bob v1 true", "propose ann v1 true", "reject bob v2 true",
+		"propose ann v2 true", "approve bob v2 true"}
+	if !slices.Equal(trail, want) {
+		t.Fatalf("audit trail %q, want %q (one row per accepted move, refusals none)", trail, want)
 	}
 }

@@ -8,16 +8,15 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/metrics"
 	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/worker"
 )
 
 // cmdRelay publishes the fulfilment outbox to NATS JetStream: one pass, or with --follow
@@ -38,8 +37,9 @@ func cmdRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer db.Close()
-	m := newRelayMetrics(prometheus.NewRegistry())
-	rl, err := openRelay(ctx, cfg, repo.NewStore(db), m, log)
+	reg := prometheus.NewRegistry()
+	m := metrics.NewRelay(reg)
+	rl, err := worker.OpenRelay(ctx, cfg, repo.NewStore(db), m, log)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func cmdRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	if metricsListen != "" {
-		stop, err := serveMetrics(metricsListen, m.reg, log)
+		stop, err := serveMetrics(metricsListen, reg, log)
 		if err != nil {
 			return err
 		}
@@ -80,83 +80,13 @@ func cmdRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// openedRelay is a relay with the NATS connection it owns.
-type openedRelay struct {
-	*relay.Relay
-	conn *relay.Conn
-}
-
-func (r *openedRelay) Close() { r.conn.Close() }
-
-// openRelay connects to NATS and checks the stream before anything is taken: NATS down is
-// exit 1 with nothing marked; a missing stream or a too-short duplicate window is exit 2.
-func openRelay(ctx context.Context, cfg config.Config, store *repo.Store, obs relay.Observer, log zerolog.Logger) (*openedRelay, error) {
-	rc := cfg.Relay
-	if rc.URL == "" {
-		return nil, &config.Error{Setting: "RECONCILER_RELAY_URL", Msg: "is required to relay the outbox (e.g. nats://127.0.0.1:4222)"}
-	}
-	conn, err := relay.Connect(rc.URL, relay.ConnectOptions{Window: rc.Window, AckTimeout: rc.AckTimeout, Log: log})
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	info, err := conn.CheckStream(cctx, rc.SubjectPrefix, reconcile.OutboxKinds, rc.RetryHorizon)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	log.Info().Str("stream", info.Config.Name).Dur("duplicate_window", info.Config.Duplicates).
-		Str("subject_prefix", rc.SubjectPrefix).Msg("relay: stream checked")
-	r := relay.New(store, conn.JetStream(), relay.Settings{SubjectPrefix: rc.SubjectPrefix, Batch: rc.Batch,
-		AckTimeout: rc.AckTimeout, Poll: rc.Poll}, obs, log)
-	return &openedRelay{Relay: r, conn: conn}, nil
-}
-
-// startServeRelay runs the relay inside serve until ctx ends. A lost database does not stop
-// serve: the relay starts over after a pause. The returned wait blocks until the batches
-// in flight have finished.
-func (a *app) startServeRelay(ctx context.Context) (wait func(), err error) {
-	m := newRelayMetrics(a.metrics.reg)
-	rl, err := openRelay(ctx, a.cfg, a.store, m, a.log)
-	if err != nil {
-		return nil, err
-	}
-	listener, err := repo.ListenOutbox(a.cfg.DatabaseURL)
-	if err != nil {
-		rl.Close()
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer rl.Close()
-		defer listener.Close()
-		for {
-			err := rl.Follow(ctx, listener.Wake())
-			if err == nil || ctx.Err() != nil {
-				return
-			}
-			a.log.Error().Err(err).Msg("relay: stopped on a database error; starting over")
-			if reconcile.Sleep(ctx, a.cfg.Relay.Poll) != nil {
-				return
-			}
-		}
-	}()
-	a.log.Info().Msg("relay: following the outbox")
-	return func() { <-done }, nil
-}
-
 // serveMetrics serves /metrics and /healthz for a long-running relay.
 func serveMetrics(addr string, reg *prometheus.Registry, log zerolog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, usagef("relay: --metrics-listen %s: %v", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }) //nolint:errcheck
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := httpapi.NewServer(httpapi.NewAdminMux(reg, nil, nil))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("relay: metrics server")
@@ -164,48 +94,3 @@ func serveMetrics(addr string, reg *prometheus.Registry, log zerolog.Logger) (st
 	}()
 	return func() { srv.Close() }, nil
 }
-
-// relayMetrics exports the hand-off. The lag gauge is what the alert rules watch.
-type relayMetrics struct {
-	reg         *prometheus.Registry
-	published   *prometheus.CounterVec // kind
-	duplicates  prometheus.Counter
-	publishErrs prometheus.Counter
-	batchDur    prometheus.Histogram
-	delivery    prometheus.Histogram
-	lag         prometheus.Gauge
-}
-
-func newRelayMetrics(reg *prometheus.Registry) *relayMetrics {
-	m := &relayMetrics{reg: reg}
-	m.published = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_relay_messages_published_total",
-		Help: "Outbox messages acknowledged by JetStream and marked dispatched, by kind."}, []string{"kind"})
-	m.duplicates = prometheus.NewCounter(prometheus.CounterOpts{Name: "payrecon_relay_duplicates_total",
-		Help: "Acknowledgements the stream flagged as duplicate: re-publishes after a crash or a lost acknowledgement."})
-	m.publishErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "payrecon_relay_publish_errors_total",
-		Help: "Outbox messages taken but not acknowledged (NATS down, slow or refusing); they stay undispatched."})
-	m.batchDur = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "payrecon_relay_batch_duration_seconds",
-		Help: "One batch: take, publish, wait for the acknowledgements, mark.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)})
-	m.delivery = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "payrecon_relay_delivery_lag_seconds",
-		Help: "From the outbox row's commit to JetStream's acknowledgement.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)})
-	m.lag = prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_outbox_oldest_undispatched_age_seconds",
-		Help: "Age of the oldest fulfillment_outbox row not yet dispatched (0 when none waits): the hand-off's lag."})
-	reg.MustRegister(m.published, m.duplicates, m.publishErrs, m.batchDur, m.delivery, m.lag)
-	return m
-}
-
-// Batch implements relay.Observer.
-func (m *relayMetrics) Batch(b relay.BatchReport) {
-	m.batchDur.Observe(b.Took.Seconds())
-	m.publishErrs.Add(float64(b.Failed))
-	for _, d := range b.Delivered {
-		m.published.WithLabelValues(d.Kind).Inc()
-		if d.Duplicate {
-			m.duplicates.Inc()
-		}
-		m.delivery.Observe(d.AckedAt.Sub(d.CreatedAt).Seconds())
-	}
-}
-
-// Lag implements relay.Observer.
-func (m *relayMetrics) Lag(d time.Duration) { m.lag.Set(d.Seconds()) }

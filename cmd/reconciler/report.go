@@ -17,7 +17,7 @@ import (
 
 // cmdReport is `reconciler report --from T --to T --format csv|json|xlsx|html [--out FILE]`.
 func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var from, to, format, out string
+	var from, to, format, out, lang string
 	cfg, fs, err := parse("report", args, reviewGroups, stderr, func(fs *flag.FlagSet) {
 		setReviewUsage(fs, "reconciler report [--from T] [--to T] [--format csv|json|xlsx|html] [--out FILE]",
 			"The mismatch and run report of the half-open period [from, to): a summary by kind and review status\n"+
@@ -27,6 +27,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.StringVar(&to, "to", "", "end of the period, excluded; may lie in the future (default: now)")
 		fs.StringVar(&format, "format", "", "csv, json, xlsx or html (default: from --out's extension, else csv)")
 		fs.StringVar(&out, "out", "", "write the report to this file instead of stdout (required for xlsx on a terminal)")
+		fs.StringVar(&lang, "lang", "en", "language of the labels in html and xlsx: en or zh (Simplified Chinese); csv and json keep column names")
 	})
 	if err != nil {
 		return err
@@ -40,6 +41,10 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	format = strings.ToLower(format)
 	if !slices.Contains(render.ReportFormats, format) {
 		return usagef("report: --format must be one of %s, got %q", strings.Join(render.ReportFormats, ", "), format)
+	}
+	labels, err := render.ParseLang(lang)
+	if err != nil {
+		return usagef("report: --lang: %v", err)
 	}
 	if format == "xlsx" && out == "" {
 		if isTerminal(stdout) {
@@ -61,7 +66,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	doc := render.ReportDoc{Report: rep, Loc: cfg.Timezone, Generated: now}
+	doc := render.ReportDoc{Report: rep, Loc: cfg.Timezone, Generated: now, Lang: labels}
 	write := func(w io.Writer) error { return doc.Write(w, format) }
 	if out == "" {
 		if err := write(stdout); err != nil {

@@ -77,8 +77,8 @@ func TestReportCSV(t *testing.T) {
 		}
 		sections[rec[0]] = append(sections[rec[0]], rec[1:])
 	}
-	if len(headers) != 4 {
-		t.Fatalf("want 4 section headers (report, summary, findings, runs), got %d:\n%s", len(headers), out)
+	if len(headers) != 5 {
+		t.Fatalf("want 5 section headers (report, summary, findings, runs, statements), got %d:\n%s", len(headers), out)
 	}
 	if got := sections["report"]; len(got) != 1 || got[0][0] != "2026-11-28T00:00:00+08:00" ||
 		got[0][1] != "2026-11-29T00:00:00+08:00" || got[0][2] != "Asia/Shanghai" {
@@ -189,14 +189,18 @@ func TestReportXLSX(t *testing.T) {
 		t.Fatalf("the xlsx does not re-open: %v", err)
 	}
 	defer f.Close()
-	if got := f.GetSheetList(); !slices.Equal(got, []string{"Summary", "Findings", "Runs"}) {
+	if got := f.GetSheetList(); !slices.Equal(got, []string{"Summary", "Findings", "Runs", "Statements"}) {
 		t.Fatalf("sheets %q", got)
 	}
 	rows, err := f.GetRows("Findings")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 5 || !slices.Equal(rows[0], render.FindingCSVHeader) {
+	labels := make([]string, len(render.FindingCSVHeader))
+	for i, h := range render.FindingCSVHeader {
+		labels[i] = render.Label(render.LangEN, h)
+	}
+	if len(rows) != 5 || !slices.Equal(rows[0], labels) || rows[0][4] != "Our order no." {
 		t.Fatalf("findings sheet %q", rows)
 	}
 	otnCol := slices.Index(render.FindingCSVHeader, "out_trade_no")
@@ -217,8 +221,8 @@ func TestReportXLSX(t *testing.T) {
 	if raw, _ := f.GetCellValue("Findings", local, excelize.Options{RawCellValue: true}); raw != "2500.00" {
 		t.Fatalf("raw amount %q, want 2500.00", raw)
 	}
-	if shown, _ := f.GetCellValue("Findings", local); shown != "2,500.00" {
-		t.Fatalf("shown amount %q, want 2,500.00", shown)
+	if shown, _ := f.GetCellValue("Findings", local); shown != "¥2,500.00" {
+		t.Fatalf("shown amount %q, want ¥2,500.00", shown)
 	}
 	if typ, _ := f.GetCellType("Findings", local); typ == excelize.CellTypeSharedString || typ == excelize.CellTypeInlineString {
 		t.Fatalf("amount cell %s is text", local)
@@ -226,15 +230,15 @@ func TestReportXLSX(t *testing.T) {
 	summary, _ := f.GetRows("Summary")
 	var total []string
 	for _, r := range summary {
-		if len(r) > 0 && r[0] == "TOTAL" {
+		if len(r) > 0 && r[0] == "Total" {
 			total = r
 		}
 	}
-	if !slices.Equal(total, []string{"TOTAL", "", "4", "5", "2,600.00", "1,335.47", "3,733.67"}) {
+	if !slices.Equal(total, []string{"Total", "", "4", "5", "¥2,600.00", "¥1,335.47", "¥3,733.67"}) {
 		t.Fatalf("summary total row %q in %q", total, summary)
 	}
 	runs, _ := f.GetRows("Runs")
-	if len(runs) != 4 || runs[1][1] != "scheduled" || runs[2][1] != "backfill" || runs[3][0] != "TOTAL" || runs[3][9] != "47" {
+	if len(runs) != 4 || runs[1][1] != "Scheduled" || runs[2][1] != "Backfill" || runs[3][0] != "Total" || runs[3][9] != "47" {
 		t.Fatalf("runs sheet %q", runs)
 	}
 
@@ -262,10 +266,11 @@ func TestReportHTMLEscapesPlatformText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"&lt;script&gt;alert(1)&lt;/script&gt;",
-		"<!DOCTYPE html>", "<style>", "Amounts in yuan.</p>",
+		"<!DOCTYPE html>", "<style>", "Amounts in yuan (CNY).</p>",
 		"Summary by kind and review status (3)", "Findings first or last seen in the period (4)",
 		"Reconciliation runs started in the period (2)",
-		`<td class="num">3733.67</td>`, `<td class="num">1234.56</td>`, "2026-11-28 00:00:00", "Asia/Shanghai",
+		`<td class="num">¥3,733.67</td>`, `<td class="num">¥1,234.56</td>`, "2026-11-28 00:00", "Asia/Shanghai",
+		"<svg", "Amount differs", "Our order no.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("page lacks %q", want)
@@ -276,6 +281,17 @@ func TestReportHTMLEscapesPlatformText(t *testing.T) {
 	}
 	if strings.Contains(out, "<link") || strings.Contains(out, "src=") {
 		t.Error("the page must be self-contained")
+	}
+	if strings.Contains(out, "rcYuan") || strings.Contains(out, "<th>at_stake</th>") || strings.Contains(out, "<th>platform_trade_no</th>") {
+		t.Error("the page shows code names to people")
+	}
+	// --lang zh labels the page in Simplified Chinese; a language we lack is exit 2.
+	code, out, errOut = reviewCLI(t, reportArgs(db, "--format", "html", "--lang", "zh")...)
+	if code != 0 || !strings.Contains(out, `<html lang="zh-Hans">`) || !strings.Contains(out, "金额不符") || !strings.Contains(out, "商户订单号") {
+		t.Fatalf("--lang zh: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut = reviewCLI(t, reportArgs(db, "--format", "html", "--lang", "fr")...); code != 2 || !strings.Contains(errOut, "--lang") {
+		t.Fatalf("--lang fr: exit %d: %s", code, errOut)
 	}
 }
 

@@ -21,13 +21,14 @@ import (
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/worker"
 )
 
 // serveFixture is serve's HTTP surface in-process, wired exactly as the binary wires it, over
 // a private database and Redis prefix, with the sandbox's keys.
 type serveFixture struct {
 	t    *testing.T
-	app  *app
+	app  *worker.App
 	srv  *httptest.Server
 	keys *sandbox.Keys
 	id   sandbox.Identity
@@ -48,7 +49,7 @@ func newServeFixture(t *testing.T) *serveFixture {
 	}
 	db, rd := repotest.NewDB(t), repotest.NewRedis(t)
 	env := map[string]string{"RECONCILER_DATABASE_URL": db.URL, "RECONCILER_REDIS_URL": rd.URL,
-		"RECONCILER_CLAIM_PREFIX": rd.Prefix, "RECONCILER_NOTIFY_WAIT": "200ms"}
+		"RECONCILER_CLAIM_PREFIX": rd.Prefix, "RECONCILER_NOTIFY_WAIT": "200ms", "RECONCILER_REVIEWERS": "ann@example.com"}
 	for _, kv := range sb.Env("http://127.0.0.1:1", files) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
@@ -60,12 +61,12 @@ func newServeFixture(t *testing.T) *serveFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := newApp(context.Background(), cfg, zerolog.Nop(), true)
+	a, err := worker.New(context.Background(), cfg, zerolog.Nop(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Close)
-	srv := httptest.NewServer(a.handler())
+	srv := httptest.NewServer(a.CallbackMux())
 	t.Cleanup(srv.Close)
 	return &serveFixture{t: t, app: a, srv: srv, keys: keys, id: sb.Identity(), db: db}
 }
@@ -238,7 +239,7 @@ func TestCallbacksRefusedWhileTheDatabaseIsDown(t *testing.T) {
 	f.order(reconcile.WechatPay, f.id.WechatMchID, "DB-2", 100)
 	aliBody := f.alipayNotify("DB-1", "T-DB-1", "1.00", true, false)
 	wxBody, wxH := f.wechatNotify("DB-2", "TX-DB-2", 100, false, false)
-	f.app.store.DB().Close() // the database is gone for this process
+	f.app.Store().DB().Close() // the database is gone for this process
 
 	if _, body := f.post("/notify/alipay", formType, aliBody, nil); body != "fail" {
 		t.Fatalf("alipay with the database down: %q, want fail (the platform retries)", body)
@@ -267,7 +268,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	f := newServeFixture(t)
 	f.post("/notify/alipay", formType, []byte("sign=bogus"), nil)
 	// Metrics are on the admin port; the callback port has the probes only.
-	admin := httptest.NewServer(f.app.adminHandler())
+	admin := httptest.NewServer(f.app.AdminMux(nil))
 	defer admin.Close()
 	if resp, err := http.Get(f.srv.URL + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("/metrics on the callback port: %v %v, want 404", resp, err)
@@ -289,5 +290,48 @@ func TestHealthAndMetrics(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) {
 			t.Fatalf("%s: %d, body lacks %q", path, resp.StatusCode, want)
 		}
+	}
+}
+
+// TestReviewConsoleOnTheAdminPortOnly: serve's wiring puts the review console under /review/
+// on the admin port (401 without a person, the page for a listed reviewer named by a loopback
+// peer) and nowhere on the callback port.
+func TestReviewConsoleOnTheAdminPortOnly(t *testing.T) {
+	t.Parallel()
+	f := newServeFixture(t)
+	review, err := f.app.ReviewConsole(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := httptest.NewServer(f.app.AdminMux(review))
+	defer admin.Close()
+	get := func(url, who string) (int, string) {
+		req, _ := http.NewRequest("GET", url, nil)
+		if who != "" {
+			req.Header.Set("X-Forwarded-Email", who)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct {
+		url, who string
+		want     int
+	}{
+		{admin.URL + "/review/", "", http.StatusUnauthorized},
+		{admin.URL + "/review/", "eve@example.com", http.StatusForbidden},
+		{admin.URL + "/review/", "ann@example.com", http.StatusOK},
+		{f.srv.URL + "/review/", "ann@example.com", http.StatusNotFound},
+	} {
+		if code, body := get(c.url, c.who); code != c.want {
+			t.Errorf("GET %s as %q: %d, want %d\n%s", c.url, c.who, code, c.want, body)
+		}
+	}
+	if _, body := get(admin.URL+"/metrics", ""); !strings.Contains(body, "payrecon_") {
+		t.Errorf("/metrics lost behind the console")
 	}
 }

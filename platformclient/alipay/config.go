@@ -50,6 +50,9 @@ type Config struct {
 	QPS float64
 	// Timeout bounds each HTTP attempt; default 10s.
 	Timeout time.Duration
+	// DownloadTimeout bounds one bill download attempt; default
+	// platformclient.DefaultDownloadTimeout.
+	DownloadTimeout time.Duration
 	// MaxRetries for retryable failures; zero means the default (2), negative disables.
 	MaxRetries int
 	HTTPClient *http.Client // default: a client with connection reuse sized for workers

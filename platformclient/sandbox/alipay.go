@@ -95,7 +95,7 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	nodeName := "error_response"
-	if method == alipay.MethodTradeQuery || method == alipay.MethodTradeClose {
+	if method == alipay.MethodTradeQuery || method == alipay.MethodTradeClose || method == alipay.MethodBillDownloadURL {
 		nodeName = alipay.ResponseNodeName(method)
 	}
 	app := s.alipay.get(appID)
@@ -113,30 +113,12 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		reply(alipayErrorFor(f.ErrorCode).node())
 		return
 	}
-	for _, req := range gatewayRequired {
-		if p.Get(req.param) == "" {
-			reply(alipayError{"40001", "Missing Required Arguments", req.sub, "缺少必选参数"}.node())
-			return
-		}
-	}
-	switch {
-	case nodeName == "error_response":
-		reply(alipayErrors["isv.invalid-method"].node())
-		return
-	case app == nil:
-		reply(alipayErrors["isv.invalid-app-id"].node())
-		return
-	case p.Get("sign_type") != "RSA2":
-		reply(alipayErrors["isv.invalid-signature-type"].node())
-		return
-	case alipay.VerifyRequest(&app.AppKey.PublicKey, p) != nil:
-		e := alipayErrors["isv.invalid-signature"]
-		e[3] += "，网关生成的验签字符串为：" + alipay.SignContent(p, "sign")
+	if e, refused := alipayRefusal(p, nodeName, app); refused {
 		reply(e.node())
 		return
 	}
-	if e, refused := alipayCertSNRefusal(app, p); refused {
-		reply(e.node())
+	if method == alipay.MethodBillDownloadURL {
+		reply(s.alipayBillNode(r, app, p.Get("biz_content")))
 		return
 	}
 	if biz.OutTradeNo == "" && biz.TradeNo == "" {
@@ -151,6 +133,29 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(s.alipayQueryNode(outTradeNo, biz.OutTradeNo))
+}
+
+// alipayRefusal is the gateway's own refusal of a call, before any business logic: a
+// missing common parameter, an unknown method or app, a bad signature or certificate SN.
+func alipayRefusal(p url.Values, nodeName string, app *alipayApp) (alipayError, bool) {
+	for _, req := range gatewayRequired {
+		if p.Get(req.param) == "" {
+			return alipayError{"40001", "Missing Required Arguments", req.sub, "缺少必选参数"}, true
+		}
+	}
+	switch {
+	case nodeName == "error_response":
+		return alipayErrors["isv.invalid-method"], true
+	case app == nil:
+		return alipayErrors["isv.invalid-app-id"], true
+	case p.Get("sign_type") != "RSA2":
+		return alipayErrors["isv.invalid-signature-type"], true
+	case alipay.VerifyRequest(&app.AppKey.PublicKey, p) != nil:
+		e := alipayErrors["isv.invalid-signature"]
+		e[3] += "，网关生成的验签字符串为：" + alipay.SignContent(p, "sign")
+		return e, true
+	}
+	return alipayCertSNRefusal(app, p)
 }
 
 // alipayQueryNode builds alipay_trade_query_response for an order.

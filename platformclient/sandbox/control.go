@@ -36,6 +36,7 @@ func (s *Sandbox) mountControl(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sandbox/counts/{platform}/{no}", s.ctlOrderCounts)
 	mux.HandleFunc("POST /sandbox/callbacks", s.ctlCallbacks)
 	mux.HandleFunc("POST /sandbox/reset", s.ctlReset)
+	s.mountBillControl(mux)
 }
 
 func (s *Sandbox) ctlInfo(w http.ResponseWriter, _ *http.Request) {
@@ -46,6 +47,7 @@ func (s *Sandbox) ctlInfo(w http.ResponseWriter, _ *http.Request) {
 		"alipay_gateway_path":     "/gateway.do",
 		"wechatpay_paths":         []string{"/v3/pay/transactions/out-trade-no/{out_trade_no}", "/v3/pay/transactions/id/{transaction_id}", "/v3/pay/transactions/out-trade-no/{out_trade_no}/close", "/v3/certificates"},
 		"wechatpay_merchants":     s.wechatMerchantInfo(),
+		"bill_paths":              []string{alipayBillFilePath, "/v3/bill/tradebill", wechatBillFilePath, "/sandbox/bills/{platform}/{day}", "/sandbox/bills/{platform}/spoil"},
 	})
 }
 

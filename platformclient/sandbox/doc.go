@@ -22,6 +22,14 @@
 // app's Alipay certificate (alipay_cert_sn beside sign); Scenario.MerchantID gives an order
 // to an app. RotateAlipayCert, AlipayAccountConfig, WriteAlipayAccountFiles.
 //
+// Bills: each account's daily trade bill is made from the same scenario store (paid and
+// refunded orders of the day, Scenario.RefundedAt for the refund line) and served as the
+// platforms serve it: Alipay's downloadurl.query and a zip behind the URL, WeChat Pay's
+// /v3/bill/tradebill (signed) and its signed download, gzip with a SHA1. A day's bill is out
+// once the day is over in China time. SetBillSpoil (or PUT /sandbox/bills/{platform}/spoil)
+// makes it late, declare a wrong hash, disagree with its totals or arrive truncated;
+// GET /sandbox/bills/{platform}/{day} hands out the file itself.
+//
 // Go API: New, SetScenario, SetFault, SetQPSCap, QueryCount, Deliver, AlipayConfig and
 // WechatPayConfig (ready client configurations pointing at a base URL), WriteKeyFiles.
 // JSON control API under /sandbox/ (see control.go). Standalone: Main or Run, which the

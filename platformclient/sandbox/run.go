@@ -82,20 +82,7 @@ func Run(ctx context.Context, opts RunOptions) error {
 	}
 	srv := &http.Server{Handler: sb, ReadHeaderTimeout: 10 * time.Second}
 
-	verb := "loaded from"
-	if generated {
-		verb = "generated into"
-	}
-	fmt.Fprintf(opts.Stdout, "sandbox listening on %s (keys %s %s)\n", base, verb, opts.KeysDir)
-	fmt.Fprintf(opts.Stdout, "control API: %s/sandbox/\n", base)
-	fmt.Fprintf(opts.Stdout, "settings for a reconciler, every account (two per platform, one in each credential mode):\n")
-	for _, kv := range AccountsEnv(accountsFile) {
-		fmt.Fprintf(opts.Stdout, "  %s\n", kv)
-	}
-	fmt.Fprintf(opts.Stdout, "or only the default account of each platform:\n")
-	for _, kv := range sb.Env(base, files) {
-		fmt.Fprintf(opts.Stdout, "  %s\n", kv)
-	}
+	printSettings(opts.Stdout, base, opts.KeysDir, generated, AccountsEnv(accountsFile), sb.Env(base, files))
 	opts.Logger.Info().Str("url", base).Msg("sandbox serving")
 	if opts.Ready != nil {
 		opts.Ready(base)
@@ -117,6 +104,25 @@ func Run(ctx context.Context, opts RunOptions) error {
 	}
 	<-served
 	return nil
+}
+
+// printSettings tells where the sandbox listens, where its keys are, and the RECONCILER_*
+// settings of a reconciler that uses every account (all) or each platform's default one.
+func printSettings(w io.Writer, base, keysDir string, generated bool, all, defaults []string) {
+	verb := "loaded from"
+	if generated {
+		verb = "generated into"
+	}
+	fmt.Fprintf(w, "sandbox listening on %s (keys %s %s)\n", base, verb, keysDir)
+	fmt.Fprintf(w, "control API: %s/sandbox/\n", base)
+	fmt.Fprintf(w, "settings for a reconciler, every account (two per platform, one in each credential mode):\n")
+	for _, kv := range all {
+		fmt.Fprintf(w, "  %s\n", kv)
+	}
+	fmt.Fprintf(w, "or only the default account of each platform:\n")
+	for _, kv := range defaults {
+		fmt.Fprintf(w, "  %s\n", kv)
+	}
 }
 
 // Main is the `reconciler sandbox` command: flags --listen and --keys-dir, then Run until

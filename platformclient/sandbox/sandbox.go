@@ -58,6 +58,11 @@ type Sandbox struct {
 	perAcct    map[accountKey]int
 	lastDigest map[orderKey]string
 	seq        int
+	// bills (bills.go)
+	billSpoils  map[accountKey]BillSpoil
+	billTickets map[string]billTicket
+	billServed  map[reconcile.Platform]int
+	billsEarly  bool // PublishBillsEarly
 }
 
 // New builds a Sandbox.
@@ -102,6 +107,9 @@ func New(opts Options) (*Sandbox, error) {
 	s.mux.HandleFunc("GET /v3/pay/transactions/id/{id}", s.serveWechatQuery)
 	s.mux.HandleFunc("POST /v3/pay/transactions/out-trade-no/{no}/close", s.serveWechatClose)
 	s.mux.HandleFunc("GET "+wechatpay.CertificatesPath, s.serveWechatCertificates)
+	s.mux.HandleFunc("GET "+wechatpay.TradeBillPath, s.serveWechatTradeBill)
+	s.mux.HandleFunc("GET "+wechatBillFilePath, s.serveWechatBillFile)
+	s.mux.HandleFunc("GET "+alipayBillFilePath, s.serveAlipayBillFile)
 	s.mountControl(s.mux)
 	return s, nil
 }
@@ -307,6 +315,10 @@ func (s *Sandbox) resetLocked() {
 	s.closes = map[orderKey]int{}
 	s.perPlat = map[reconcile.Platform]int{}
 	s.lastDigest = map[orderKey]string{}
+	s.billSpoils = map[accountKey]BillSpoil{}
+	s.billTickets = map[string]billTicket{}
+	s.billServed = map[reconcile.Platform]int{}
+	s.billsEarly = false
 }
 
 // request is what both protocol handlers learn about one call before answering.

@@ -32,6 +32,9 @@ type Scenario struct {
 	Currency    string    `json:"currency,omitempty"` // WeChat amount.currency; default CNY
 	TradeNo     string    `json:"trade_no,omitempty"` // generated when empty and the state needs one
 	PaidAt      time.Time `json:"paid_at,omitzero"`   // default: when the scenario was set
+	// RefundedAt is when a refunded order was refunded (its bill's refund line); default a
+	// minute after PaidAt.
+	RefundedAt time.Time `json:"refunded_at,omitzero"`
 	// RawState overrides the platform's word for the state (TRADE_FINISHED, USERPAYING,
 	// REVOKED, ...).
 	RawState string `json:"raw_state,omitempty"`

@@ -171,20 +171,62 @@ func (c *Client) verify(ctx context.Context, a answer) error {
 // send sends one signed request and reads the answer, verifying nothing: a 5xx or 429
 // comes back as an error, every other answer to the caller.
 func (c *Client) send(ctx context.Context, method, pathAndQuery string, body []byte) (answer, error) {
-	full := c.cfg.BaseURL + pathAndQuery
+	req, err := c.signedRequest(ctx, method, c.cfg.BaseURL+pathAndQuery, body)
+	if err != nil {
+		return answer{}, err
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return answer{}, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	raw, err := platformclient.ReadBody(resp.Body)
+	if err != nil {
+		return answer{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TRUNCATED", "answer body cut short", err)
+	}
+	return readAnswer(resp, raw)
+}
+
+// readAnswer classifies an answer: a 5xx or 429 comes back as an error, every other answer
+// to the caller.
+func readAnswer(resp *http.Response, raw []byte) (answer, error) {
+	a := answer{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if a.status/100 == 2 {
+		return a, nil
+	}
+	_ = json.Unmarshal(raw, &a.apiErr) // classification only; a proxy's HTML page has no code
+	switch {
+	case a.status >= 500:
+		return answer{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, errCode(a), a.apiErr.Message, nil)
+	case a.status == http.StatusTooManyRequests || a.apiErr.Code == "FREQUENCY_LIMITED":
+		return answer{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRateLimited, errCode(a), a.apiErr.Message, nil)
+	}
+	return a, nil
+}
+
+func transportError(ctx context.Context, err error) error {
+	code := "TRANSPORT"
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		code = "TIMEOUT"
+	}
+	return platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, code, "no answer from WeChat Pay", err)
+}
+
+// signedRequest builds a request to full (a URL) signed with the merchant key.
+func (c *Client) signedRequest(ctx context.Context, method, full string, body []byte) (*http.Request, error) {
 	var rdr io.Reader
 	if body != nil {
 		rdr = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, full, rdr)
 	if err != nil {
-		return answer{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindConfig, "",
+		return nil, platformclient.NewError(reconcile.WechatPay, reconcile.KindConfig, "",
 			fmt.Sprintf("cannot build request: check %s", SettingBaseURL), err)
 	}
 	ts := strconv.FormatInt(c.cfg.Now().Unix(), 10)
 	auth, err := Authorization(c.cfg.PrivateKey, c.cfg.MchID, c.cfg.SerialNo, method, req.URL.RequestURI(), ts, NewNonce(), body)
 	if err != nil {
-		return answer{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindConfig, "",
+		return nil, platformclient.NewError(reconcile.WechatPay, reconcile.KindConfig, "",
 			fmt.Sprintf("cannot sign the request: check %s", SettingPrivateKey), nil)
 	}
 	req.Header.Set("Authorization", auth)
@@ -198,31 +240,7 @@ func (c *Client) send(ctx context.Context, method, pathAndQuery string, body []b
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		code := "TRANSPORT"
-		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-			code = "TIMEOUT"
-		}
-		return answer{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, code, "no answer from WeChat Pay", err)
-	}
-	defer resp.Body.Close()
-	raw, err := platformclient.ReadBody(resp.Body)
-	if err != nil {
-		return answer{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TRUNCATED", "answer body cut short", err)
-	}
-	a := answer{status: resp.StatusCode, header: resp.Header, raw: raw}
-	if a.status/100 == 2 {
-		return a, nil
-	}
-	_ = json.Unmarshal(raw, &a.apiErr) // classification only; a proxy's HTML page has no code
-	switch {
-	case a.status >= 500:
-		return answer{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, errCode(a), a.apiErr.Message, nil)
-	case a.status == http.StatusTooManyRequests || a.apiErr.Code == "FREQUENCY_LIMITED":
-		return answer{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRateLimited, errCode(a), a.apiErr.Message, nil)
-	}
-	return a, nil
+	return req, nil
 }
 
 func errCode(a answer) string {

@@ -73,6 +73,9 @@ type Config struct {
 	Logger     zerolog.Logger
 	Now        func() time.Time
 	Tuning     platformclient.Tuning
+	// DownloadTimeout bounds one bill download attempt; default
+	// platformclient.DefaultDownloadTimeout.
+	DownloadTimeout time.Duration
 }
 
 // String never prints key material.

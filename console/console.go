@@ -1,0 +1,108 @@
+// Package console is the finance review console: server-rendered pages under /review/ on the
+// admin port, behind an authenticating proxy that names the person in a header.
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/repo"
+)
+
+// Store is what the console reads and writes: the review workflow over PostgreSQL
+// (*repo.Review is one).
+type Store interface {
+	Search(ctx context.Context, f repo.SearchFilter) (repo.SearchResult, error)
+	Details(ctx context.Context, id int64) (repo.FindingDetails, error)
+	Acknowledge(ctx context.Context, id int64, in repo.ReviewInput) (repo.ReviewMove, error)
+	Resolve(ctx context.Context, id int64, in repo.ReviewInput) (repo.ReviewMove, error)
+	Approve(ctx context.Context, id int64, in repo.ReviewInput) (repo.ReviewMove, error)
+	Reject(ctx context.Context, id int64, in repo.ReviewInput) (repo.ReviewMove, error)
+	Report(ctx context.Context, from, to time.Time) (repo.Report, error)
+	// StatementDays lists the statement days with bill dates in [from, to) (YYYY-MM-DD).
+	StatementDays(ctx context.Context, from, to string) ([]repo.StatementDayRow, error)
+}
+
+// Config is the console's settings.
+type Config struct {
+	IdentityHeader string         // e.g. X-Forwarded-Email
+	TrustedProxies []netip.Prefix // peers whose IdentityHeader is believed
+	Reviewers      []string       // lower-case addresses or *@domain
+	Approvers      []string       // lower-case addresses or *@domain
+	CSRFKey        []byte         // signs the form tokens
+	Location       *time.Location // times are shown, and dates read, in this zone
+	Log            zerolog.Logger
+	Now            func() time.Time // nil: time.Now
+}
+
+// FromSettings builds a Config from the process settings; without a CSRF key file the key is
+// random, so form tokens are good for this process only.
+func FromSettings(c config.Console, loc *time.Location, log zerolog.Logger) (Config, error) {
+	cfg := Config{IdentityHeader: c.IdentityHeader, TrustedProxies: c.TrustedProxies, Reviewers: c.Reviewers,
+		Approvers: c.Approvers, Location: loc, Log: log}
+	if c.CSRFKeyFile != "" {
+		b, err := os.ReadFile(c.CSRFKeyFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("review console: read RECONCILER_ADMIN_CSRF_KEY_FILE: %w", err)
+		}
+		cfg.CSRFKey = []byte(strings.TrimSpace(string(b)))
+		return cfg, nil
+	}
+	cfg.CSRFKey = make([]byte, 32)
+	if _, err := rand.Read(cfg.CSRFKey); err != nil {
+		return Config{}, fmt.Errorf("review console: csrf key: %w", err)
+	}
+	return cfg, nil
+}
+
+type handler struct {
+	cfg   Config
+	store Store
+	log   zerolog.Logger
+}
+
+// New is the console's handler; it serves paths under /review/ (mount it there, unstripped).
+func New(cfg Config, store Store) http.Handler {
+	if cfg.IdentityHeader == "" {
+		cfg.IdentityHeader = "X-Forwarded-Email"
+	}
+	if cfg.Location == nil {
+		cfg.Location = time.UTC
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if len(cfg.CSRFKey) == 0 {
+		panic("console.New: no CSRF key") // FromSettings always sets one; a caller that forgets must not run keyless
+	}
+	h := &handler{cfg: cfg, store: store, log: cfg.Log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /review/{$}", h.list)
+	mux.HandleFunc("GET /review/findings/{id}", h.finding)
+	mux.HandleFunc("POST /review/findings/{id}/{action}", h.act)
+	mux.HandleFunc("GET /review/report", h.report)
+	mux.HandleFunc("GET /review/statements", h.statements)
+	return securityHeaders(h.identify(mux))
+}
+
+// securityHeaders keeps the pages out of frames and caches and away from any script: the
+// console works without JavaScript and allows none.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}

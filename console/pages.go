@@ -1,0 +1,456 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/render"
+	"github.com/payrecon/payrecon/repo"
+)
+
+// pageSize is the findings per list page.
+const pageSize = 50
+
+// page is what every template sees: the viewer, the language and the formatting helpers.
+type page struct {
+	Lang   string
+	Viewer viewer
+	Zone   string
+	loc    *time.Location
+	Flash  string // what was just done
+	Error  string // why the last action failed
+}
+
+func (p page) T(key string) string       { return text(p.Lang, key) }
+func (p page) N(word any) string         { return name(p.Lang, fmt.Sprint(word)) }
+func (p page) Yuan(minor int64) string   { return yuan(minor) }
+func (p page) YuanP(minor *int64) string { return yuanPtr(minor) }
+func (p page) Time(t time.Time) string   { return clock(t, p.loc) }
+func (p page) TimeP(t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return clock(*t, p.loc)
+}
+func (p page) RoleLabel() string {
+	if p.Viewer.CanApprove() {
+		return p.T("role_approver")
+	}
+	return p.T("role_reviewer")
+}
+
+func (h *handler) newPage(r *http.Request) page {
+	return page{Lang: lang(r), Viewer: viewerFrom(r.Context()), Zone: h.cfg.Location.String(), loc: h.cfg.Location}
+}
+
+// listPage is the findings list.
+type listPage struct {
+	page
+	Q          listQuery
+	Result     repo.SearchResult
+	AtStake    int64
+	Page, Last int
+	Prev, Next string // query strings of the neighbouring pages ("" at an end)
+	Kinds      []reconcile.MismatchKind
+	Statuses   []reconcile.ReviewStatus
+	Platforms  []reconcile.Platform
+	Sorts      []repo.SearchSort
+	ReportFrom string
+	ReportTo   string
+}
+
+// listQuery is the list's filter as the form sends it back (strings, to refill the form).
+type listQuery struct {
+	Statuses                      []string
+	Kind, Platform, Merchant      string
+	From, To, Min, Max, Sort, Dir string
+	Page                          int
+}
+
+func (q listQuery) HasStatus(s reconcile.ReviewStatus) bool {
+	return slices.Contains(q.Statuses, string(s))
+}
+
+// values is q as a query string, with page replaced.
+func (q listQuery) values(page int) string {
+	v := url.Values{}
+	for _, s := range q.Statuses {
+		v.Add("status", s)
+	}
+	for k, s := range map[string]string{"kind": q.Kind, "platform": q.Platform, "merchant": q.Merchant, "from": q.From,
+		"to": q.To, "min": q.Min, "max": q.Max, "sort": q.Sort, "dir": q.Dir} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if page > 1 {
+		v.Set("page", strconv.Itoa(page))
+	}
+	return v.Encode()
+}
+
+// parseList reads the list's query into a search filter; the error names the bad field.
+func (h *handler) parseList(r *http.Request) (listQuery, repo.SearchFilter, error) {
+	v := r.URL.Query()
+	q := listQuery{Kind: v.Get("kind"), Platform: v.Get("platform"), Merchant: strings.TrimSpace(v.Get("merchant")),
+		From: v.Get("from"), To: v.Get("to"), Min: strings.TrimSpace(v.Get("min")), Max: strings.TrimSpace(v.Get("max")),
+		Sort: v.Get("sort"), Dir: v.Get("dir"), Page: 1}
+	f := repo.SearchFilter{Merchant: q.Merchant, Limit: pageSize}
+	for _, s := range v["status"] {
+		if s == "" {
+			continue
+		}
+		st, err := reconcile.ParseReviewStatus(s)
+		if err != nil {
+			return q, f, fmt.Errorf("status: %w", err)
+		}
+		q.Statuses = append(q.Statuses, string(st))
+		f.Statuses = append(f.Statuses, st)
+	}
+	if q.Kind != "" {
+		k, err := reconcile.ParseMismatchKind(q.Kind)
+		if err != nil {
+			return q, f, fmt.Errorf("kind: %w", err)
+		}
+		f.Kind = k
+	}
+	switch q.Platform {
+	case "", string(reconcile.Alipay), string(reconcile.WechatPay):
+		f.Platform = reconcile.Platform(q.Platform)
+	default:
+		return q, f, fmt.Errorf("platform: want alipay or wechatpay, got %q", q.Platform)
+	}
+	var err error
+	if f.Since, f.Until, err = h.period(q.From, q.To); err != nil {
+		return q, f, err
+	}
+	if f.MinAtStake, err = amount("min", q.Min); err != nil {
+		return q, f, err
+	}
+	if f.MaxAtStake, err = amount("max", q.Max); err != nil {
+		return q, f, err
+	}
+	if q.Sort != "" && !slices.Contains(repo.SearchSorts, repo.SearchSort(q.Sort)) {
+		return q, f, fmt.Errorf("sort: unknown %q", q.Sort)
+	}
+	f.Sort, f.Ascending = repo.SearchSort(q.Sort), q.Dir == "asc"
+	if p := v.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 100000 {
+			return q, f, fmt.Errorf("page: want a page number, got %q", p)
+		}
+		q.Page = n
+	}
+	f.Offset = (q.Page - 1) * pageSize
+	return q, f, nil
+}
+
+// period reads from/to dates (midnight in the console's zone); to is included, so the
+// half-open end is the next midnight.
+func (h *handler) period(from, to string) (time.Time, time.Time, error) {
+	var since, until time.Time
+	if from != "" {
+		d, err := time.ParseInLocation("2006-01-02", from, h.cfg.Location)
+		if err != nil {
+			return since, until, fmt.Errorf("from: want a date such as 2026-11-28, got %q", from)
+		}
+		since = d
+	}
+	if to != "" {
+		d, err := time.ParseInLocation("2006-01-02", to, h.cfg.Location)
+		if err != nil {
+			return since, until, fmt.Errorf("to: want a date such as 2026-11-28, got %q", to)
+		}
+		until = d.AddDate(0, 0, 1)
+	}
+	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		return since, until, fmt.Errorf("to: the period ends before it starts")
+	}
+	return since, until, nil
+}
+
+// amount reads a yuan amount such as 100 or 1234.5 into minor units; "" is no bound.
+func amount(field, s string) (*int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	n, err := platformclient.ParseYuan(strings.ReplaceAll(strings.TrimPrefix(s, "¥"), ",", ""))
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("%s: want an amount in yuan such as 100 or 1234.50, got %q", field, s)
+	}
+	return &n, nil
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) {
+	p := listPage{page: h.newPage(r), Kinds: reconcile.MismatchKinds, Statuses: reconcile.ReviewStatuses,
+		Platforms: []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay}, Sorts: repo.SearchSorts}
+	today := h.cfg.Now().In(h.cfg.Location)
+	p.ReportFrom, p.ReportTo = today.AddDate(0, 0, -6).Format("2006-01-02"), today.Format("2006-01-02")
+	q, f, err := h.parseList(r)
+	p.Q = q
+	status := http.StatusOK
+	if err != nil {
+		p.Error, status = text(p.Lang, "bad_request")+" "+err.Error(), http.StatusBadRequest
+	} else if p.Result, err = h.store.Search(r.Context(), f); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	for _, k := range p.Result.ByKind {
+		p.AtStake += k.AtStakeMinor
+	}
+	p.Page, p.Last = q.Page, int((p.Result.Total+pageSize-1)/pageSize)
+	if p.Page > 1 {
+		p.Prev = q.values(p.Page - 1)
+	}
+	if p.Page < p.Last {
+		p.Next = q.values(p.Page + 1)
+	}
+	h.render(w, status, "list", p)
+}
+
+// findingPage is one finding with everything that bears on it.
+type findingPage struct {
+	page
+	D           repo.FindingDetails
+	AtStake     int64
+	Detail      string
+	Resolutions []reconcile.Resolution
+	CanAck      bool
+	CanResolve  bool
+	CanApprove  bool // approve and reject
+	OwnProposal bool
+}
+
+func (h *handler) finding(w http.ResponseWriter, r *http.Request) {
+	p := h.newPage(r)
+	if done := r.URL.Query().Get("done"); done != "" {
+		p.Flash = text(p.Lang, "done") + " " + name(p.Lang, done)
+	}
+	h.renderFinding(w, r, p, http.StatusOK)
+}
+
+// renderFinding shows a finding as it now stands, with p's flash or error.
+func (h *handler) renderFinding(w http.ResponseWriter, r *http.Request, p page, status int) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		h.render(w, http.StatusNotFound, "error", struct {
+			page
+			Message string
+		}{p, text(p.Lang, "not_found")})
+		return
+	}
+	d, err := h.store.Details(r.Context(), id)
+	if errors.Is(err, reconcile.ErrNotFound) {
+		h.render(w, http.StatusNotFound, "error", struct {
+			page
+			Message string
+		}{p, text(p.Lang, "not_found")})
+		return
+	}
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	fp := findingPage{page: p, D: d, AtStake: d.Finding.AtStakeMinor(), Resolutions: reconcile.Resolutions}
+	var pretty bytes.Buffer
+	if len(d.Finding.Detail) > 0 && string(d.Finding.Detail) != "{}" && string(d.Finding.Detail) != "null" {
+		if err := jsonIndent(&pretty, d.Finding.Detail); err == nil {
+			fp.Detail = pretty.String()
+		}
+	}
+	// The buttons are the moves the review rules allow this person now; approving and
+	// rejecting also need an approver. Each post is decided again by the store.
+	f := d.Finding
+	st := reconcile.FindingReviewState{ID: f.ID, Status: f.ReviewStatus, EvidenceVersion: f.EvidenceVersion, ProposedBy: f.ProposedBy}
+	if f.ProposedVersion != nil {
+		st.ProposedVersion = *f.ProposedVersion
+	}
+	can := reconcile.AvailableReviewActions(st, p.Viewer.Email)
+	fp.CanAck = slices.Contains(can, reconcile.ReviewAcknowledge)
+	fp.CanResolve = slices.Contains(can, reconcile.ReviewResolve)
+	fp.CanApprove = slices.Contains(can, reconcile.ReviewApprove) && p.Viewer.CanApprove()
+	fp.OwnProposal = f.ReviewStatus == reconcile.ReviewPendingApproval && strings.EqualFold(f.ProposedBy, p.Viewer.Email)
+	h.render(w, status, "finding", fp)
+}
+
+// moveOf is the store's method for a form's action (nil: no such action).
+func moveOf(s Store, action string) func(context.Context, int64, repo.ReviewInput) (repo.ReviewMove, error) {
+	switch action {
+	case "acknowledge":
+		return s.Acknowledge
+	case "resolve":
+		return s.Resolve
+	case "approve":
+		return s.Approve
+	case "reject":
+		return s.Reject
+	}
+	return nil
+}
+
+// act is a POST of one review move. Every POST carries the viewer's form token and the
+// evidence version the page showed; approvals and rejections need an approver.
+func (h *handler) act(w http.ResponseWriter, r *http.Request) {
+	p := h.newPage(r)
+	v := p.Viewer
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "400 bad request: unreadable form", http.StatusBadRequest)
+		return
+	}
+	if !csrfOK(r, v) {
+		h.log.Warn().Str("person", v.Email).Str("path", r.URL.Path).Msg("review console: POST without a valid form token refused")
+		http.Error(w, "403 forbidden: "+text(p.Lang, "csrf"), http.StatusForbidden)
+		return
+	}
+	action := r.PathValue("action")
+	move := moveOf(h.store, action)
+	if move == nil {
+		http.NotFound(w, r)
+		return
+	}
+	if (action == "approve" || action == "reject") && !v.CanApprove() {
+		h.log.Warn().Str("person", v.Email).Str("action", action).Msg("review console: approval by a non-approver refused")
+		http.Error(w, "403 forbidden: "+text(p.Lang, "forbidden_approve"), http.StatusForbidden)
+		return
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		http.NotFound(w, r)
+		return
+	}
+	in := repo.ReviewInput{By: v.Email, Note: r.PostFormValue("note")}
+	if in.Version, err = strconv.ParseInt(r.PostFormValue("version"), 10, 64); err != nil || in.Version <= 0 {
+		p.Error = text(p.Lang, "bad_request") + " version"
+		h.renderFinding(w, r, p, http.StatusBadRequest)
+		return
+	}
+	if action == "resolve" {
+		res, err := reconcile.ParseResolution(r.PostFormValue("resolution"))
+		if err != nil {
+			p.Error = text(p.Lang, "bad_request") + " " + err.Error()
+			h.renderFinding(w, r, p, http.StatusBadRequest)
+			return
+		}
+		in.Resolution = res
+	}
+	m, err := move(r.Context(), id, in)
+	if err != nil {
+		h.refused(w, r, p, action, id, err)
+		return
+	}
+	h.log.Info().Str("person", v.Email).Str("action", m.Audit.Action).Int64("mismatch_id", id).
+		Int64("evidence_version", in.Version).Str("review_status", string(m.Finding.ReviewStatus)).Msg("review console: move recorded")
+	http.Redirect(w, r, fmt.Sprintf("/review/findings/%d?done=%s", id, url.QueryEscape(m.Audit.Action)), http.StatusSeeOther)
+}
+
+// refused shows the finding again with why the move was refused.
+func (h *handler) refused(w http.ResponseWriter, r *http.Request, p page, action string, id int64, err error) {
+	status := http.StatusConflict
+	switch {
+	case errors.Is(err, reconcile.ErrNotFound):
+		status, p.Error = http.StatusNotFound, text(p.Lang, "not_found")
+	case errors.Is(err, reconcile.ErrStaleEvidence):
+		p.Error = text(p.Lang, "look_again")
+	case errors.Is(err, reconcile.ErrSelfApproval):
+		status, p.Error = http.StatusForbidden, text(p.Lang, "self_approval")
+	case errors.Is(err, reconcile.ErrIllegalReview):
+		p.Error = text(p.Lang, "illegal")
+	case errors.Is(err, reconcile.ErrBadReview):
+		status, p.Error = http.StatusBadRequest, text(p.Lang, "bad_request")+" "+err.Error()
+	default:
+		h.serverError(w, r, err)
+		return
+	}
+	h.log.Info().Str("person", p.Viewer.Email).Str("action", action).Int64("mismatch_id", id).Err(err).Msg("review console: move refused")
+	h.renderFinding(w, r, p, status)
+}
+
+// report downloads the period's report: csv, xlsx or html (the html one opens in the browser).
+func (h *handler) report(w http.ResponseWriter, r *http.Request) {
+	p := h.newPage(r)
+	q := r.URL.Query()
+	format := q.Get("format")
+	if format != "csv" && format != "xlsx" && format != "html" {
+		http.Error(w, "400 bad request: format must be csv, xlsx or html", http.StatusBadRequest)
+		return
+	}
+	from, to := q.Get("from"), q.Get("to")
+	if from == "" || to == "" {
+		http.Error(w, "400 bad request: "+text(p.Lang, "bad_request")+" from, to", http.StatusBadRequest)
+		return
+	}
+	since, until, err := h.period(from, to)
+	if err != nil {
+		http.Error(w, "400 bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	rep, err := h.store.Report(r.Context(), since, until)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	var buf bytes.Buffer
+	doc := render.ReportDoc{Report: rep, Loc: h.cfg.Location, Generated: h.cfg.Now().Truncate(time.Second), Lang: render.Lang(p.Lang)}
+	if err := doc.Write(&buf, format); err != nil {
+		h.serverError(w, r, fmt.Errorf("render %s report: %w", format, err))
+		return
+	}
+	file := fmt.Sprintf("payrecon-report-%s-to-%s.%s", from, to, format)
+	switch format {
+	case "csv":
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+file+`"`)
+	case "xlsx":
+		w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+file+`"`)
+	default:
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Disposition", `inline; filename="`+file+`"`)
+	}
+	h.log.Info().Str("person", p.Viewer.Email).Str("format", format).Str("from", from).Str("to", to).Msg("review console: report downloaded")
+	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}
+
+func (h *handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	h.log.Error().Err(err).Str("path", r.URL.Path).Msg("review console: request failed")
+	http.Error(w, "500 internal error: the review database did not answer; try again", http.StatusInternalServerError)
+}
+
+func (h *handler) render(w http.ResponseWriter, status int, name string, data any) {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+		h.log.Error().Err(err).Str("template", name).Msg("review console: render failed")
+		http.Error(w, "500 internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}
+
+var pages = template.Must(template.New("console").Funcs(template.FuncMap{
+	// statusOf pairs a status with the page, for the "status" badge.
+	"statusOf": func(p any, s reconcile.ReviewStatus) any {
+		return struct {
+			P interface{ N(any) string }
+			S reconcile.ReviewStatus
+		}{p.(interface{ N(any) string }), s}
+	},
+	// yp compares nullable amounts by value in templates.
+	"yp": yuanPtr,
+}).Parse(pageTemplates))
+
+func jsonIndent(buf *bytes.Buffer, raw []byte) error { return json.Indent(buf, raw, "", "  ") }

@@ -1,0 +1,209 @@
+package console_test
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestMakerCheckerInTheConsole: a reviewer who is not an approver sees no approve button and
+// gets 403 posting one anyway; the proposer sees none on their own proposal and is refused.
+func TestMakerCheckerInTheConsole(t *testing.T) {
+	f := newFixture(t)
+	post := func(who, action string, id int64, form map[string]string) int {
+		form["csrf"] = f.tokenFor(t, who)
+		return f.do(t, request{method: "POST", path: actionPath(id, action), peer: trusted, who: who, form: form}).Code
+	}
+	audits := func(id int64) (n int) {
+		must(t, f.db.Get(&n, `SELECT count(*) FROM reconcile_mismatch_audit WHERE mismatch_id = $1`, id))
+		return n
+	}
+	page := func(who string, id int64) string {
+		return f.do(t, request{method: "GET", path: findingPath(id), peer: trusted, who: who}).Body.String()
+	}
+	if c := post(ann, "resolve", f.pac, map[string]string{"version": "1", "resolution": "written_off"}); c != http.StatusSeeOther {
+		t.Fatalf("propose: HTTP %d", c)
+	}
+	for _, c := range []struct {
+		who         string
+		wantButtons bool
+	}{{ann, false}, {bob, false}, {cfo, true}, {aud, true}} {
+		body := page(c.who, f.pac)
+		if got := strings.Contains(body, `id="form-approve"`); got != c.wantButtons {
+			t.Errorf("%s sees the approve form: %v, want %v", c.who, got, c.wantButtons)
+		}
+		if got := strings.Contains(body, `id="form-reject"`); got != c.wantButtons {
+			t.Errorf("%s sees the reject form: %v, want %v", c.who, got, c.wantButtons)
+		}
+	}
+	if !strings.Contains(page(ann, f.pac), "You proposed this") {
+		t.Errorf("the proposer is not told a second person must approve")
+	}
+	n := audits(f.pac)
+	for _, action := range []string{"approve", "reject"} {
+		if c := post(bob, action, f.pac, map[string]string{"version": "1", "note": "looks fine"}); c != http.StatusForbidden {
+			t.Errorf("reviewer bob posting %s: HTTP %d, want 403", action, c)
+		}
+	}
+	// An approver's own proposal: cfo proposes on another finding and may not approve it.
+	if c := post(cfo, "resolve", f.unknown, map[string]string{"version": "1", "resolution": "refunded"}); c != http.StatusSeeOther {
+		t.Fatalf("cfo proposes: HTTP %d", c)
+	}
+	if strings.Contains(page(cfo, f.unknown), `id="form-approve"`) {
+		t.Errorf("cfo sees an approve button on their own proposal")
+	}
+	w := f.do(t, request{method: "POST", path: actionPath(f.unknown, "approve"), peer: trusted, who: cfo,
+		form: map[string]string{"version": "1", "csrf": f.token(t, cfo, f.amount)}})
+	if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "second person") {
+		t.Errorf("self-approval: HTTP %d, want 403 naming the second person\n%s", w.Code, w.Body.String())
+	}
+	if audits(f.pac) != n {
+		t.Errorf("refused approvals wrote audit rows")
+	}
+	if c := post(cfo, "approve", f.pac, map[string]string{"version": "1"}); c != http.StatusSeeOther {
+		t.Errorf("cfo approves ann's proposal: HTTP %d", c)
+	}
+}
+
+// TestStaleEvidenceIsRefused: a reviewer who read version 1 cannot resolve after a pass saw
+// new figures; the page says to look again and shows the new version.
+func TestStaleEvidenceIsRefused(t *testing.T) {
+	f := newFixture(t)
+	tok := f.tokenFor(t, ann)
+	_, err := f.db.Exec(`UPDATE reconcile_mismatches SET platform_amount_minor = 143456, seen_count = seen_count + 1 WHERE id = $1`, f.amount)
+	must(t, err)
+	w := f.do(t, request{method: "POST", path: actionPath(f.amount, "resolve"), peer: trusted, who: ann,
+		form: map[string]string{"csrf": tok, "version": "1", "resolution": "accepted"}})
+	body := w.Body.String()
+	if w.Code != http.StatusConflict || !strings.Contains(body, "look again") || !strings.Contains(body, `<b id="version">2</b>`) {
+		t.Fatalf("stale resolve: HTTP %d, want 409 with 'look again' and version 2\n%s", w.Code, body)
+	}
+	var n int
+	must(t, f.db.Get(&n, `SELECT count(*) FROM reconcile_mismatch_audit WHERE mismatch_id = $1`, f.amount))
+	if n != 0 {
+		t.Errorf("a refused move wrote %d audit rows", n)
+	}
+	// Without a version at all the console refuses too: it always names what was seen.
+	w = f.do(t, request{method: "POST", path: actionPath(f.amount, "resolve"), peer: trusted, who: ann,
+		form: map[string]string{"csrf": tok, "resolution": "accepted"}})
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("resolve without a version: HTTP %d, want 400", w.Code)
+	}
+}
+
+// TestRacingReviewers: two reviewers acknowledge the same finding at once; one wins, the
+// other is told someone else moved it, and one audit row is written.
+func TestRacingReviewers(t *testing.T) {
+	f := newFixture(t)
+	toks := map[string]string{ann: f.tokenFor(t, ann), bob: f.tokenFor(t, bob)}
+	codes := map[string]int{}
+	bodies := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for who, tok := range toks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := f.do(t, request{method: "POST", path: actionPath(f.amount, "acknowledge"), peer: trusted, who: who,
+				form: map[string]string{"csrf": tok, "version": "1"}})
+			mu.Lock()
+			codes[who], bodies[who] = w.Code, w.Body.String()
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	won, lost := 0, 0
+	for who, c := range codes {
+		switch c {
+		case http.StatusSeeOther:
+			won++
+		case http.StatusConflict:
+			lost++
+			if !strings.Contains(bodies[who], "Someone else already moved") {
+				t.Errorf("the loser %s is not told why", who)
+			}
+		}
+	}
+	var n int
+	must(t, f.db.Get(&n, `SELECT count(*) FROM reconcile_mismatch_audit WHERE mismatch_id = $1`, f.amount))
+	if won != 1 || lost != 1 || n != 1 {
+		t.Errorf("race: %v; audit rows %d; want one 303, one 409, one row", codes, n)
+	}
+}
+
+var rowRe = regexp.MustCompile(`<a href="/review/findings/(\d+)" class="open">`)
+
+// TestListFiltersSortsAndPages: the totals at the top count every match; each filter
+// narrows; sorting orders; pages do not overlap; a bad filter is a 400 naming the field.
+func TestListFiltersSortsAndPages(t *testing.T) {
+	f := newFixture(t)
+	// 60 small amount findings on another merchant, one fen at stake apiece... plus i fen.
+	_, err := f.db.Exec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, kind, local_amount_minor,
+		platform_amount_minor, first_seen_at, last_seen_at)
+		SELECT 'alipay', '2021000000000009', 'BULK-' || i, 'AMOUNT_MISMATCH', 1000, 1000 + i, $1::timestamptz, $1::timestamptz + i * interval '1 second'
+		FROM generate_series(1, 60) AS i`, base)
+	must(t, err)
+	list := func(q string) (int, []string, string) {
+		w := f.do(t, request{method: "GET", path: "/review/?" + q, peer: trusted, who: ann})
+		var ids []string
+		for _, m := range rowRe.FindAllStringSubmatch(w.Body.String(), -1) {
+			ids = append(ids, m[1])
+		}
+		return w.Code, ids, w.Body.String()
+	}
+	cases := []struct {
+		q         string
+		wantRows  int
+		wantTotal string
+	}{
+		{"", 50, "<b>63</b>"},
+		{"page=2", 13, "<b>63</b>"},
+		{"kind=UNKNOWN_ORDER", 1, "<b>1</b>"},
+		{"platform=wechatpay", 2, "<b>2</b>"},
+		{"merchant=2021000000000009", 50, "<b>60</b>"},
+		{"status=OPEN&status=RESOLVED", 50, "<b>63</b>"},
+		{"status=RESOLVED", 0, "<b>0</b>"},
+		{"min=100", 2, "<b>2</b>"},                       // 10,000 at stake (amount) and 9,900 (paid after close)
+		{"min=101", 1, "<b>1</b>"},                       // the paid-after-close one alone (¥9,900.00)
+		{"min=100&max=100", 1, "<b>1</b>"},               // the amount one alone (¥100.00)
+		{"from=2026-11-25&to=2026-11-25", 1, "<b>1</b>"}, // first seen three days before base
+		{"from=2026-11-28", 50, "<b>62</b>"},
+	}
+	for _, c := range cases {
+		code, ids, body := list(c.q)
+		if code != http.StatusOK || len(ids) != c.wantRows || !strings.Contains(body, `<div class="card total"><small>Total</small>`+c.wantTotal) {
+			t.Errorf("%q: HTTP %d, %d rows, want %d rows and total %s", c.q, code, len(ids), c.wantRows, c.wantTotal)
+		}
+	}
+	_, p1, body := list("")
+	_, p2, _ := list("page=2")
+	seen := map[string]bool{}
+	for _, id := range append(p1, p2...) {
+		if seen[id] {
+			t.Errorf("finding %s on both pages", id)
+		}
+		seen[id] = true
+	}
+	if !strings.Contains(body, `rel="next"`) || strings.Contains(body, `rel="prev"`) {
+		t.Errorf("page 1 pager wrong")
+	}
+	// Per-kind totals: 61 amount findings: 10,000 + 60 bulk (1..60 fen) = ¥100.00 + ¥18.30.
+	if !strings.Contains(body, `data-kind="AMOUNT_MISMATCH"><small>Amount differs</small><b>61</b><small>At stake ¥118.30</small>`) {
+		t.Errorf("amount totals card missing or wrong")
+	}
+	_, desc, _ := list("sort=at_stake")
+	_, asc, _ := list("sort=at_stake&dir=asc")
+	if len(desc) < 2 || desc[0] != itoa(f.pac) || desc[1] != itoa(f.amount) || asc[0] == itoa(f.pac) {
+		t.Errorf("sort by at stake: desc starts %v, asc starts %v", desc[:1], asc[:1])
+	}
+	for _, bad := range []string{"status=MAYBE", "kind=NOPE", "platform=paypal", "from=28/11/2026", "min=ten", "sort=name", "page=0", "from=2026-11-29&to=2026-11-28"} {
+		if code, _, _ := list(bad); code != http.StatusBadRequest {
+			t.Errorf("%q: HTTP %d, want 400", bad, code)
+		}
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

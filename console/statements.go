@@ -1,0 +1,119 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/render"
+	"github.com/payrecon/payrecon/repo"
+)
+
+// maxStatementDays bounds one statements page: a year of days is already more rows than a
+// person reads, and an unbounded period would let one click scan the whole table.
+const maxStatementDays = 366
+
+// statementsPage is the settlement figures of the business days in a period, per account, as
+// the statement runs saved them (statement_days): what finance signs off.
+type statementsPage struct {
+	page
+	From, To string // the period's first and last bill dates, as the form sends them back
+	Days     []repo.StatementDayRow
+	Total    repo.StatementDayRow // the sum of Days' figures
+}
+
+// L is a label shared with the reports (render.Label), so a figure has one name everywhere.
+func (p statementsPage) L(key string) string { return render.Label(render.Lang(p.Lang), key) }
+
+// MilliFen is an amount in thousandths of a fen for people: ¥1,234.56789. Fees are kept to five
+// decimals because a platform's per-line fee rounds away otherwise.
+func (p statementsPage) MilliFen(mf int64) string { return yuanMilliFen(mf) }
+
+// statementPeriod reads the page's from/to bill dates (both included; empty: the week ending
+// today in the console's zone) into the half-open [first, end) the store takes.
+func (h *handler) statementPeriod(from, to string) (string, string, string, string, error) {
+	today := h.cfg.Now().In(h.cfg.Location)
+	if from == "" {
+		from = today.AddDate(0, 0, -6).Format(time.DateOnly)
+	}
+	if to == "" {
+		to = today.Format(time.DateOnly)
+	}
+	first, err := time.Parse(time.DateOnly, from)
+	if err != nil {
+		return from, to, "", "", fmt.Errorf("from: want a date such as 2026-11-28, got %q", from)
+	}
+	last, err := time.Parse(time.DateOnly, to)
+	if err != nil {
+		return from, to, "", "", fmt.Errorf("to: want a date such as 2026-11-28, got %q", to)
+	}
+	end := last.AddDate(0, 0, 1)
+	switch {
+	case !first.Before(end):
+		return from, to, "", "", fmt.Errorf("to: the period ends before it starts")
+	case end.Sub(first) > maxStatementDays*24*time.Hour:
+		return from, to, "", "", fmt.Errorf("to: at most %d days at a time", maxStatementDays)
+	}
+	return from, to, first.Format(time.DateOnly), end.Format(time.DateOnly), nil
+}
+
+func (h *handler) statements(w http.ResponseWriter, r *http.Request) {
+	p := statementsPage{page: h.newPage(r)}
+	q := r.URL.Query()
+	from, to, first, end, err := h.statementPeriod(strings.TrimSpace(q.Get("from")), strings.TrimSpace(q.Get("to")))
+	p.From, p.To = from, to
+	if err != nil {
+		p.Error = text(p.Lang, "bad_request") + " " + err.Error()
+		h.render(w, http.StatusBadRequest, "statements", p)
+		return
+	}
+	if p.Days, err = h.store.StatementDays(r.Context(), first, end); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p.Total = sumDays(p.Days)
+	h.log.Info().Str("person", p.Viewer.Email).Str("from", from).Str("to", to).Int("days", len(p.Days)).
+		Msg("review console: statement figures read")
+	h.render(w, http.StatusOK, "statements", p)
+}
+
+// sumDays adds up the figures of days (the period's total row).
+func sumDays(days []repo.StatementDayRow) repo.StatementDayRow {
+	var t repo.StatementDayRow
+	for _, d := range days {
+		t.Payments += d.Payments
+		t.PaymentsMinor += d.PaymentsMinor
+		t.Refunds += d.Refunds
+		t.RefundsMinor += d.RefundsMinor
+		t.ReceivedMinor += d.ReceivedMinor
+		t.FeeMilliFen += d.FeeMilliFen
+		t.NetMilliFen += d.NetMilliFen
+		t.Lines += d.Lines
+		t.Matched += d.Matched
+		t.Repaired += d.Repaired
+		t.Found += d.Found
+		t.Held += d.Held
+	}
+	return t
+}
+
+// yuanMilliFen is reconcile.FormatYuanMilliFen (the arithmetic, five decimals) with the yuan
+// sign and digit groups people read: ¥1,234.56789, -¥0.60000.
+func yuanMilliFen(mf int64) string {
+	s := reconcile.FormatYuanMilliFen(mf)
+	sign := ""
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		sign, s = "-", rest
+	}
+	whole, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return sign + "¥" + b.String() + "." + frac
+}

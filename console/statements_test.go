@@ -1,0 +1,192 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
+)
+
+// seedStatementDay saves one account's day as a statement run does: in a statement
+// transaction, through SaveDay (no run: the row's run id stays NULL).
+func (f *fixture) seedStatementDay(t *testing.T, p reconcile.Platform, merchant, date string, fig repo.StatementFigures) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := time.ParseInLocation(time.DateOnly, date, shanghai)
+	must(t, err)
+	day := repo.StatementDay{Account: reconcile.AccountKey{Platform: p, MerchantID: merchant}, Date: date, Start: d, End: d.AddDate(0, 0, 1)}
+	tx, err := repo.NewStore(f.db.DB).BeginStatement(ctx, day, 0)
+	must(t, err)
+	defer tx.Rollback()
+	must(t, tx.SaveDay(ctx, fig))
+	must(t, tx.Commit())
+}
+
+// seedStatements saves three days: two in the week the console shows by default (the week
+// ending 28 Nov, China time) and one of 20 Nov, before it.
+func (f *fixture) seedStatements(t *testing.T) {
+	t.Helper()
+	// 28 Nov, Alipay: ¥1,234.56 in over 3 payments, ¥50.00 back, fees 0.6% of the ¥1,184.56
+	// received (¥7.10736, kept to the thousandth of a fen).
+	f.seedStatementDay(t, reconcile.Alipay, "2021000000000001", "2026-11-28", repo.StatementFigures{
+		Payments: 3, PaymentsMinor: 123456, Refunds: 1, RefundsMinor: 5000, ReceivedMinor: 118456,
+		FeeMilliFen: 710736, NetMilliFen: 118456*1000 - 710736, Lines: 4, Matched: 2, Repaired: 1, Found: 1, Held: 1,
+		BillSHA256: strings.Repeat("ab", 32), BillLocation: "/bills/alipay-2026-11-28.csv"})
+	f.seedStatementDay(t, reconcile.WechatPay, "1900000002", "2026-11-27", repo.StatementFigures{
+		Payments: 1, PaymentsMinor: 990000, ReceivedMinor: 990000, FeeMilliFen: 5940000, NetMilliFen: 990000*1000 - 5940000,
+		Lines: 1, Matched: 1})
+	f.seedStatementDay(t, reconcile.Alipay, "2021000000000001", "2026-11-20", repo.StatementFigures{
+		Payments: 7, PaymentsMinor: 777700, ReceivedMinor: 777700, NetMilliFen: 777700 * 1000, Lines: 7, Matched: 7})
+}
+
+var (
+	tagRe  = regexp.MustCompile(`<[^>]*>`)
+	cellRe = regexp.MustCompile(`(?s)<t[dh][^>]*>(.*?)</t[dh]>`)
+)
+
+// rowCells is the text of each cell of the table row that begins with marker ("" if none).
+func rowCells(body, marker string) []string {
+	i := strings.Index(body, marker)
+	if i < 0 {
+		return nil
+	}
+	row := body[i:]
+	row = row[:strings.Index(row, "</tr>")]
+	var out []string
+	for _, m := range cellRe.FindAllStringSubmatch(row, -1) {
+		out = append(out, strings.TrimSpace(tagRe.ReplaceAllString(m[1], "")))
+	}
+	return out
+}
+
+// TestStatementsPage: the daily statement figures, per business day and account, as finance
+// signs them off: counts, amounts as ¥1,234.56, fees and net to five decimals, the line
+// outcomes, the period's total; in English and Simplified Chinese; the period chosen by date.
+func TestStatementsPage(t *testing.T) {
+	f := newFixture(t)
+	f.seedStatements(t)
+	get := func(path, lang string) (int, string) {
+		w := f.do(t, request{method: "GET", path: path, peer: trusted, who: ann, lang: lang})
+		return w.Code, w.Body.String()
+	}
+
+	code, body := get("/review/statements", "")
+	if code != http.StatusOK {
+		t.Fatalf("HTTP %d\n%s", code, body)
+	}
+	rows := map[string][]string{
+		`<tr data-day="2026-11-28" data-account="alipay:2021000000000001">`: {"2026-11-28", "Alipay", "2021000000000001",
+			"3", "¥1,234.56", "1", "¥50.00", "¥1,184.56", "¥7.10736", "¥1,177.45264", "4", "2", "1", "1", "1"},
+		`<tr data-day="2026-11-27" data-account="wechatpay:1900000002">`: {"2026-11-27", "WeChat Pay", "1900000002",
+			"1", "¥9,900.00", "0", "¥0.00", "¥9,900.00", "¥59.40000", "¥9,840.60000", "1", "1", "0", "0", "0"},
+		`<tr id="statements-total">`: {"Total", "4", "¥11,134.56", "1", "¥50.00", "¥11,084.56", "¥66.50736", "¥11,018.05264",
+			"5", "3", "1", "1", "1"},
+	}
+	for marker, want := range rows {
+		if got := rowCells(body, marker); !slices.Equal(got, want) {
+			t.Errorf("row %s:\n got %q\nwant %q", marker, got, want)
+		}
+	}
+	// By day, then account: the 27th before the 28th.
+	if strings.Index(body, `data-day="2026-11-27"`) > strings.Index(body, `data-day="2026-11-28"`) {
+		t.Errorf("days are not in date order")
+	}
+	if strings.Contains(body, `data-day="2026-11-20"`) {
+		t.Errorf("the default week (22–28 Nov) shows 20 Nov")
+	}
+	for _, want := range []string{`lang="en"`, "Daily statements (the platforms&#39; trade bills)", "Business day", "Payments", "Paid in",
+		"Refunded", "Received", "Fees", "Net", "Bill lines", "Matched", "Repaired", "Findings", "Held",
+		`name="from" value="2026-11-22"`, `name="to" value="2026-11-28"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("English page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<script") || strings.Contains(body, "fees_milli_fen") {
+		t.Errorf("page has a script or a raw column name")
+	}
+
+	_, zh := get("/review/statements", "zh-CN,zh;q=0.9")
+	for _, want := range []string{`lang="zh-Hans"`, "每日对账单（平台交易账单）", "账单日期", "收款笔数", "收款金额", "退款金额", "实收金额",
+		"手续费", "结算净额", "账单行数", "已匹配", "已补单", "挂起", "支付宝", "合计", "¥1,177.45264"} {
+		if !strings.Contains(zh, want) {
+			t.Errorf("Chinese page lacks %q", want)
+		}
+	}
+	if strings.Contains(zh, "Business day") {
+		t.Errorf("Chinese page shows English column names")
+	}
+
+	// A chosen period: 20 Nov alone.
+	_, one := get("/review/statements?from=2026-11-20&to=2026-11-20", "")
+	if got := rowCells(one, `<tr id="statements-total">`); len(got) < 3 || got[1] != "7" || got[2] != "¥7,777.00" {
+		t.Errorf("20 Nov's total = %q, want 7 payments of ¥7,777.00", got)
+	}
+	if strings.Contains(one, `data-day="2026-11-28"`) {
+		t.Errorf("20 Nov's page shows 28 Nov")
+	}
+	// A period without statements says so.
+	if _, empty := get("/review/statements?from=2026-10-01&to=2026-10-31", ""); !strings.Contains(empty, `id="no-statements"`) ||
+		strings.Contains(empty, `id="statements"`) {
+		t.Errorf("an empty period does not say no bill was reconciled")
+	}
+	for _, q := range []string{"from=yesterday", "to=2026-13-01", "from=2026-11-29&to=2026-11-28", "from=2025-01-01&to=2026-11-28"} {
+		if code, body := get("/review/statements?"+q, ""); code != http.StatusBadRequest || !strings.Contains(body, `id="error"`) {
+			t.Errorf("%s: HTTP %d, want 400 with the reason", q, code)
+		}
+	}
+}
+
+// TestStatementsNeedATrustedIdentity: the figures are shown to reviewers and approvers only,
+// named by the sign-in proxy on loopback; everyone else sees none of them.
+func TestStatementsNeedATrustedIdentity(t *testing.T) {
+	f := newFixture(t)
+	f.seedStatements(t)
+	cases := []struct {
+		name, peer, who string
+		want            int
+	}{
+		{"no identity from the sidecar", trusted, "", http.StatusUnauthorized},
+		{"identity from an untrusted peer", untrusted, cfo, http.StatusUnauthorized},
+		{"identity from an untrusted IPv6 peer", "[2001:db8::5]:4000", ann, http.StatusUnauthorized},
+		{"two identities", trusted, ann + "\x00" + bob, http.StatusUnauthorized},
+		{"signed in but not listed", trusted, eve, http.StatusForbidden},
+		{"reviewer via IPv4 loopback", trusted, ann, http.StatusOK},
+		{"approver via IPv4 loopback", trusted, cfo, http.StatusOK},
+		{"approver by domain via IPv6 loopback", trusted6, aud, http.StatusOK},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rq := request{method: "GET", path: "/review/statements?from=2026-11-22&to=2026-11-28", peer: c.peer, who: c.who}
+			if who, other, two := strings.Cut(c.who, "\x00"); two {
+				rq.who = who
+				rq.extra = other
+			}
+			w := f.do(t, rq)
+			if w.Code != c.want {
+				t.Fatalf("HTTP %d, want %d\n%s", w.Code, c.want, w.Body.String())
+			}
+			shows := strings.Contains(w.Body.String(), "¥1,234.56")
+			if shows != (c.want == http.StatusOK) {
+				t.Errorf("HTTP %d and the figures shown: %v", w.Code, shows)
+			}
+		})
+	}
+}
+
+// TestNavigationLinksStatements: the findings page leads to the statements and back.
+func TestNavigationLinksStatements(t *testing.T) {
+	f := newFixture(t)
+	for _, path := range []string{"/review/", "/review/statements", findingPath(f.amount)} {
+		body := f.do(t, request{method: "GET", path: path, peer: trusted, who: ann}).Body.String()
+		if !strings.Contains(body, `<a href="/review/statements" id="nav-statements">Daily statements</a>`) ||
+			!strings.Contains(body, `<a href="/review/" id="nav-findings">Findings</a>`) {
+			t.Errorf("%s: no navigation between findings and statements", path)
+		}
+	}
+}

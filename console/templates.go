@@ -1,0 +1,186 @@
+package console
+
+// pageTemplates are the console's pages: plain HTML forms and links, no script, one inline
+// style sheet (the pages must work with JavaScript off and load nothing from elsewhere).
+const pageTemplates = `
+{{define "head"}}<!doctype html>
+<html lang="{{if eq .Lang "zh"}}zh-Hans{{else}}en{{end}}"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.T "title"}}</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans CJK SC","PingFang SC",sans-serif;margin:0;color:#1d2330;background:#f5f6f8;font-size:14px}
+header{background:#1f3a5f;color:#fff;padding:10px 24px;display:flex;justify-content:space-between;align-items:center;flex-wrap:wrap;gap:8px}
+header a{color:#fff;text-decoration:none;font-weight:600;font-size:16px}
+header nav{display:flex;gap:8px;align-items:center}
+main{padding:16px 24px;max-width:1280px;margin:0 auto}
+h1{font-size:20px;margin:8px 0 12px}h2{font-size:16px;margin:20px 0 8px}
+.cards{display:flex;flex-wrap:wrap;gap:8px;margin-bottom:12px}
+.card{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:8px 12px;min-width:150px}
+.card b{display:block;font-size:18px}.card small{color:#5a6475}
+.card.total{background:#eef3fa}
+form.filters{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px;display:flex;flex-wrap:wrap;gap:10px;align-items:flex-end}
+form.filters label{display:flex;flex-direction:column;font-size:12px;color:#5a6475;gap:2px}
+fieldset{border:1px solid #d8dde6;border-radius:4px;padding:4px 8px;font-size:12px}
+input,select,textarea,button{font:inherit}
+button{background:#1f5fa8;color:#fff;border:0;border-radius:4px;padding:6px 14px;cursor:pointer}
+button.secondary{background:#5a6475}button.danger{background:#a83232}
+table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #d8dde6;table-layout:auto}
+th,td{padding:6px 8px;border-bottom:1px solid #e4e7ec;text-align:left;vertical-align:top;word-break:normal;overflow-wrap:anywhere}
+th{background:#eef1f5;font-weight:600;font-size:12px;color:#3b4454}
+td.num,th.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+td.nowrap{white-space:nowrap}
+.status{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap;background:#e4e7ec}
+.status-OPEN{background:#fde2e1}.status-ACKNOWLEDGED{background:#fff1c2}.status-PENDING_APPROVAL{background:#dfe9fb}.status-RESOLVED{background:#dcf2e0}
+.flash{background:#dcf2e0;border:1px solid #9ccfa6;padding:8px 12px;border-radius:4px;margin-bottom:10px}
+.error{background:#fde2e1;border:1px solid #e6a3a0;padding:8px 12px;border-radius:4px;margin-bottom:10px}
+.pager{display:flex;gap:12px;align-items:center;margin:10px 0}
+.side{display:grid;grid-template-columns:1fr 1fr;gap:12px}
+.side table td:first-child{color:#5a6475;width:40%}
+.diff{background:#fff4d6}
+.actions{display:flex;flex-wrap:wrap;gap:12px}
+.actions form{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px;display:flex;flex-direction:column;gap:6px;min-width:240px}
+pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size:12px}
+.muted{color:#5a6475;font-size:12px}
+.wide{overflow-x:auto}#statements th,#statements td{padding:6px 5px}
+</style></head><body>
+<header><nav id="nav"><a href="/review/">{{.T "title"}}</a> · <a href="/review/" id="nav-findings">{{.T "findings"}}</a> · <a href="/review/statements" id="nav-statements">{{.T "statements"}}</a></nav>
+<span>{{.T "signed_in_as"}} <b id="viewer">{{.Viewer.Email}}</b> ({{.RoleLabel}}) · {{.T "times_in"}} {{.Zone}}</span></header>
+<main>
+{{if .Flash}}<div class="flash" role="status">{{.Flash}}</div>{{end}}
+{{if .Error}}<div class="error" role="alert" id="error">{{.Error}}</div>{{end}}
+{{end}}
+
+{{define "foot"}}</main></body></html>{{end}}
+
+{{define "status"}}<span class="status status-{{.S}}">{{.P.N .S}}</span>{{end}}
+
+{{define "list"}}{{template "head" .}}
+<h1>{{.T "findings"}}</h1>
+<div class="cards" id="totals">
+<div class="card total"><small>{{.T "total"}}</small><b>{{.Result.Total}}</b><small>{{.T "at_stake"}} {{.Yuan .AtStake}}</small></div>
+{{range .Result.ByKind}}<div class="card" data-kind="{{.Kind}}"><small>{{$.N .Kind}}</small><b>{{.Count}}</b><small>{{$.T "at_stake"}} {{$.Yuan .AtStakeMinor}}</small></div>{{end}}
+</div>
+<form class="filters" method="get" action="/review/" id="filters">
+<fieldset><legend>{{.T "status"}}</legend>
+{{range .Statuses}}<label style="flex-direction:row;gap:4px"><input type="checkbox" name="status" value="{{.}}"{{if $.Q.HasStatus .}} checked{{end}}>{{$.N .}}</label>{{end}}
+</fieldset>
+<label>{{.T "kind"}}<select name="kind"><option value="">{{.T "any"}}</option>
+{{range .Kinds}}<option value="{{.}}"{{if eq (print .) $.Q.Kind}} selected{{end}}>{{$.N .}}</option>{{end}}</select></label>
+<label>{{.T "platform"}}<select name="platform"><option value="">{{.T "any"}}</option>
+{{range .Platforms}}<option value="{{.}}"{{if eq (print .) $.Q.Platform}} selected{{end}}>{{$.N .}}</option>{{end}}</select></label>
+<label>{{.T "merchant"}}<input name="merchant" value="{{.Q.Merchant}}" size="16"></label>
+<label>{{.T "from"}}<input type="date" name="from" value="{{.Q.From}}"></label>
+<label>{{.T "to"}}<input type="date" name="to" value="{{.Q.To}}"></label>
+<label>{{.T "min"}}<input name="min" value="{{.Q.Min}}" size="8" inputmode="decimal"></label>
+<label>{{.T "max"}}<input name="max" value="{{.Q.Max}}" size="8" inputmode="decimal"></label>
+<label>{{.T "sort"}}<select name="sort">
+{{range .Sorts}}<option value="{{.}}"{{if eq (print .) $.Q.Sort}} selected{{end}}>{{$.T (print .)}}</option>{{end}}</select></label>
+<label>&nbsp;<select name="dir"><option value="desc">{{.T "order_desc"}}</option><option value="asc"{{if eq .Q.Dir "asc"}} selected{{end}}>{{.T "order_asc"}}</option></select></label>
+<button type="submit" id="apply">{{.T "filter"}}</button> <a href="/review/">{{.T "clear"}}</a>
+</form>
+<h2>{{.T "findings"}}: {{.Result.Total}}</h2>
+{{if .Result.Findings}}
+<table id="findings"><thead><tr><th>#</th><th>{{.T "kind"}}</th><th>{{.T "status"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th>
+<th>{{.T "order_no"}}</th><th class="num">{{.T "at_stake"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th></tr></thead><tbody>
+{{range .Result.Findings}}<tr><td><a href="/review/findings/{{.ID}}" class="open">{{.ID}}</a></td><td>{{$.N .Kind}}</td>
+<td>{{template "status" (statusOf $ .ReviewStatus)}}</td><td>{{$.N .Platform}}</td><td>{{.MerchantID}}</td>
+<td><a href="/review/findings/{{.ID}}">{{.OutTradeNo}}</a></td><td class="num">{{$.Yuan .AtStakeMinor}}</td>
+<td class="nowrap">{{$.Time .LastSeenAt}}</td><td class="num">{{.SeenCount}}</td></tr>
+{{end}}</tbody></table>
+<div class="pager">{{if .Prev}}<a href="/review/?{{.Prev}}" rel="prev">{{.T "prev"}}</a>{{end}}
+<span>{{.T "page"}} {{.Page}} / {{.Last}}</span>{{if .Next}}<a href="/review/?{{.Next}}" rel="next">{{.T "next"}}</a>{{end}}</div>
+{{else}}<p>{{.T "no_findings"}}</p>{{end}}
+<h2>{{.T "reports"}}</h2>
+<form class="filters" method="get" action="/review/report" id="report">
+<label>{{.T "from"}}<input type="date" name="from" value="{{.ReportFrom}}" required></label>
+<label>{{.T "to"}}<input type="date" name="to" value="{{.ReportTo}}" required></label>
+<label>&nbsp;<select name="format"><option value="html">HTML</option><option value="xlsx">Excel (XLSX)</option><option value="csv">CSV</option></select></label>
+<button type="submit">{{.T "download"}}</button>
+</form>
+{{template "foot"}}{{end}}
+
+{{define "finding"}}{{template "head" .}}{{$f := .D.Finding}}
+<p><a href="/review/">← {{.T "back"}}</a></p>
+<h1>{{.T "finding"}} #{{$f.ID}}: {{.N $f.Kind}} {{template "status" (statusOf $ $f.ReviewStatus)}}</h1>
+<div class="cards"><div class="card"><small>{{.T "at_stake"}}</small><b>{{.Yuan .AtStake}}</b></div>
+<div class="card"><small>{{.T "evidence_version"}}</small><b id="version">{{$f.EvidenceVersion}}</b></div>
+<div class="card"><small>{{.T "platform"}}</small><b>{{.N $f.Platform}}</b><small>{{$f.MerchantID}}</small></div>
+{{if $f.Resolution}}<div class="card"><small>{{.T "resolution"}}</small><b>{{.N $f.Resolution}}</b>{{if $f.ProposedBy}}<small>{{.T "proposed_by"}} {{$f.ProposedBy}}</small>{{else if $f.ResolvedBy}}<small>{{.T "resolved_by"}} {{$f.ResolvedBy}}</small>{{end}}{{if $f.ApprovedBy}}<small> · {{.T "approved_by"}} {{$f.ApprovedBy}}</small>{{end}}</div>{{end}}</div>
+<h2>{{.T "evidence"}}</h2>
+<div class="side" id="evidence">
+<table><thead><tr><th colspan="2">{{.T "ours"}}</th></tr></thead><tbody>
+<tr><td>{{.T "order_no"}}</td><td>{{$f.OutTradeNo}}</td></tr>
+<tr{{if ne (yp $f.LocalAmountMinor) (yp $f.PlatformAmountMinor)}} class="diff"{{end}}><td>{{.T "amount"}}</td><td class="num">{{.YuanP $f.LocalAmountMinor}}</td></tr>
+<tr><td>{{.T "order_status"}}</td><td>{{if $f.LocalStatus}}{{.N $f.LocalStatus}}{{else}}—{{end}}</td></tr>
+{{with .D.Order}}<tr><td>{{$.T "currency"}}</td><td>{{.Currency}}</td></tr>
+<tr><td>{{$.T "created"}}</td><td>{{$.Time .CreatedAt}}</td></tr><tr><td>{{$.T "paid_at"}}</td><td>{{$.TimeP .PaidAt}}</td></tr>
+<tr><td>{{$.T "local_order"}}</td><td>{{$.N .Status}} · {{$.Yuan .AmountMinor}}</td></tr>{{end}}
+</tbody></table>
+<table><thead><tr><th colspan="2">{{.T "theirs"}}</th></tr></thead><tbody>
+<tr><td>{{.T "platform_trade_no"}}</td><td>{{if $f.PlatformTradeNo}}{{$f.PlatformTradeNo}}{{else}}—{{end}}</td></tr>
+<tr{{if ne (yp $f.LocalAmountMinor) (yp $f.PlatformAmountMinor)}} class="diff"{{end}}><td>{{.T "amount"}}</td><td class="num">{{.YuanP $f.PlatformAmountMinor}}</td></tr>
+<tr><td>{{.T "order_status"}}</td><td>{{if $f.PlatformStatus}}{{$f.PlatformStatus}}{{else}}—{{end}}</td></tr>
+<tr><td>{{.T "merchant"}}</td><td>{{$f.MerchantID}}</td></tr>
+</tbody></table></div>
+<h2>{{.T "sightings"}}</h2>
+<table id="sightings"><thead><tr><th>{{.T "first_seen"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th><th class="num">{{.T "evidence_version"}}</th></tr></thead>
+<tbody><tr><td>{{.Time $f.FirstSeenAt}}</td><td>{{.Time $f.LastSeenAt}}</td><td class="num">{{$f.SeenCount}}</td><td class="num">{{$f.EvidenceVersion}}</td></tr></tbody></table>
+<p class="muted">{{.T "sightings_note"}}</p>
+{{if .Detail}}<details><summary>{{.T "detail"}}</summary><pre>{{.Detail}}</pre></details>{{end}}
+<h2>{{.T "events"}}</h2>
+{{if .D.Order}}{{if .D.Events}}<table id="events"><thead><tr><th>{{.T "when"}}</th><th>{{.T "event"}}</th><th>{{.T "source"}}</th><th class="num">{{.T "amount"}}</th><th>{{.T "platform_trade_no"}}</th></tr></thead><tbody>
+{{range .D.Events}}<tr><td class="nowrap">{{$.Time .CreatedAt}}</td><td>{{$.N .EventType}}</td><td>{{$.N .Source}}</td><td class="num">{{$.YuanP .AmountMinor}}</td><td>{{.PlatformTradeNo}}</td></tr>{{end}}
+</tbody></table>{{else}}<p>{{.T "no_events"}}</p>{{end}}{{else}}<p>{{.T "no_order"}}</p>{{end}}
+<h2>{{.T "audit"}}</h2>
+{{if .D.Audit}}<table id="audit"><thead><tr><th>{{.T "when"}}</th><th>{{.T "who"}}</th><th>{{.T "action"}}</th><th>{{.T "from_status"}}</th><th>{{.T "to_status"}}</th><th>{{.T "resolution"}}</th><th class="num">{{.T "version_seen"}}</th><th>{{.T "note"}}</th></tr></thead><tbody>
+{{range .D.Audit}}<tr data-action="{{.Action}}"><td class="nowrap">{{$.Time .CreatedAt}}</td><td class="who">{{.Actor}}{{if .OSUser}} <span class="muted">({{.OSUser}})</span>{{end}}</td><td>{{$.N .Action}}</td>
+<td>{{if .FromStatus}}{{$.N .FromStatus}}{{end}}</td><td>{{if .ToStatus}}{{$.N .ToStatus}}{{end}}</td><td>{{if .Resolution}}{{$.N .Resolution}}{{end}}</td>
+<td class="num">{{with .EvidenceVersion}}{{.}}{{end}}</td><td>{{.Note}}</td></tr>{{end}}
+</tbody></table>{{else}}<p>{{.T "no_audit"}}</p>{{end}}
+<h2>{{.T "actions"}}</h2>
+{{if .OwnProposal}}<p class="muted">{{.T "own_proposal"}}</p>{{end}}
+<div class="actions">
+{{if .CanAck}}<form method="post" action="/review/findings/{{$f.ID}}/acknowledge" id="form-acknowledge">
+<input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
+<label>{{.T "note"}}<br><input name="note" size="28"></label><button type="submit">{{.T "acknowledge"}}</button></form>{{end}}
+{{if .CanResolve}}<form method="post" action="/review/findings/{{$f.ID}}/resolve" id="form-resolve">
+<input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
+<label>{{.T "resolution"}}<br><select name="resolution" id="resolution">{{range .Resolutions}}<option value="{{.}}">{{$.N .}}</option>{{end}}</select></label>
+<label>{{.T "note"}}<br><input name="note" size="28" id="resolve-note"></label>
+<span class="muted">{{.T "resolve_hint"}}</span><button type="submit" id="resolve">{{.T "resolve"}}</button></form>{{end}}
+{{if .CanApprove}}<form method="post" action="/review/findings/{{$f.ID}}/approve" id="form-approve">
+<input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
+<span>{{.T "proposed_by"}} {{$f.ProposedBy}}: <b>{{.N $f.Resolution}}</b></span>
+<label>{{.T "note"}}<br><input name="note" size="28"></label><button type="submit" id="approve">{{.T "approve"}}</button></form>
+<form method="post" action="/review/findings/{{$f.ID}}/reject" id="form-reject">
+<input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
+<label>{{.T "reject_note"}}<br><input name="note" size="28" required></label><button type="submit" class="danger">{{.T "reject"}}</button></form>{{end}}
+{{if not (or .CanAck .CanResolve .CanApprove)}}<p>{{.T "no_actions"}}</p>{{end}}
+</div>
+{{template "foot"}}{{end}}
+
+{{define "statements"}}{{template "head" .}}
+<h1>{{.L "report.statements"}}</h1>
+<form class="filters" method="get" action="/review/statements" id="statement-period">
+<label>{{.T "from"}}<input type="date" name="from" value="{{.From}}" required></label>
+<label>{{.T "to"}}<input type="date" name="to" value="{{.To}}" required></label>
+<button type="submit">{{.T "filter"}}</button>
+</form>
+<p class="muted">{{.L "report.amounts"}} {{.T "statements_note"}}</p>
+{{if .Days}}<div class="wide"><table id="statements"><thead><tr><th>{{.L "bill_date"}}</th><th>{{.L "platform"}}</th><th>{{.L "merchant_id"}}</th>
+<th class="num">{{.L "payments"}}</th><th class="num">{{.L "payments_amount"}}</th><th class="num">{{.L "refunds"}}</th><th class="num">{{.L "refunds_amount"}}</th>
+<th class="num">{{.L "received"}}</th><th class="num">{{.L "fees"}}</th><th class="num">{{.L "net"}}</th>
+<th class="num">{{.L "lines"}}</th><th class="num">{{.L "matched"}}</th><th class="num">{{.L "repaired"}}</th><th class="num">{{.L "found"}}</th><th class="num">{{.L "held"}}</th></tr></thead><tbody>
+{{range .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}</td>
+<td class="num">{{.Payments}}</td><td class="num">{{$.Yuan .PaymentsMinor}}</td><td class="num">{{.Refunds}}</td><td class="num">{{$.Yuan .RefundsMinor}}</td>
+<td class="num">{{$.Yuan .ReceivedMinor}}</td><td class="num">{{$.MilliFen .FeeMilliFen}}</td><td class="num">{{$.MilliFen .NetMilliFen}}</td>
+<td class="num">{{.Lines}}</td><td class="num">{{.Matched}}</td><td class="num">{{.Repaired}}</td><td class="num">{{.Found}}</td><td class="num">{{.Held}}</td></tr>
+{{end}}</tbody>{{with .Total}}<tfoot><tr id="statements-total"><th colspan="3">{{$.L "total"}}</th>
+<th class="num">{{.Payments}}</th><th class="num">{{$.Yuan .PaymentsMinor}}</th><th class="num">{{.Refunds}}</th><th class="num">{{$.Yuan .RefundsMinor}}</th>
+<th class="num">{{$.Yuan .ReceivedMinor}}</th><th class="num">{{$.MilliFen .FeeMilliFen}}</th><th class="num">{{$.MilliFen .NetMilliFen}}</th>
+<th class="num">{{.Lines}}</th><th class="num">{{.Matched}}</th><th class="num">{{.Repaired}}</th><th class="num">{{.Found}}</th><th class="num">{{.Held}}</th></tr></tfoot>{{end}}</table></div>
+{{else}}<p id="no-statements">{{.L "report.statements.empty"}}</p>{{end}}
+{{template "foot"}}{{end}}
+
+{{define "error"}}{{template "head" .}}<h1>{{.Message}}</h1><p><a href="/review/">← {{.T "back"}}</a></p>{{template "foot"}}{{end}}
+`

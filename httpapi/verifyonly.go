@@ -1,0 +1,50 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/payrecon/payrecon/platformclient/wechatpay"
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// AlipayNotifyReader verifies and reads one app's notification: an *alipay.Client's
+// ParseNotify, or one that holds Alipay's public key alone.
+type AlipayNotifyReader func(body []byte) (reconcile.Result, error)
+
+// WechatNotifyReader verifies and reads one merchant's callbacks: a *wechatpay.Client, or
+// a WechatVerifier when serve runs without the merchant's private key.
+type WechatNotifyReader interface {
+	MerchantID() string
+	HoldsSerial(serial string) bool
+	KnowsSerial(ctx context.Context, serial string) bool
+	ParseNotifyContext(ctx context.Context, h http.Header, body []byte) (reconcile.Result, error)
+}
+
+// WechatVerifier reads a merchant's callbacks with the WeChat Pay public key and the API v3
+// key alone. Platform certificates cannot serve here: downloading them is a signed request.
+type WechatVerifier struct {
+	mchID, publicKeyID string
+	verifier           *wechatpay.NotifyVerifier
+}
+
+// NewWechatVerifier reads mchID's callbacks signed by the public key publicKeyID names.
+func NewWechatVerifier(mchID, publicKeyID string, v *wechatpay.NotifyVerifier) *WechatVerifier {
+	return &WechatVerifier{mchID: mchID, publicKeyID: publicKeyID, verifier: v}
+}
+
+func (v *WechatVerifier) MerchantID() string { return v.mchID }
+
+func (v *WechatVerifier) HoldsSerial(serial string) bool {
+	serial = strings.TrimSpace(serial)
+	return serial != "" && strings.EqualFold(serial, v.publicKeyID)
+}
+
+func (v *WechatVerifier) KnowsSerial(_ context.Context, serial string) bool {
+	return v.HoldsSerial(serial)
+}
+
+func (v *WechatVerifier) ParseNotifyContext(_ context.Context, h http.Header, body []byte) (reconcile.Result, error) {
+	return v.verifier.ParseNotify(h, body)
+}

@@ -1,0 +1,372 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/platformclient/alipay"
+	"github.com/payrecon/payrecon/platformclient/sandbox"
+	"github.com/payrecon/payrecon/platformclient/wechatpay"
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/statement"
+)
+
+// The bill clients against the sandbox: the bill is made from the same store queries answer
+// from, travels with real signatures, and every spoil reaches the reader as a rejection.
+
+// billNow is the fixed clock of these tests: 11:00 on 2 December in China, after both
+// platforms publish 1 December's bill.
+var billNow = time.Date(2026, 12, 2, 11, 0, 0, 0, platformclient.ChinaTime)
+
+var billDay = time.Date(2026, 12, 1, 0, 0, 0, 0, platformclient.ChinaTime)
+
+type billClient interface {
+	DownloadBill(ctx context.Context, day time.Time, dir string) (platformclient.BillInfo, error)
+}
+
+// countingBudget counts the calls the policy paces.
+type countingBudget struct{ n atomic.Int64 }
+
+func (b *countingBudget) Wait(context.Context) error { b.n.Add(1); return nil }
+
+type billHarness struct {
+	platform    reconcile.Platform
+	merchant    func(sb *sandbox.Sandbox) string
+	publishHour int
+	newClient   func(t *testing.T, sb *sandbox.Sandbox, url string, budget platformclient.Budget) billClient
+}
+
+var billHarnesses = []billHarness{
+	{
+		platform: reconcile.Alipay, publishHour: alipay.BillPublishHour,
+		merchant: func(sb *sandbox.Sandbox) string { return sb.Identity().AlipayAppID },
+		newClient: func(t *testing.T, sb *sandbox.Sandbox, url string, budget platformclient.Budget) billClient {
+			cfg := sb.AlipayConfig(url)
+			cfg.Now = func() time.Time { return billNow }
+			cfg.Tuning = platformclient.Tuning{BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond, Budget: budget}
+			c, err := alipay.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		},
+	},
+	{
+		platform: reconcile.WechatPay, publishHour: wechatpay.BillPublishHour,
+		merchant: func(sb *sandbox.Sandbox) string { return sb.Identity().WechatMchID },
+		newClient: func(t *testing.T, sb *sandbox.Sandbox, url string, budget platformclient.Budget) billClient {
+			cfg := sb.WechatPayConfig(url)
+			cfg.Now = func() time.Time { return billNow }
+			cfg.Tuning = platformclient.Tuning{BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond, Budget: budget}
+			c, err := wechatpay.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		},
+	},
+}
+
+// newBillSandbox starts a sandbox on billNow's clock with a day of trades: B1 paid, B2 paid
+// and refunded that day, B3 paid the next day, B4 still open, B5 another account's.
+func newBillSandbox(t *testing.T) (*sandbox.Sandbox, string) {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Now: func() time.Time { return billNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sb)
+	t.Cleanup(func() { sb.Close(); srv.Close() })
+	at := func(h int) time.Time { return billDay.Add(time.Duration(h) * time.Hour) }
+	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
+		sb.SetScenario(p, "B1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 100, PaidAt: at(10)})
+		sb.SetScenario(p, "B2", sandbox.Scenario{State: sandbox.StateRefunded, AmountMinor: 250, PaidAt: at(11), RefundedAt: at(12)})
+		sb.SetScenario(p, "B3", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 300, PaidAt: at(25)})
+		sb.SetScenario(p, "B4", sandbox.Scenario{State: sandbox.StateOpen, AmountMinor: 400})
+		sb.SetScenario(p, "B5", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 500, PaidAt: at(9), MerchantID: "someone-else"})
+	}
+	return sb, srv.URL
+}
+
+// readBill opens a downloaded bill as the statement run will.
+func readBill(info platformclient.BillInfo) ([]statement.Line, error) {
+	r, err := statement.Open(info.Platform, info.Path, statement.WithSHA1(info.HashValue))
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var lines []statement.Line
+	for {
+		l, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return lines, nil
+		}
+		if err != nil {
+			return lines, err
+		}
+		lines = append(lines, l)
+	}
+}
+
+func TestDownloadBill(t *testing.T) {
+	for _, h := range billHarnesses {
+		t.Run(string(h.platform), func(t *testing.T) {
+			sb, url := newBillSandbox(t)
+			budget := &countingBudget{}
+			c := h.newClient(t, sb, url, budget)
+			dir := t.TempDir()
+			info, err := c.DownloadBill(context.Background(), billDay.Add(15*time.Hour), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if budget.n.Load() != 2 {
+				t.Errorf("%d calls paced by the budget, want 2 (the URL, the download)", budget.n.Load())
+			}
+			raw, err := os.ReadFile(info.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(raw)
+			if info.SHA256 != hex.EncodeToString(sum[:]) || info.Bytes != int64(len(raw)) || filepath.Dir(info.Path) != dir ||
+				!info.Day.Equal(billDay) || info.MerchantID != h.merchant(sb) {
+				t.Fatalf("info %+v does not describe the file", info)
+			}
+			if h.platform == reconcile.WechatPay && (!info.Gzip || info.HashType != "SHA1" || len(info.HashValue) != 40 || !bytes.HasPrefix(raw, []byte{0x1f, 0x8b})) {
+				t.Fatalf("wechat bill %+v: want gzip with a SHA1", info)
+			}
+			if h.platform == reconcile.Alipay && (!strings.HasSuffix(info.Path, "_20261201.csv.zip") || !bytes.HasPrefix(raw, []byte("PK"))) {
+				t.Fatalf("alipay bill at %s: want the zip named as Alipay names it", info.Path)
+			}
+			lines, err := readBill(info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []struct {
+				no     string
+				kind   statement.LineKind
+				amount int64
+			}{{"B1", statement.Payment, 100}, {"B2", statement.Payment, 250}, {"B2", statement.Refund, 250}}
+			if len(lines) != len(want) {
+				t.Fatalf("%d lines, want %d: %+v", len(lines), len(want), lines)
+			}
+			for i, w := range want {
+				l := lines[i]
+				if l.OutTradeNo != w.no || l.Kind != w.kind || l.AmountMinor != w.amount || l.PlatformTradeNo != sb.Scenario(h.platform, w.no).TradeNo {
+					t.Errorf("line %d = %+v, want %s %s %d with the queried trade number", i, l, w.no, w.kind, w.amount)
+				}
+			}
+			if sb.BillDownloads(h.platform) != 1 {
+				t.Errorf("%d downloads served, want 1", sb.BillDownloads(h.platform))
+			}
+		})
+	}
+}
+
+func TestDownloadBillNotReady(t *testing.T) {
+	for _, h := range billHarnesses {
+		t.Run(string(h.platform), func(t *testing.T) {
+			sb, url := newBillSandbox(t)
+			c := h.newClient(t, sb, url, nil)
+			today := billNow
+			for _, c2 := range []struct {
+				name    string
+				day     time.Time
+				spoil   bool
+				retryAt time.Time
+			}{
+				{"the day is not over", today, false, platformclient.BillDay(today).AddDate(0, 0, 1).Add(time.Duration(h.publishHour) * time.Hour)},
+				{"published late", billDay, true, billNow.Add(15 * time.Minute)},
+			} {
+				if c2.spoil {
+					sb.SetBillSpoil(h.platform, "", sandbox.BillSpoil{NotReady: true})
+				}
+				dir := t.TempDir()
+				_, err := c.DownloadBill(context.Background(), c2.day, dir)
+				var nr *platformclient.BillNotReadyError
+				if !errors.Is(err, platformclient.ErrBillNotReady) || !errors.As(err, &nr) {
+					t.Fatalf("%s: want not ready, got %v", c2.name, err)
+				}
+				if !nr.RetryAt.Equal(c2.retryAt) || nr.Platform != h.platform || nr.Code == "" {
+					t.Fatalf("%s: %+v, want retry at %v", c2.name, nr, c2.retryAt)
+				}
+				if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+					t.Fatalf("%s: %d files left behind", c2.name, len(entries))
+				}
+			}
+		})
+	}
+}
+
+// TestDownloadBillEarly: with bills published early, today's bill is served at once and
+// holds today's trades so far (the demo's statement step relies on it).
+func TestDownloadBillEarly(t *testing.T) {
+	for _, h := range billHarnesses {
+		t.Run(string(h.platform), func(t *testing.T) {
+			sb, url := newBillSandbox(t)
+			sb.SetScenario(h.platform, "TODAY1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 300, MerchantID: h.merchant(sb)})
+			c := h.newClient(t, sb, url, nil)
+			control(t, http.MethodPut, url+"/sandbox/bills/early")
+			info, err := c.DownloadBill(context.Background(), billNow, t.TempDir())
+			if err != nil {
+				t.Fatalf("today's bill published early: %v", err)
+			}
+			lines, err := readBill(info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// B3 was paid at 01:00 today (newBillSandbox), TODAY1 at 11:00.
+			if len(lines) != 2 || lines[0].OutTradeNo != "B3" || lines[1].OutTradeNo != "TODAY1" || lines[1].AmountMinor != 300 {
+				t.Fatalf("today's bill holds %+v, want B3 and TODAY1, today's trades so far", lines)
+			}
+			control(t, http.MethodDelete, url+"/sandbox/bills/early")
+			if _, err := c.DownloadBill(context.Background(), billNow, t.TempDir()); !errors.Is(err, platformclient.ErrBillNotReady) {
+				t.Fatalf("early publication turned off: want not ready, got %v", err)
+			}
+		})
+	}
+}
+
+func control(t *testing.T, method, url string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("%s %s: %v %v", method, url, resp, err)
+	}
+	resp.Body.Close()
+}
+
+func TestDownloadBillSpoiled(t *testing.T) {
+	for _, h := range billHarnesses {
+		for _, c2 := range []struct {
+			name   string
+			spoil  sandbox.BillSpoil
+			why    string
+			alipay bool // the spoil exists on Alipay too
+		}{
+			{"totals that disagree", sandbox.BillSpoil{SkewTotalsMinor: 1}, "", true},
+			{"a truncated file", sandbox.BillSpoil{Truncate: true}, "", true},
+			{"a wrong hash", sandbox.BillSpoil{WrongHash: true}, "SHA1", false},
+		} {
+			if h.platform == reconcile.Alipay && !c2.alipay {
+				continue
+			}
+			t.Run(string(h.platform)+"/"+c2.name, func(t *testing.T) {
+				sb, url := newBillSandbox(t)
+				sb.SetBillSpoil(h.platform, h.merchant(sb), c2.spoil)
+				info, err := h.newClient(t, sb, url, nil).DownloadBill(context.Background(), billDay, t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = readBill(info)
+				if !errors.Is(err, statement.ErrRejected) || !strings.Contains(err.Error(), c2.why) {
+					t.Fatalf("want a rejection mentioning %q, got %v", c2.why, err)
+				}
+			})
+		}
+	}
+}
+
+func TestDownloadBillPolicy(t *testing.T) {
+	for _, h := range billHarnesses {
+		t.Run(string(h.platform)+"/a gateway error is retried", func(t *testing.T) {
+			sb, url := newBillSandbox(t)
+			sb.SetFault(h.platform, sandbox.Fault{HTTPStatus: 502, Times: 1})
+			if _, err := h.newClient(t, sb, url, nil).DownloadBill(context.Background(), billDay, t.TempDir()); err != nil {
+				t.Fatalf("one 502 should be retried: %v", err)
+			}
+		})
+		t.Run(string(h.platform)+"/a bad signature is never downloaded", func(t *testing.T) {
+			sb, url := newBillSandbox(t)
+			sb.SetFault(h.platform, sandbox.Fault{BadSignature: true})
+			dir := t.TempDir()
+			_, err := h.newClient(t, sb, url, nil).DownloadBill(context.Background(), billDay, dir)
+			if reconcile.PlatformErrorKindOf(err) != reconcile.KindBadSignature {
+				t.Fatalf("want a bad signature, got %v", err)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 || sb.BillDownloads(h.platform) != 0 {
+				t.Fatalf("%d files, %d downloads after a bad signature", len(entries), sb.BillDownloads(h.platform))
+			}
+		})
+	}
+}
+
+func TestBillControlEndpoints(t *testing.T) {
+	sb, url := newBillSandbox(t)
+	req, _ := http.NewRequest(http.MethodPut, url+"/sandbox/bills/wechatpay/spoil", strings.NewReader(`{"not_ready":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT spoil: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	c := billHarnesses[1].newClient(t, sb, url, nil)
+	if _, err := c.DownloadBill(context.Background(), billDay, t.TempDir()); !errors.Is(err, platformclient.ErrBillNotReady) {
+		t.Fatalf("after the spoil: %v", err)
+	}
+	req, _ = http.NewRequest(http.MethodDelete, url+"/sandbox/bills/wechatpay/spoil", nil)
+	if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE spoil: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for _, p := range []string{"alipay", "wechatpay"} {
+		resp, err := http.Get(url + "/sandbox/bills/" + p + "/2026-12-01")
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s bill: %v %v", p, resp, err)
+		}
+		path := filepath.Join(t.TempDir(), "bill")
+		f, _ := os.Create(path)
+		io.Copy(f, resp.Body)
+		f.Close()
+		resp.Body.Close()
+		lines, err := readBill(platformclient.BillInfo{Platform: reconcile.Platform(p), Path: path, HashValue: resp.Header.Get("X-Bill-SHA1")})
+		if err != nil || len(lines) != 3 {
+			t.Fatalf("%s bill from the control API: %d lines, %v", p, len(lines), err)
+		}
+	}
+}
+
+func TestBillNotReadyMessage(t *testing.T) {
+	sb, url := newBillSandbox(t)
+	_, err := billHarnesses[0].newClient(t, sb, url, nil).DownloadBill(context.Background(), billNow, t.TempDir())
+	want := "alipay permanent error 40004/isp.bill_not_exist: alipay bill of 2026-12-02 for " + sb.Identity().AlipayAppID +
+		" not published yet (Business Failed 账单不存在); retry after 2026-12-03T09:00:00+08:00"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got  %v\nwant %s", err, want)
+	}
+}
+
+// An Alipay download URL lives about 30 seconds: one that expired before the download is
+// asked for again, a bounded number of times.
+func TestAlipayBillURLExpired(t *testing.T) {
+	var ticks atomic.Int64
+	clock := func() time.Time { return billNow.Add(time.Duration(ticks.Add(1)) * 31 * time.Second) }
+	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sb)
+	t.Cleanup(func() { sb.Close(); srv.Close() })
+	sb.SetScenario(reconcile.Alipay, "B1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 100, PaidAt: billDay.Add(time.Hour)})
+	budget := &countingBudget{}
+	_, err = billHarnesses[0].newClient(t, sb, srv.URL, budget).DownloadBill(context.Background(), billDay, t.TempDir())
+	var pe *reconcile.PlatformError
+	if !errors.As(err, &pe) || pe.Code != "URL_EXPIRED" {
+		t.Fatalf("want URL_EXPIRED, got %v", err)
+	}
+	if budget.n.Load() != 4 || sb.BillDownloads(reconcile.Alipay) != 0 {
+		t.Fatalf("%d paced calls (want 4: URL, download, twice), %d downloads served", budget.n.Load(), sb.BillDownloads(reconcile.Alipay))
+	}
+}

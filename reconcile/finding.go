@@ -1,0 +1,203 @@
+package reconcile
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Resolution is what finance decided about a finding (reconcile_mismatches.resolution).
+type Resolution string
+
+const (
+	ResolutionRefunded      Resolution = "refunded"       // money went back to the buyer
+	ResolutionAdjusted      Resolution = "adjusted"       // the books or the order were corrected
+	ResolutionWrittenOff    Resolution = "written_off"    // the difference is absorbed as a loss
+	ResolutionAccepted      Resolution = "accepted"       // the difference is explained and fine as it is
+	ResolutionFalsePositive Resolution = "false_positive" // there was nothing wrong
+)
+
+// Resolutions lists every resolution, the money-moving ones first.
+var Resolutions = []Resolution{ResolutionRefunded, ResolutionAdjusted, ResolutionWrittenOff,
+	ResolutionAccepted, ResolutionFalsePositive}
+
+// MovesMoney says whether the resolution moves money and so needs a second person's
+// approval (maker-checker).
+func (r Resolution) MovesMoney() bool {
+	switch r {
+	case ResolutionRefunded, ResolutionAdjusted, ResolutionWrittenOff:
+		return true
+	}
+	return false
+}
+
+// ParseResolution accepts a resolution in any letter case ("written-off" too).
+func ParseResolution(s string) (Resolution, error) {
+	v := Resolution(strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_"))
+	for _, r := range Resolutions {
+		if v == r {
+			return r, nil
+		}
+	}
+	names := make([]string, len(Resolutions))
+	for i, r := range Resolutions {
+		names[i] = string(r)
+	}
+	return "", fmt.Errorf("%w: unknown resolution %q (want one of %s)", ErrBadReview, s, strings.Join(names, ", "))
+}
+
+// ReviewAction is a reviewer's move on a finding.
+type ReviewAction string
+
+const (
+	ReviewAcknowledge ReviewAction = "acknowledge"
+	// ReviewResolve resolves with one person, or, for a money-moving resolution, proposes it.
+	ReviewResolve ReviewAction = "resolve"
+	ReviewApprove ReviewAction = "approve"
+	ReviewReject  ReviewAction = "reject"
+)
+
+// Audit actions: the reviewer's move as recorded. A money-moving resolve is a "propose";
+// "reopen" is written by the database when new evidence reopens a RESOLVED finding.
+const (
+	AuditAcknowledge = "acknowledge"
+	AuditResolve     = "resolve"
+	AuditPropose     = "propose"
+	AuditApprove     = "approve"
+	AuditReject      = "reject"
+	AuditReopen      = "reopen"
+)
+
+// ReviewMoves is the review state machine: the statuses each action may start from. Where
+// it ends is DecideReview's business (a resolve ends RESOLVED or PENDING_APPROVAL by the
+// money rule). A RESOLVED finding leaves it only when new evidence reopens it, which no
+// reviewer can do.
+var ReviewMoves = map[ReviewAction][]ReviewStatus{
+	ReviewAcknowledge: {ReviewOpen},
+	ReviewResolve:     {ReviewOpen, ReviewAcknowledged},
+	ReviewApprove:     {ReviewPendingApproval},
+	ReviewReject:      {ReviewPendingApproval},
+}
+
+// FindingReviewState is what the state machine needs to know about a finding.
+type FindingReviewState struct {
+	ID              int64
+	Status          ReviewStatus
+	EvidenceVersion int64
+	ProposedBy      string // the maker of a pending proposal
+	ProposedVersion int64  // the evidence version the proposal was made on
+}
+
+// ReviewRequest is one reviewer's move as a console or the CLI asks for it.
+type ReviewRequest struct {
+	Action     ReviewAction
+	Actor      string     // the person (required)
+	Resolution Resolution // resolve only
+	Note       string     // required for reject: the reason goes back to the proposer
+	// SeenVersion is the evidence version the reviewer read; 0 means "not named" (the CLI
+	// without --version), which takes the current one for a resolve and the proposal's for
+	// an approval.
+	SeenVersion int64
+}
+
+// ReviewDecision is a legal move: the audit action, where the finding goes.
+type ReviewDecision struct {
+	Audit    string
+	From, To ReviewStatus
+}
+
+// DecideReview applies the review rules: the state machine, the evidence version, and
+// maker-checker. Errors are *ReviewTransitionError, *StaleEvidenceError, or wrap
+// ErrSelfApproval or ErrBadReview.
+func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, error) {
+	if strings.TrimSpace(req.Actor) == "" {
+		return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: the reviewer must be named", ErrBadReview, cur.ID)
+	}
+	from, ok := ReviewMoves[req.Action]
+	if !ok {
+		return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: unknown review action %q", ErrBadReview, cur.ID, req.Action)
+	}
+	legal := false
+	for _, s := range from {
+		legal = legal || s == cur.Status
+	}
+	if !legal {
+		return ReviewDecision{}, &ReviewTransitionError{ID: cur.ID, Action: string(req.Action), Current: cur.Status, Allowed: from}
+	}
+	d := ReviewDecision{From: cur.Status}
+	switch req.Action {
+	case ReviewAcknowledge:
+		d.Audit, d.To = AuditAcknowledge, ReviewAcknowledged
+	case ReviewResolve:
+		if _, err := ParseResolution(string(req.Resolution)); err != nil {
+			return ReviewDecision{}, fmt.Errorf("mismatch %d: %w", cur.ID, err)
+		}
+		d.Audit, d.To = AuditResolve, ReviewResolved
+		if req.Resolution.MovesMoney() {
+			d.Audit, d.To = AuditPropose, ReviewPendingApproval
+		}
+	case ReviewApprove:
+		if strings.EqualFold(strings.TrimSpace(req.Actor), strings.TrimSpace(cur.ProposedBy)) {
+			return ReviewDecision{}, fmt.Errorf("mismatch %d: %w (%s proposed it; a second person must approve)", cur.ID, ErrSelfApproval, cur.ProposedBy)
+		}
+		// The checker approves what the maker saw: evidence that changed since the proposal
+		// is refused even when the checker has read the new version.
+		if cur.ProposedVersion != cur.EvidenceVersion {
+			return ReviewDecision{}, &StaleEvidenceError{ID: cur.ID, Seen: cur.ProposedVersion, Current: cur.EvidenceVersion}
+		}
+		d.Audit, d.To = AuditApprove, ReviewResolved
+	case ReviewReject:
+		if strings.TrimSpace(req.Note) == "" {
+			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: a rejection needs a note saying why", ErrBadReview, cur.ID)
+		}
+		d.Audit, d.To = AuditReject, ReviewAcknowledged
+	}
+	// Last, so that a refusal for who you are (the proposer approving) is not hidden
+	// behind one for what you read.
+	if req.SeenVersion != 0 && req.SeenVersion != cur.EvidenceVersion {
+		return ReviewDecision{}, &StaleEvidenceError{ID: cur.ID, Seen: req.SeenVersion, Current: cur.EvidenceVersion}
+	}
+	return d, nil
+}
+
+// AvailableReviewActions are the moves actor may take on the finding now, in workflow
+// order: what a console offers as buttons (the server still decides each post with
+// DecideReview). The proposer is not offered approve.
+func AvailableReviewActions(cur FindingReviewState, actor string) []ReviewAction {
+	var out []ReviewAction
+	for _, a := range []ReviewAction{ReviewAcknowledge, ReviewResolve, ReviewApprove, ReviewReject} {
+		req := ReviewRequest{Action: a, Actor: actor, Resolution: ResolutionAccepted, Note: "-"}
+		if _, err := DecideReview(cur, req); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// AtStakeMinor is the money a finding puts in question, in minor units: the difference for
+// an amount mismatch, the local amount for an order paid locally but not at the platform,
+// and otherwise the amount the platform reports moved (the local amount when it named none).
+// Nil amounts are unknown and count as zero. It is never negative. The report's SQL sums
+// the same rule (repo's atStakeSQL); a test holds them equal.
+func AtStakeMinor(kind MismatchKind, localMinor, platformMinor *int64) int64 {
+	l, p := orZero(localMinor), orZero(platformMinor)
+	switch kind {
+	case MismatchAmount:
+		if p > l {
+			return p - l
+		}
+		return l - p
+	case MismatchLocalPaidPlatformNot:
+		return l
+	}
+	if platformMinor != nil {
+		return p
+	}
+	return l
+}
+
+func orZero(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

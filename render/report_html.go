@@ -1,0 +1,171 @@
+package render
+
+import (
+	"html/template"
+	"io"
+	"strconv"
+)
+
+// lang is the language labels are written in: English unless set.
+func (d ReportDoc) lang() Lang {
+	if d.Lang == "" {
+		return LangEN
+	}
+	return d.Lang
+}
+
+type htmlCell struct {
+	Text  string
+	Class string
+}
+
+type htmlColumn struct {
+	Label string
+	Width int // percent
+	Class string
+}
+
+type htmlSection struct {
+	Title   string
+	Empty   string
+	Columns []htmlColumn
+	Rows    [][]htmlCell
+	Totals  []htmlCell
+	Count   int
+}
+
+type htmlPage struct {
+	Lang                      string
+	T                         func(key string) string
+	From, To, Zone, Generated string
+	Findings, Stake, Runs     string
+	Errors                    string
+	Chart                     template.HTML
+	Sections                  []htmlSection
+}
+
+// htmlTime is a time for people on the page: to the minute, in the report's zone.
+const htmlTime = "2006-01-02 15:04"
+
+func (d ReportDoc) htmlCells(row []repCell, cols []htmlCol) []htmlCell {
+	out := make([]htmlCell, len(cols))
+	for j, col := range cols {
+		c := row[col.i]
+		switch c.Kind {
+		case cellInt:
+			out[j] = htmlCell{Text: strconv.FormatInt(c.N, 10), Class: "num"}
+		case cellAmount:
+			out[j] = htmlCell{Text: Yuan(c.N), Class: "num"}
+		case cellTime:
+			out[j] = htmlCell{Text: c.T.In(d.Loc).Format(htmlTime), Class: "time"}
+		default:
+			out[j] = htmlCell{Text: c.text(d.lang()), Class: c.Class}
+		}
+	}
+	return out
+}
+
+// htmlColumns are the section's columns on the page: people's labels and widths; numbers
+// (and amounts) align right.
+func (d ReportDoc) htmlColumns(s repSection) []htmlColumn {
+	out := make([]htmlColumn, len(s.HTMLCols))
+	for j, col := range s.HTMLCols {
+		class := ""
+		if len(s.Rows) > 0 && (s.Rows[0][col.i].Kind == cellInt || s.Rows[0][col.i].Kind == cellAmount) {
+			class = "num"
+		}
+		out[j] = htmlColumn{Label: Label(d.lang(), s.Header[col.i]), Width: col.width, Class: class}
+	}
+	return out
+}
+
+func (d ReportDoc) writeHTML(w io.Writer) error {
+	r, lang := d.Report, d.lang()
+	page := htmlPage{Lang: lang.HTMLTag(), T: func(key string) string { return Label(lang, key) },
+		From: r.From.In(d.Loc).Format(htmlTime), To: r.To.In(d.Loc).Format(htmlTime),
+		Zone: d.Loc.String(), Generated: d.Generated.In(d.Loc).Format("2006-01-02 15:04:05 MST"),
+		Findings: strconv.FormatInt(r.Totals.Count, 10), Stake: Yuan(r.Totals.AtStakeMinor),
+		Runs: strconv.FormatInt(r.RunTotals.Runs, 10), Errors: strconv.FormatInt(r.RunTotals.Errors, 10),
+		Chart: chartSVG(countByDay(r.Findings, r.From, r.To, d.Loc), lang)}
+	for _, s := range d.sections(d.lang()) {
+		hs := htmlSection{Title: Label(lang, s.Title), Empty: Label(lang, s.Empty), Columns: d.htmlColumns(s), Count: len(s.Rows)}
+		for _, row := range s.Rows {
+			hs.Rows = append(hs.Rows, d.htmlCells(row, s.HTMLCols))
+		}
+		if s.Totals != nil && len(s.Rows) > 0 {
+			hs.Totals = d.htmlCells(s.Totals, s.HTMLCols)
+		}
+		page.Sections = append(page.Sections, hs)
+	}
+	return reportPageTemplate.Execute(w, page)
+}
+
+// reportPageTemplate is one self-contained page: inline CSS, inline SVG, no script, no
+// font, image or style sheet from anywhere else (finance opens it from a mail or a share,
+// offline). Tables use a fixed layout at 100% of the page with set column shares, so they
+// never run off the right edge and a narrow column cannot squeeze a word to one letter per
+// line; long trade numbers break inside their cell. html/template escapes every value:
+// finding text comes from the platforms.
+var reportPageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="{{.Lang}}">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{call .T "report.title"}} {{.From}} – {{.To}}</title>
+<style>
+  *, *::before, *::after { box-sizing: border-box; }
+  body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "PingFang SC", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif;
+         margin: 0 auto; padding: 1.5rem 2rem; max-width: 1400px; color: #1f2328; background: #fff; line-height: 1.4; }
+  h1 { font-size: 1.5rem; margin: 0 0 .25rem; }
+  h2 { font-size: 1.1rem; margin: 2rem 0 .5rem; padding-bottom: .25rem; border-bottom: 1px solid #d0d7de; }
+  .muted { color: #656d76; }
+  .cards { display: flex; gap: 1rem; margin: 1rem 0; flex-wrap: wrap; }
+  .card { border: 1px solid #d0d7de; border-radius: 6px; padding: .6rem 1rem; min-width: 9rem; }
+  .card b { display: block; font-size: 1.3rem; font-variant-numeric: tabular-nums; }
+  svg.chart { width: 100%; height: auto; display: block; }
+  ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; padding: 0; margin: .5rem 0 0; font-size: .85rem; }
+  ul.legend .swatch { display: inline-block; width: .8rem; height: .8rem; margin-right: .35rem; vertical-align: -.1rem; border-radius: 2px; }
+  table { width: 100%; table-layout: fixed; border-collapse: collapse; font-size: .8rem; }
+  th, td { border: 1px solid #d0d7de; padding: .25rem .35rem; text-align: left; vertical-align: top;
+           overflow-wrap: anywhere; word-break: normal; hyphens: auto; }
+  th { background: #f6f8fa; font-weight: 600; }
+  th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; }
+  tbody tr:nth-child(even) td { background: #fafbfc; }
+  tfoot td { font-weight: 600; background: #f6f8fa; }
+  .st-open { color: #cf222e; font-weight: 600; }
+  .st-acknowledged { color: #9a6700; font-weight: 600; }
+  .st-pending_approval { color: #8250df; font-weight: 600; }
+  .st-resolved { color: #1a7f37; }
+  @media print { body { padding: 0; max-width: none; } h2 { break-after: avoid; } tr { break-inside: avoid; } }
+</style>
+</head>
+<body>
+<h1>{{call .T "report.title"}}</h1>
+<p class="muted">{{call .T "report.period"}}: {{.From}} – {{.To}} ({{.Zone}}). {{call .T "report.generated"}} {{.Generated}}.
+{{call .T "report.amounts"}}</p>
+<div class="cards">
+<div class="card">{{call .T "report.card.findings"}}<b>{{.Findings}}</b></div>
+<div class="card">{{call .T "report.card.stake"}}<b>{{.Stake}}</b></div>
+<div class="card">{{call .T "report.card.runs"}}<b>{{.Runs}}</b></div>
+<div class="card">{{call .T "report.card.errors"}}<b>{{.Errors}}</b></div>
+</div>
+<h2>{{call .T "report.chart"}}</h2>
+{{if .Chart}}{{.Chart}}{{else}}<p class="muted">{{call .T "report.chart.empty"}}</p>{{end}}
+{{range .Sections}}
+<h2>{{.Title}} ({{.Count}})</h2>
+{{if .Rows -}}
+<table>
+<colgroup>{{range .Columns}}<col style="width: {{.Width}}%">{{end}}</colgroup>
+<thead><tr>{{range .Columns}}<th{{with .Class}} class="{{.}}"{{end}}>{{.Label}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr>{{range .}}<td{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{end}}</tbody>
+{{with .Totals}}<tfoot><tr>{{range .}}<td{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr></tfoot>{{end}}
+</table>
+{{- else -}}
+<p class="muted">{{.Empty}}</p>
+{{- end}}
+{{end}}
+</body>
+</html>
+`))

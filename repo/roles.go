@@ -1,0 +1,166 @@
+package repo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// The least-privilege roles every deployment runs under. The migrating role owns the tables
+// (and could alter the audit trail's triggers): no runtime process should use it.
+const (
+	RoleWorker   = "payrecon_worker"   // run, backfill, serve, statement, relay
+	RoleReviewer = "payrecon_reviewer" // mismatches ack/resolve/approve/reject, the review console
+	RoleReadonly = "payrecon_readonly" // mismatches list/show, report, dashboards
+)
+
+// Roles lists the roles in the order RolesSQL creates them.
+var Roles = []string{RoleWorker, RoleReviewer, RoleReadonly}
+
+// reviewColumns are the reconcile_mismatches columns only a reviewer writes. The worker
+// writes the evidence columns; the evidence version and a reopen are the database's.
+var reviewColumns = []string{"review_status", "resolution", "note", "resolved_by", "resolved_at",
+	"proposed_by", "proposed_at", "proposed_version", "approved_by"}
+
+// evidenceColumns are the reconcile_mismatches columns the apply path's upsert writes.
+var evidenceColumns = []string{"order_id", "platform_trade_no", "local_amount_minor", "platform_amount_minor",
+	"local_status", "platform_status", "detail", "last_seen_at", "seen_count"}
+
+// reviewTables are the tables the worker may not write as it writes the rest.
+var reviewTables = []string{"reconcile_mismatches", "reconcile_mismatch_audit"}
+
+// createRolesSQL creates the roles that do not exist yet, as LOGIN roles without a password
+// (an operator sets one, or maps a certificate or IAM identity). Two migrations racing on
+// one server are fine: the loser's duplicate is ignored.
+func createRolesSQL() string {
+	var b strings.Builder
+	for _, r := range Roles {
+		fmt.Fprintf(&b, `DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '%s') THEN
+        CREATE ROLE %s LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT;
+    END IF;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$;
+`, r, pq.QuoteIdentifier(r))
+	}
+	return b.String()
+}
+
+// grantsSQL is the privileges of each role in this database, given the schema's tables.
+// The worker writes every table but the review record, so tables added later (statements)
+// are covered by running migrate again.
+func grantsSQL(tables []string) string {
+	q := pq.QuoteIdentifier
+	all := strings.Join([]string{q(RoleWorker), q(RoleReviewer), q(RoleReadonly)}, ", ")
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format+";\n", a...) }
+	w("GRANT USAGE ON SCHEMA public TO %s", all)
+	w("GRANT SELECT ON ALL TABLES IN SCHEMA public TO %s", all)
+	var workerTables []string
+	for _, t := range tables {
+		if !contains(reviewTables, t) {
+			workerTables = append(workerTables, q(t))
+		}
+	}
+	if len(workerTables) > 0 {
+		w("GRANT INSERT, UPDATE ON %s TO %s", strings.Join(workerTables, ", "), q(RoleWorker))
+	}
+	w("GRANT INSERT (platform, merchant_id, out_trade_no, kind, %s) ON reconcile_mismatches TO %s",
+		strings.Join(evidenceColumns, ", "), q(RoleWorker))
+	w("GRANT UPDATE (%s) ON reconcile_mismatches TO %s", strings.Join(evidenceColumns, ", "), q(RoleWorker))
+	w("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s", q(RoleWorker))
+	w("GRANT UPDATE (%s) ON reconcile_mismatches TO %s", strings.Join(reviewColumns, ", "), q(RoleReviewer))
+	w("GRANT INSERT ON reconcile_mismatch_audit TO %s", q(RoleReviewer))
+	w("GRANT USAGE ON SEQUENCE reconcile_mismatch_audit_id_seq TO %s", q(RoleReviewer))
+	return b.String()
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// RolesOutcome says what SetupRoles did.
+type RolesOutcome struct {
+	Created []string // roles this call created
+	Granted bool     // the grants are in place in this database
+	// SQL, when not empty, is what a role with CREATEROLE must run (then migrate again):
+	// the connected role may not create roles and some are missing.
+	SQL string
+}
+
+// RolesSQL is the whole setup for this database (roles, then grants) as an administrator
+// would run it.
+func RolesSQL(ctx context.Context, db *sqlx.DB) (string, error) {
+	tables, err := publicTables(ctx, db)
+	if err != nil {
+		return "", err
+	}
+	return createRolesSQL() + grantsSQL(tables), nil
+}
+
+// SetupRoles creates the roles where the connected role may (superuser or CREATEROLE) and
+// grants their privileges in this database. Where it may not and a role is missing, nothing
+// is granted and the outcome carries the SQL to hand to an administrator: that is not an
+// error (a managed database's migrating role often lacks CREATEROLE).
+func SetupRoles(ctx context.Context, db *sqlx.DB) (RolesOutcome, error) {
+	var out RolesOutcome
+	var may bool
+	if err := db.GetContext(ctx, &may, `SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user`); err != nil {
+		return out, fmt.Errorf("roles: read own privileges: %w", err)
+	}
+	missing, err := missingRoles(ctx, db)
+	if err != nil {
+		return out, err
+	}
+	if len(missing) > 0 && !may {
+		out.SQL, err = RolesSQL(ctx, db)
+		return out, err
+	}
+	if len(missing) > 0 {
+		if _, err := db.ExecContext(ctx, createRolesSQL()); err != nil {
+			return out, fmt.Errorf("roles: create: %w", err)
+		}
+		out.Created = missing
+	}
+	tables, err := publicTables(ctx, db)
+	if err != nil {
+		return out, err
+	}
+	if _, err := db.ExecContext(ctx, grantsSQL(tables)); err != nil {
+		return out, fmt.Errorf("roles: grant: %w", err)
+	}
+	out.Granted = true
+	return out, nil
+}
+
+func missingRoles(ctx context.Context, db *sqlx.DB) ([]string, error) {
+	var have []string
+	if err := db.SelectContext(ctx, &have, `SELECT rolname FROM pg_roles WHERE rolname = ANY($1)`, pq.Array(Roles)); err != nil {
+		return nil, fmt.Errorf("roles: look up: %w", err)
+	}
+	var missing []string
+	for _, r := range Roles {
+		if !contains(have, r) {
+			missing = append(missing, r)
+		}
+	}
+	return missing, nil
+}
+
+func publicTables(ctx context.Context, db *sqlx.DB) ([]string, error) {
+	var tables []string
+	err := db.SelectContext(ctx, &tables, `SELECT tablename FROM pg_tables WHERE schemaname = 'public'
+		AND tablename <> 'schema_migrations' ORDER BY tablename`)
+	if err != nil {
+		return nil, fmt.Errorf("roles: list tables: %w", err)
+	}
+	return tables, nil
+}

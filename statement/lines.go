@@ -1,0 +1,200 @@
+package statement
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// maxLineBytes bounds one line of a bill: a detail row is a few hundred bytes, so anything
+// longer is not a bill (and must not grow memory).
+const maxLineBytes = 64 << 10
+
+// chinaTime is GMT+8, the zone both platforms write their bill times in.
+var chinaTime = time.FixedZone("CST", 8*60*60)
+
+const timeLayout = "2006-01-02 15:04:05"
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// lineReader hands out a text stream's lines one at a time without keeping them: the
+// returned bytes are valid until the next call.
+type lineReader struct {
+	br   *bufio.Reader
+	no   int    // number of the line last returned
+	long []byte // reused when a line spans bufio's buffer
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// errLineTooLong is reported with the line's number.
+var errLineTooLong = fmt.Errorf("line longer than %d bytes", maxLineBytes)
+
+// next returns the next line without its end of line (\n or \r\n), io.EOF at the end, or
+// the reader's error. A last line without a newline is still a line. The line is one
+// allocation; the fields split from it share it.
+func (l *lineReader) next() (string, error) {
+	line, err := l.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		l.long = append(l.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(l.long) > maxLineBytes {
+				l.no++
+				return "", errLineTooLong
+			}
+			line, err = l.br.ReadSlice('\n')
+			l.long = append(l.long, line...)
+		}
+		line = l.long
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	if len(line) == 0 && err != nil {
+		return "", io.EOF
+	}
+	l.no++
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if l.no == 1 {
+		line = bytes.TrimPrefix(line, utf8BOM)
+	}
+	return string(line), nil
+}
+
+// splitFields splits one CSV line into fields, appending to dst. Fields are unquoted as the
+// platforms write them; a field that starts with a double quote is read as RFC 4180 quoted
+// text, so a product name with a comma in it, quoted by a spreadsheet, still parses.
+func splitFields(dst []string, s string) ([]string, error) {
+	for {
+		if strings.HasPrefix(s, `"`) {
+			var b strings.Builder
+			i := 1
+			for {
+				j := strings.IndexByte(s[i:], '"')
+				if j < 0 {
+					return dst, errors.New("unterminated quoted field")
+				}
+				b.WriteString(s[i : i+j])
+				i += j + 1
+				if strings.HasPrefix(s[i:], `"`) {
+					b.WriteByte('"')
+					i++
+					continue
+				}
+				break
+			}
+			dst = append(dst, b.String())
+			s = s[i:]
+			if s == "" {
+				return dst, nil
+			}
+			if s[0] != ',' {
+				return dst, errors.New("text after a closing quote")
+			}
+			s = s[1:]
+			continue
+		}
+		i := strings.IndexByte(s, ',')
+		if i < 0 {
+			return append(dst, s), nil
+		}
+		dst = append(dst, s[:i])
+		s = s[i+1:]
+	}
+}
+
+// cleanCell strips what the platforms wrap a value in: the tab Alipay appends so that
+// spreadsheets keep long numbers as text, WeChat Pay's leading backtick for the same reason,
+// and spaces.
+func cleanCell(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "`")
+	return strings.TrimSpace(s)
+}
+
+// columns maps header names to positions. Names are normalised (half-width parentheses to
+// full-width, spaces and tabs trimmed) so a re-saved file still matches.
+type columns map[string]int
+
+var headerNorm = strings.NewReplacer("(", "（", ")", "）", "`", "")
+
+func newColumns(header []string) columns {
+	c := columns{}
+	for i, h := range header {
+		name := headerNorm.Replace(strings.TrimSpace(h))
+		if _, dup := c[name]; !dup && name != "" {
+			c[name] = i
+		}
+	}
+	return c
+}
+
+// find returns the position of the first name present, or -1.
+func (c columns) find(names ...string) int {
+	for _, n := range names {
+		if i, ok := c[n]; ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// cell returns the cleaned field at i, "" when i is -1 or past the row's end.
+func cell(row []string, i int) string {
+	if i < 0 || i >= len(row) {
+		return ""
+	}
+	return cleanCell(row[i])
+}
+
+// parseChinaTime reads "yyyy-MM-dd HH:mm:ss" in China time. It is on every line of a
+// million-line bill, so it reads the fixed layout by hand (time.Parse costs several times
+// more) and refuses anything else, including dates that do not exist.
+func parseChinaTime(s string) (time.Time, error) {
+	bad := func() (time.Time, error) { return time.Time{}, fmt.Errorf("time %q: want yyyy-MM-dd HH:mm:ss", s) }
+	if len(s) != len(timeLayout) || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
+		return bad()
+	}
+	var v [6]int
+	for i, span := range [6][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}} {
+		part := s[span[0]:span[1]]
+		if !digits(part) {
+			return bad()
+		}
+		for j := 0; j < len(part); j++ {
+			v[i] = v[i]*10 + int(part[j]-'0')
+		}
+	}
+	t := time.Date(v[0], time.Month(v[1]), v[2], v[3], v[4], v[5], 0, chinaTime)
+	// time.Date normalises 02-30 to 03-02: a date that moved did not exist.
+	if v[1] < 1 || v[1] > 12 || t.Day() != v[2] || v[3] > 23 || v[4] > 59 || v[5] > 59 {
+		return bad()
+	}
+	return t, nil
+}
+
+// tally adds a line to running totals.
+func (t *Totals) add(l Line) {
+	if l.Kind == Refund {
+		t.Refunds++
+		t.RefundsMinor += l.AmountMinor
+	} else {
+		t.Payments++
+		t.PaymentsMinor += l.AmountMinor
+	}
+	t.FeeMilliFen += l.FeeMilliFen
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

@@ -1,0 +1,290 @@
+package statement
+
+import (
+	"archive/zip"
+	"bufio"
+	"compress/gzip"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"iter"
+	"strconv"
+	"time"
+
+	"golang.org/x/text/encoding/simplifiedchinese"
+	"golang.org/x/text/transform"
+)
+
+// The generators below write bills in the platforms' exact formats, every oddity included,
+// streaming from a line iterator so a million-line bill costs no memory. Tests, benchmarks
+// and the sandbox use them; the readers above are their counterpart.
+
+// AlipayFile describes an Alipay bill to write.
+type AlipayFile struct {
+	UserID     string    // the account as the bill names it: the PID plus "0156"
+	Day        time.Time // the bill's day (its date in China time)
+	ExportedAt time.Time // the #导出时间 line; zero: 05:46:49 the next day
+	OldFooter  bool      // word the footer as older bills do ("交易金额共")
+	// SkewMinor is added to the declared payment total: a bill that does not add up.
+	SkewMinor int64
+}
+
+// EntryBase is "<userId>_<yyyyMMdd>", the start of the zip's entry names and download name.
+func (f AlipayFile) EntryBase() string {
+	return f.UserID + "_" + f.Day.In(chinaTime).Format("20060102")
+}
+
+const alipayDetailHeader = "支付宝交易号,商户订单号,业务类型,商品名称,创建时间,完成时间,门店编号,门店名称,操作员,终端号,对方账户,订单金额（元）,商家实收（元）,支付宝红包（元）,集分宝（元）,支付宝优惠（元）,商家优惠（元）,券核销金额（元）,券名称,商家红包消费金额（元）,卡消费金额（元）,退款批次号/请求号,服务费（元）,分润（元）,备注"
+
+const alipaySummaryHeader = "门店编号,门店名称,交易订单总笔数,退款订单总笔数,订单金额（元）,商家实收（元）,支付宝优惠（元）,商家优惠（元）,卡消费金额（元）,服务费（元）,分润（元）,实收净额（元）"
+
+// alipaySums are what the generator declares.
+type alipaySums struct {
+	t                Totals
+	payRecv, refRecv int64
+}
+
+func received(l Line) int64 {
+	if l.ReceivedMinor != 0 {
+		return l.ReceivedMinor
+	}
+	return l.AmountMinor
+}
+
+// WriteAlipayCSV writes the detail CSV, GBK-encoded, and returns what its lines add up to.
+func WriteAlipayCSV(w io.Writer, f AlipayFile, lines iter.Seq[Line]) (Totals, error) {
+	s, err := writeAlipayDetail(w, f, lines)
+	return s.t, err
+}
+
+func writeAlipayDetail(w io.Writer, f AlipayFile, lines iter.Seq[Line]) (alipaySums, error) {
+	enc := transform.NewWriter(w, simplifiedchinese.GBK.NewEncoder())
+	bw := bufio.NewWriterSize(enc, 64<<10)
+	day := f.Day.In(chinaTime)
+	start := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, chinaTime)
+	const cn = "2006年01月02日 15:04:05"
+	fmt.Fprintf(bw, "#支付宝业务明细查询\n#账号：[%s]\n#起始日期：[%s]   终止日期：[%s]\n", f.UserID, start.Format(cn), start.AddDate(0, 0, 1).Format(cn))
+	bw.WriteString("#-----------------------------------------业务明细列表----------------------------------------\n")
+	bw.WriteString(alipayDetailHeader + "\n")
+	var s alipaySums
+	var buf []byte
+	for l := range lines {
+		buf = appendAlipayRow(buf[:0], l)
+		bw.Write(buf)
+		s.t.add(l)
+		if l.Kind == Refund {
+			s.refRecv += received(l)
+		} else {
+			s.payRecv += received(l)
+		}
+	}
+	bw.WriteString("#-----------------------------------------业务明细列表结束------------------------------------\n")
+	label, payDecl := "商家实收", s.payRecv
+	if f.OldFooter {
+		label, payDecl = "交易金额", s.t.PaymentsMinor
+	}
+	refDecl := s.refRecv
+	if f.OldFooter {
+		refDecl = s.t.RefundsMinor
+	}
+	fmt.Fprintf(bw, "#交易合计：%d笔，%s共%s元，商家优惠共0.00元\n", s.t.Payments, label, formatDecimal(payDecl+f.SkewMinor, fenPlaces, 2))
+	fmt.Fprintf(bw, "#退款合计：%d笔，%s退款共%s元，商家优惠退款共0.00元\n", s.t.Refunds, label, formatDecimal(-refDecl, fenPlaces, 2))
+	exported := f.ExportedAt
+	if exported.IsZero() {
+		exported = start.AddDate(0, 0, 1).Add(5*time.Hour + 46*time.Minute + 49*time.Second)
+	}
+	fmt.Fprintf(bw, "#导出时间：[%s]\n", exported.In(chinaTime).Format(cn))
+	if err := bw.Flush(); err != nil {
+		return s, fmt.Errorf("write alipay detail: %w", err)
+	}
+	return s, enc.Close()
+}
+
+// appendAlipayRow writes one detail row: text fields end in a tab (Alipay's way of keeping
+// long numbers text in a spreadsheet), refunds carry negative amounts.
+func appendAlipayRow(b []byte, l Line) []byte {
+	kind, sign := "交易", int64(1)
+	if l.Kind == Refund {
+		kind, sign = "退款", -1
+	}
+	at := l.At.In(chinaTime)
+	text := func(b []byte, s string) []byte { return append(append(b, s...), "\t,"...) }
+	money := func(b []byte, v int64) []byte { return append(append(b, formatDecimal(v, fenPlaces, 2)...), ',') }
+	b = text(b, l.PlatformTradeNo)
+	b = text(b, l.OutTradeNo)
+	b = text(b, kind)
+	b = append(b, "下单测试,"...)
+	created := l.CreatedAt
+	if created.IsZero() {
+		created = l.At.Add(-time.Minute)
+	}
+	b = append(append(b, created.In(chinaTime).Format(timeLayout)...), ',')
+	b = append(append(b, at.Format(timeLayout)...), ',')
+	b = append(b, "\t,\t,\t,\t,138****8888\t,"...) // 门店编号 门店名称 操作员 终端号 对方账户
+	b = money(b, sign*l.AmountMinor)
+	b = money(b, sign*received(l))
+	b = append(b, "0.00,0.00,0.00,0.00,0.00,\t,0.00,0.00,"...) // 红包 集分宝 优惠 商家优惠 券 券名称 商家红包 卡
+	b = text(b, l.RefundNo)
+	b = append(append(b, formatDecimal(l.FeeMilliFen, milliFenPlaces, feeDecimals(l.FeeMilliFen))...), ',')
+	return append(b, "0.00,下单测试\n"...)
+}
+
+// WriteAlipayZip writes the zip Alipay serves: the detail CSV and the summary CSV, both GBK,
+// with GBK entry names.
+func WriteAlipayZip(w io.Writer, f AlipayFile, lines iter.Seq[Line]) (Totals, error) {
+	zw := zip.NewWriter(w)
+	detail, err := zw.CreateHeader(gbkEntry(f.EntryBase() + "_业务明细.csv"))
+	if err != nil {
+		return Totals{}, fmt.Errorf("write alipay zip: %w", err)
+	}
+	s, err := writeAlipayDetail(detail, f, lines)
+	if err != nil {
+		return s.t, err
+	}
+	summary, err := zw.CreateHeader(gbkEntry(f.EntryBase() + "_业务明细(汇总).csv"))
+	if err != nil {
+		return s.t, fmt.Errorf("write alipay zip: %w", err)
+	}
+	enc := transform.NewWriter(summary, simplifiedchinese.GBK.NewEncoder())
+	net := s.payRecv - s.refRecv
+	fmt.Fprintf(enc, "#支付宝业务汇总查询\n#账号：[%s]\n#-----------------------------------------业务汇总列表----------------------------------------\n%s\n", f.UserID, alipaySummaryHeader)
+	fmt.Fprintf(enc, "合计\t,\t,%d,%d,%s,%s,0.00,0.00,0.00,%s,0.00,%s\n", s.t.Payments, s.t.Refunds,
+		formatDecimal(s.t.PaymentsMinor-s.t.RefundsMinor, fenPlaces, 2), formatDecimal(net, fenPlaces, 2),
+		formatDecimal(s.t.FeeMilliFen, milliFenPlaces, feeDecimals(s.t.FeeMilliFen)), formatDecimal(net, fenPlaces, 2))
+	fmt.Fprintf(enc, "#-----------------------------------------业务汇总列表结束------------------------------------\n")
+	if err := enc.Close(); err != nil {
+		return s.t, fmt.Errorf("write alipay summary: %w", err)
+	}
+	return s.t, zw.Close()
+}
+
+func gbkEntry(name string) *zip.FileHeader {
+	gbk, err := simplifiedchinese.GBK.NewEncoder().String(name)
+	if err != nil {
+		gbk = name
+	}
+	return &zip.FileHeader{Name: gbk, Method: zip.Deflate, NonUTF8: true, Modified: time.Unix(0, 0)}
+}
+
+// WeChatFile describes a WeChat Pay trade bill to write.
+type WeChatFile struct {
+	AppID     string
+	MchID     string
+	SubMchID  string // 特约商户号; "" writes "0", an ordinary merchant
+	OldHeader bool   // the older header: 总金额 / 企业红包金额
+	BOM       bool   // start with a UTF-8 BOM, as some files do
+	Gzip      bool   // tar_type=GZIP
+	// SkewMinor is added to the summary's 应结订单总金额: a bill that does not add up.
+	SkewMinor int64
+}
+
+const wxHeader = "交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,应结订单金额,代金券金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注"
+const wxHeaderOld = "交易时间,公众账号ID,商户号,特约商户号,设备号,微信订单号,商户订单号,用户标识,交易类型,交易状态,付款银行,货币种类,总金额,企业红包金额,微信退款单号,商户退款单号,退款金额,充值券退款金额,退款类型,退款状态,商品名称,商户数据包,手续费,费率,订单金额,申请退款金额,费率备注"
+const wxSummaryHeader = "总交易单数,应结订单总金额,退款总金额,充值券退款总金额,手续费总金额,订单总金额,申请退款总金额"
+
+// WriteWeChatCSV writes a trade bill (bill_type ALL), plain or gzip, and returns the SHA1 of
+// the unzipped bytes (the hash_value WeChat Pay declares) and what the lines add up to.
+func WriteWeChatCSV(w io.Writer, f WeChatFile, lines iter.Seq[Line]) (string, Totals, error) {
+	var out io.Writer = w
+	var zw *gzip.Writer
+	if f.Gzip {
+		zw = gzip.NewWriter(w)
+		out = zw
+	}
+	h := sha1.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(out, h), 64<<10)
+	if f.BOM {
+		bw.Write(utf8BOM)
+	}
+	header := wxHeader
+	if f.OldHeader {
+		header = wxHeaderOld
+	}
+	bw.WriteString(header + "\n")
+	var t Totals
+	var settle, refund int64
+	var buf []byte
+	for l := range lines {
+		buf = appendWeChatRow(buf[:0], f, l)
+		bw.Write(buf)
+		t.add(l)
+		if l.Kind == Refund {
+			refund += received(l)
+		} else {
+			settle += received(l)
+		}
+	}
+	bw.WriteString(wxSummaryHeader + "\n")
+	fmt.Fprintf(bw, "`%d,`%s,`%s,`0.00,`%s,`%s,`%s\n", t.Payments+t.Refunds,
+		formatDecimal(settle+f.SkewMinor, fenPlaces, 2), formatDecimal(refund, fenPlaces, 2),
+		formatDecimal(t.FeeMilliFen, milliFenPlaces, 5), formatDecimal(t.PaymentsMinor, fenPlaces, 2),
+		formatDecimal(t.RefundsMinor, fenPlaces, 2))
+	if err := bw.Flush(); err != nil {
+		return "", t, fmt.Errorf("write wechatpay bill: %w", err)
+	}
+	if zw != nil {
+		if err := zw.Close(); err != nil {
+			return "", t, fmt.Errorf("write wechatpay bill: %w", err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), t, nil
+}
+
+// appendWeChatRow writes one detail row, every field behind a backtick. A refund is its own
+// row: the order's numbers, zero order amounts, the refund's amounts, a negative fee.
+func appendWeChatRow(b []byte, f WeChatFile, l Line) []byte {
+	sub := f.SubMchID
+	if sub == "" {
+		sub = "0"
+	}
+	cur := l.Currency
+	if cur == "" {
+		cur = "CNY"
+	}
+	field := func(b []byte, s string) []byte { return append(append(append(b, '`'), s...), ',') }
+	money := func(v int64) string { return formatDecimal(v, fenPlaces, 2) }
+	state, settle, order, refundID, refundNo, refund, apply, refundType, refundState := "SUCCESS",
+		money(received(l)), money(l.AmountMinor), "0", "0", "0.00", "0.00", "", ""
+	if l.Kind == Refund {
+		state, settle, order, refundID, refundNo = "REFUND", "0.00", "0.00", "50"+l.PlatformTradeNo, l.RefundNo
+		refund, apply, refundType, refundState = money(received(l)), money(l.AmountMinor), "ORIGINAL", "SUCCESS"
+		if l.Pending {
+			refundState = "PROCESSING"
+		}
+	}
+	b = field(b, l.At.In(chinaTime).Format(timeLayout))
+	for _, s := range []string{f.AppID, f.MchID, sub, "", l.PlatformTradeNo, l.OutTradeNo,
+		"oZWaCKXip5njeEiloC4oeOV1TTsk", "JSAPI", state, "OTHERS", cur, settle, "0.00", refundID, refundNo,
+		refund, "0.00", refundType, refundState, "微信支付测试", "", formatDecimal(l.FeeMilliFen, milliFenPlaces, 5),
+		"0.60%", order, apply} {
+		b = field(b, s)
+	}
+	return append(b, "`\n"...)
+}
+
+// SampleLines yields n deterministic bill lines of day, for tests and benchmarks: payments
+// with varied amounts and a 0.6% fee, and every refundEvery-th line (0: none) a refund of the
+// payment before it. Order numbers are prefix + the line's index.
+func SampleLines(day time.Time, prefix string, n, refundEvery int) iter.Seq[Line] {
+	base := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 1, 0, chinaTime)
+	return func(yield func(Line) bool) {
+		var last Line
+		for i := range n {
+			at := base.Add(time.Duration(i%86000) * time.Second)
+			l := Line{Kind: Payment, Currency: "CNY", OutTradeNo: prefix + strconv.Itoa(i),
+				PlatformTradeNo: fmt.Sprintf("2019091622001%015d", i),
+				AmountMinor:     int64(i%9973 + 1), At: at, CreatedAt: at.Add(-time.Minute)}
+			l.FeeMilliFen = l.AmountMinor * 6
+			if refundEvery > 0 && i%refundEvery == refundEvery-1 && last.OutTradeNo != "" {
+				l = last
+				l.Kind, l.RefundNo, l.FeeMilliFen = Refund, "re_"+last.OutTradeNo, -last.FeeMilliFen
+				l.At = last.At.Add(time.Minute)
+			}
+			if !yield(l) {
+				return
+			}
+			last = l
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package statementrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/statement"
+)
+
+var shanghai = mustZone("Asia/Shanghai")
+
+func mustZone(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}
+
+const (
+	alipayMerchant = "2021000000000001"
+	wechatMerchant = "1900000001"
+)
+
+func merchantOf(p reconcile.Platform) string {
+	if p == reconcile.Alipay {
+		return alipayMerchant
+	}
+	return wechatMerchant
+}
+
+// env is one test's database, store and runner.
+type env struct {
+	t      testing.TB
+	db     *repotest.DB
+	store  *repo.Store
+	runner *Runner
+}
+
+func setup(t testing.TB) *env {
+	t.Helper()
+	db := repotest.NewDB(t)
+	store := repo.NewStore(db.DB)
+	applier := reconcile.NewApplier(store, nil, reconcile.ApplierSettings{}, zerolog.Nop())
+	return &env{t: t, db: db, store: store, runner: NewRunner(store, applier, store.Runs(), nil, 8, zerolog.Nop())}
+}
+
+// order is a local order to seed.
+type order struct {
+	platform   reconcile.Platform
+	merchant   string
+	outTradeNo string
+	amount     int64
+	currency   string
+	status     reconcile.Status
+	tradeNo    string
+	paidAt     time.Time
+}
+
+func (e *env) insert(o order) int64 {
+	e.t.Helper()
+	if o.currency == "" {
+		o.currency = "CNY"
+	}
+	var trade, paid any
+	if o.tradeNo != "" {
+		trade = o.tradeNo
+	}
+	if !o.paidAt.IsZero() {
+		paid = o.paidAt
+	}
+	var id int64
+	err := e.db.DB.Get(&id, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, currency, status,
+		platform_trade_no, paid_at, paid_amount_minor, created_at)
+		VALUES ($1, $2, $3, $4::bigint, $5, $6, $7::text, $8::timestamptz, CASE WHEN $7::text IS NULL THEN NULL ELSE $4::bigint END, now() - interval '3 days') RETURNING id`,
+		string(o.platform), o.merchant, o.outTradeNo, o.amount, o.currency, string(o.status), trade, paid)
+	if err != nil {
+		e.t.Fatalf("insert order %s: %v", o.outTradeNo, err)
+	}
+	return id
+}
+
+// writeBill writes lines as the platform's real file (an Alipay zip, a gzipped WeChat Pay
+// CSV) and returns its path.
+func writeBill(t testing.TB, p reconcile.Platform, day Day, lines []statement.Line) string {
+	t.Helper()
+	var b bytes.Buffer
+	var err error
+	name := "bill.zip"
+	if p == reconcile.Alipay {
+		_, err = statement.WriteAlipayZip(&b, statement.AlipayFile{UserID: "20880211096256330156", Day: day.Start}, slices.Values(lines))
+	} else {
+		name = "bill.csv.gz"
+		_, _, err = statement.WriteWeChatCSV(&b, statement.WeChatFile{AppID: "wx0000000000000001", MchID: wechatMerchant, Gzip: true}, slices.Values(lines))
+	}
+	if err != nil {
+		t.Fatalf("write bill: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func (e *env) runFile(p reconcile.Platform, day Day, path string, dry bool) (Result, error) {
+	e.t.Helper()
+	acct := Account{Key: reconcile.AccountKey{Platform: p, MerchantID: merchantOf(p)}, Source: FileSource{Platform: p, Path: path}}
+	return e.runner.Run(context.Background(), Spec{Day: day, Accounts: []Account{acct}, DryRun: dry})
+}
+
+// memSource is an in-memory bill whose reader fails with failErr after failAfter lines.
+type memSource struct {
+	lines     []statement.Line
+	failAfter int
+	failErr   error
+}
+
+func (m memSource) Bill(context.Context, Day) (Bill, error) {
+	return Bill{Reader: &memReader{src: m}, SHA256: "mem"}, nil
+}
+
+type memReader struct {
+	src memSource
+	i   int
+	tot statement.Totals
+}
+
+func (r *memReader) Next() (statement.Line, error) {
+	if r.src.failErr != nil && r.i == r.src.failAfter {
+		return statement.Line{}, r.src.failErr
+	}
+	if r.i == len(r.src.lines) {
+		return statement.Line{}, io.EOF
+	}
+	l := r.src.lines[r.i]
+	r.i++
+	l.No = r.i + 5
+	if l.Kind == statement.Refund {
+		r.tot.Refunds++
+		r.tot.RefundsMinor += l.AmountMinor
+	} else {
+		r.tot.Payments++
+		r.tot.PaymentsMinor += l.AmountMinor
+	}
+	return l, nil
+}
+
+func (r *memReader) Totals() statement.Totals { return r.tot }
+
+// snapshot is everything a statement run may write, for "nothing changed" assertions.
+type snapshot struct {
+	Orders, Events, Outbox, Findings, Sightings, Days, Lines, Held, Runs int64
+	DaysDigest, OrdersDigest, HeldDigest                                 string
+}
+
+func (e *env) snapshot() snapshot {
+	e.t.Helper()
+	var s snapshot
+	err := e.db.DB.QueryRow(`SELECT
+		(SELECT count(*) FROM payment_orders), (SELECT count(*) FROM payment_events), (SELECT count(*) FROM fulfillment_outbox),
+		(SELECT count(*) FROM reconcile_mismatches), (SELECT COALESCE(sum(seen_count), 0) FROM reconcile_mismatches),
+		(SELECT count(*) FROM statement_days), (SELECT count(*) FROM statement_lines), (SELECT count(*) FROM statement_held),
+		(SELECT count(*) FROM reconcile_runs),
+		(SELECT COALESCE(md5(string_agg(d::text, ',' ORDER BY platform, merchant_id, bill_date)), '') FROM statement_days d),
+		(SELECT COALESCE(md5(string_agg(o::text, ',' ORDER BY id)), '') FROM payment_orders o),
+		(SELECT COALESCE(md5(string_agg(h::text, ',' ORDER BY order_id)), '') FROM statement_held h)`).Scan(
+		&s.Orders, &s.Events, &s.Outbox, &s.Findings, &s.Sightings, &s.Days, &s.Lines, &s.Held, &s.Runs,
+		&s.DaysDigest, &s.OrdersDigest, &s.HeldDigest)
+	if err != nil {
+		e.t.Fatalf("snapshot: %v", err)
+	}
+	return s
+}
+
+func (e *env) findings(p reconcile.Platform) map[string]string {
+	e.t.Helper()
+	rows, err := e.db.DB.Query(`SELECT out_trade_no, kind FROM reconcile_mismatches WHERE platform = $1`, string(p))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var o, k string
+		if err := rows.Scan(&o, &k); err != nil {
+			e.t.Fatal(err)
+		}
+		out[o] = k
+	}
+	return out
+}
+
+func isRejected(err error) bool { return errors.Is(err, statement.ErrRejected) }

@@ -1,0 +1,183 @@
+package statementrun
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/statement"
+)
+
+// Day is one business day: midnight to midnight in the platforms' zone.
+type Day struct {
+	Date       string // YYYY-MM-DD
+	Start, End time.Time
+}
+
+// ParseDay reads a YYYY-MM-DD date as the day it names in loc.
+func ParseDay(s string, loc *time.Location) (Day, error) {
+	t, err := time.ParseInLocation(time.DateOnly, s, loc)
+	if err != nil {
+		return Day{}, fmt.Errorf("want a date such as 2026-11-28, got %q", s)
+	}
+	return dayOf(t, loc), nil
+}
+
+// Yesterday is the day before now's in loc: the newest bill the platforms publish.
+func Yesterday(now time.Time, loc *time.Location) Day {
+	n := now.In(loc)
+	return dayOf(time.Date(n.Year(), n.Month(), n.Day()-1, 0, 0, 0, 0, loc), loc)
+}
+
+func dayOf(t time.Time, loc *time.Location) Day {
+	start := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+	// AddDate, not 24h: a day in a zone with daylight saving may be 23 or 25 hours long.
+	return Day{Date: start.Format(time.DateOnly), Start: start, End: start.AddDate(0, 0, 1)}
+}
+
+// Prev is the day before.
+func (d Day) Prev() Day { return dayOf(d.Start.AddDate(0, 0, -1), d.Start.Location()) }
+
+// Bill is one day's bill, open for streaming.
+type Bill struct {
+	Reader   statement.Reader
+	SHA256   string // hex SHA-256 of the raw file as received
+	Location string // where the raw file is kept; "" when it was not kept
+	Close    func() error
+}
+
+// Source gets one account's bill of one day: a file someone downloaded, or the platform.
+type Source interface {
+	Bill(ctx context.Context, day Day) (Bill, error)
+}
+
+// FileSource is a bill a person downloaded from the merchant portal (--file).
+type FileSource struct {
+	Platform reconcile.Platform
+	Path     string
+}
+
+// Bill hashes the file (so the day's record names exactly what was reconciled), then opens it.
+func (f FileSource) Bill(_ context.Context, _ Day) (Bill, error) {
+	sum, err := fileSHA256(f.Path)
+	if err != nil {
+		return Bill{}, err
+	}
+	abs, err := filepath.Abs(f.Path)
+	if err != nil {
+		abs = f.Path
+	}
+	r, err := statement.Open(f.Platform, f.Path)
+	if err != nil {
+		return Bill{}, err
+	}
+	return Bill{Reader: r, SHA256: sum, Location: abs, Close: r.Close}, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("open bill: %w", err)
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", fmt.Errorf("read bill %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// BillDownloader is what a platform's bill client does: save the account's bill of day (its
+// date in China time) into dir. An unpublished bill is a *platformclient.BillNotReadyError in
+// the error chain, naming the time to retry.
+type BillDownloader interface {
+	DownloadBill(ctx context.Context, day time.Time, dir string) (platformclient.BillInfo, error)
+}
+
+// PlatformSource downloads the bill from the platform. With Keep set the file stays under
+// Keep/<platform>/<merchant>/ and the day's record names it; otherwise it goes to a
+// temporary directory removed once the bill has been read, and only its digest is kept.
+type PlatformSource struct {
+	Platform reconcile.Platform
+	Merchant string
+	Client   BillDownloader
+	Keep     string
+}
+
+// Bill downloads the day's bill and opens it; a WeChat Pay bill is checked against the SHA1
+// the platform declared while it is read.
+func (s PlatformSource) Bill(ctx context.Context, day Day) (Bill, error) {
+	dir, cleanup, err := s.dir()
+	if err != nil {
+		return Bill{}, err
+	}
+	got, err := s.Client.DownloadBill(ctx, day.Start, dir)
+	if err != nil {
+		cleanup()
+		return Bill{}, err
+	}
+	var opts []statement.Option
+	if strings.EqualFold(got.HashType, "SHA1") && got.HashValue != "" {
+		opts = append(opts, statement.WithSHA1(got.HashValue))
+	}
+	r, err := statement.Open(s.Platform, got.Path, opts...)
+	if err != nil {
+		cleanup()
+		return Bill{}, err
+	}
+	b := Bill{Reader: r, SHA256: got.SHA256, Close: func() error { err := r.Close(); cleanup(); return err }}
+	if s.Keep != "" {
+		b.Location = got.Path
+	}
+	return b, nil
+}
+
+func (s PlatformSource) dir() (string, func(), error) {
+	if s.Keep == "" {
+		d, err := os.MkdirTemp("", "payrecon-bill-*")
+		if err != nil {
+			return "", nil, fmt.Errorf("bill download directory: %w", err)
+		}
+		return d, func() { os.RemoveAll(d) }, nil
+	}
+	d := filepath.Join(s.Keep, string(s.Platform), s.Merchant)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", nil, fmt.Errorf("bill archive directory: %w", err)
+	}
+	return d, func() {}, nil
+}
+
+// dayChecked refuses a bill whose own header names another period than the day being
+// reconciled (an Alipay bill of the wrong day given with --file would otherwise repair
+// nothing and hold the whole day).
+type dayChecked struct {
+	statement.Reader
+	day     Day
+	checked bool
+}
+
+func (r *dayChecked) Next() (statement.Line, error) {
+	l, err := r.Reader.Next()
+	if r.checked || (err != nil && !errors.Is(err, io.EOF)) {
+		return l, err
+	}
+	r.checked = true
+	hr, ok := r.Reader.(statement.HeaderReader)
+	if !ok {
+		return l, err
+	}
+	if h := hr.Header(); !h.Start.IsZero() && !h.Start.Equal(r.day.Start) {
+		return statement.Line{}, &statement.RejectError{File: "bill", Reason: fmt.Sprintf("the bill covers the day from %s, not %s",
+			h.Start.Format(time.DateTime), r.day.Date)}
+	}
+	return l, err
+}

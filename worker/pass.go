@@ -1,0 +1,121 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/push"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/render"
+)
+
+// PassOutput says where a pass prints: Out gets a dry run's lines and the run's summary;
+// Progress, when not nil, a backfill's progress bar (give it a terminal only).
+type PassOutput struct {
+	Out      io.Writer
+	Progress io.Writer
+}
+
+// RunPass runs one pass with the app's observers (the metrics, the overhead histogram, a dry
+// run's printer, a backfill's progress bar), then logs the process's figures, records (and
+// in run mode pushes) the run's metrics and prints its summary. The error is the pass's own,
+// for the command to map to an exit code.
+func (a *App) RunPass(ctx context.Context, spec reconcile.PassSpec, out PassOutput) (reconcile.Run, error) {
+	overhead := &overheadHistogram{}
+	obs := observers{a.metrics, overhead}
+	if spec.DryRun {
+		obs = append(obs, render.NewDryRunPrinter(out.Out))
+	}
+	var bar *progressbar.ProgressBar
+	if spec.Mode == reconcile.ModeBackfill && out.Progress != nil {
+		bar = newProgress(ctx, a, spec, out.Progress)
+		obs = append(obs, progressObserver{bar})
+	}
+	run, err := a.Runner(obs).Pass(ctx, spec)
+	if bar != nil {
+		bar.Finish() //nolint:errcheck // cosmetic
+		fmt.Fprintln(out.Progress)
+	}
+	if errors.Is(err, reconcile.ErrLockHeld) {
+		return run, err
+	}
+	if run.ID != 0 {
+		rss, cpu := ProcessStats()
+		a.log.Info().Int64("run_id", run.ID).Int64("peak_rss_kib", rss).Float64("cpu_seconds", cpu.Seconds()).
+			Int64("overhead_p50_us", overhead.quantile(0.5).Microseconds()).Int64("overhead_p99_us", overhead.quantile(0.99).Microseconds()).
+			Int64("scanned", run.Counts.Scanned).Msg("process stats")
+		a.metrics.RecordRun(run)
+		a.observeBacklog(ctx)
+		render.RunSummary(out.Out, run)
+	}
+	if spec.Mode == reconcile.ModeOnce {
+		a.pushMetrics(run, err == nil)
+	}
+	return run, err
+}
+
+// observeBacklog refreshes the oldest-pending-order gauge.
+func (a *App) observeBacklog(ctx context.Context) {
+	age, err := a.store.OldestPendingAge(ctx, time.Now(), a.cfg.Lookback)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("could not measure the pending backlog")
+		return
+	}
+	a.metrics.SetOldestPendingAge(age)
+}
+
+// pushMetrics push-adds the run's metrics to the Pushgateway, grouped by job and shard. The
+// last-success time goes along only when the pass succeeded, so an alert on its age fires
+// when passes keep failing.
+func (a *App) pushMetrics(run reconcile.Run, ok bool) {
+	if a.cfg.PushgatewayURL == "" {
+		return
+	}
+	// The shard's one spelling, "i/n", made a URL path segment: "i-of-n".
+	group := strings.Replace(a.cfg.Shard.String(), "/", "-of-", 1)
+	p := push.New(a.cfg.PushgatewayURL, "payrecon_reconciler").Grouping("shard", group).Gatherer(a.metrics.Registry())
+	if ok {
+		a.metrics.MarkSuccess()
+		p = p.Collector(a.metrics.LastSuccess())
+	}
+	if err := p.Add(); err != nil {
+		a.log.Warn().Err(err).Msg("could not push metrics to the Pushgateway")
+	}
+}
+
+func newProgress(ctx context.Context, a *App, spec reconcile.PassSpec, w io.Writer) *progressbar.ProgressBar {
+	from, to, after := spec.From, spec.To, reconcile.Cursor{}
+	if spec.Resume != 0 {
+		if run, err := a.store.Runs().LoadRun(ctx, spec.Resume); err == nil {
+			from, to, after = run.WindowFrom, run.WindowTo, run.Cursor.Min() // an upper bound: accounts resume apart
+		}
+	}
+	total, err := a.store.CountWindow(ctx, from, to, spec.Shard, after)
+	if err != nil {
+		total = -1
+	}
+	return progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("backfill"),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("orders"),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSetPredictTime(true))
+}
+
+type progressObserver struct{ bar *progressbar.ProgressBar }
+
+func (p progressObserver) Checked(reconcile.Check) { p.bar.Add(1) } //nolint:errcheck // cosmetic
+
+// observers fans one check out to several observers.
+type observers []reconcile.Observer
+
+func (o observers) Checked(c reconcile.Check) {
+	for _, x := range o {
+		if x != nil {
+			x.Checked(c)
+		}
+	}
+}
