@@ -6,7 +6,7 @@ GO       ?= go
 SERVICES := scripts/with-services.sh
 PKGS     := ./...
 
-.PHONY: all build test test-deps demo vet fmt-check bench clean screenshots sim
+.PHONY: all build test test-deps demo vet fmt-check bench soak clean screenshots sim
 
 all: build
 
@@ -73,6 +73,13 @@ bench:
 screenshots: test-deps
 	mkdir -p out/screenshots
 	$(SERVICES) $(GO) test -count=1 -v -run '^TestBrowserReview$$' -artifacts -outputdir $(CURDIR)/out/screenshots ./console/ | grep -E 'screenshot:|^(ok|FAIL|---)'
+
+# The kill -9 soak, long: run and serve SIGKILLed at random moments under a callback storm,
+# a clean run after each, the invariants checked every time (`make test` runs 10
+# iterations). SOAK_SEED=N replays one schedule of kills.
+SOAK_ITERATIONS ?= 200
+soak:
+	$(SERVICES) env SOAK_ITERATIONS=$(SOAK_ITERATIONS) $(GO) test -race -count=1 -timeout 120m -v -run '^TestE2ESoakKill9$$' ./cmd/reconciler/
 
 clean:
 	rm -rf bin out

@@ -19,6 +19,7 @@ import (
 // Config is every setting of the reconciler.
 type Config struct {
 	DatabaseURL     string
+	DatabaseTimeout time.Duration // per read or write on a worker's database connection; 0: none
 	Listen          string
 	AdminListen     string
 	Timezone        *time.Location

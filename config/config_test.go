@@ -33,7 +33,7 @@ func TestDefaults(t *testing.T) {
 		"listen": c.Listen == ":8080", "admin": c.AdminListen == ":9090", "timezone": c.Timezone.String() == "Asia/Shanghai",
 		"redis": c.RedisURL == "", "lease": c.ClaimLease == 60*time.Second, "ttl": c.ClaimTTL == 25*time.Hour,
 		"grace": c.Grace == 2*time.Minute, "lookback": c.Lookback == 72*time.Hour, "order ttl": c.OrderTTL == 2*time.Hour,
-		"prefix": c.ClaimPrefix == "pay:notify:", "timeout": c.PlatformTimeout == 10*time.Second,
+		"prefix": c.ClaimPrefix == "pay:notify:", "timeout": c.PlatformTimeout == 10*time.Second, "db timeout": c.DatabaseTimeout == 30*time.Second,
 		"recheck": c.RecheckMin == time.Minute && c.RecheckMax == time.Hour, "close": c.CloseAtPlatform,
 		"notify wait": c.NotifyWait == 2*time.Second, "shard": c.Shard == reconcile.Shard{Index: 0, Count: 1}, "dry": !c.DryRun,
 		"alipay gw": c.Alipay.Gateway == "https://openapi.alipay.com/gateway.do",
@@ -63,6 +63,7 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		want  any
 	}{
 		"database-url":                 {"postgres://a@b/c", "postgres://x@y/z", func(c Config) any { return c.DatabaseURL }, "postgres://a@b/c"},
+		"database-timeout":             {"5s", "0s", func(c Config) any { return c.DatabaseTimeout }, 5 * time.Second},
 		"log-level":                    {"debug", "warn", func(c Config) any { return c.LogLevel }, "debug"},
 		"log-format":                   {"console", "json", func(c Config) any { return c.LogFormat }, "console"},
 		"timezone":                     {"UTC", "Europe/Paris", func(c Config) any { return c.Timezone.String() }, "UTC"},

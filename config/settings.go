@@ -72,6 +72,7 @@ var settings = []setting{
 		}
 		return checkURL(c.DatabaseURL, "postgres", "postgresql")
 	}},
+	{"database-timeout", "30s", GroupDatabase, kString, "how long run and serve wait for PostgreSQL to answer one statement before dropping the connection (a half-open connection otherwise hangs them); 0s: forever", durationInto(func(c *Config) *time.Duration { return &c.DatabaseTimeout }, true)},
 	{"log-level", "info", GroupLog, kString, "debug, info, warn or error", func(c *Config, v string) error {
 		c.LogLevel = v
 		return oneOf(v, "debug", "info", "warn", "error")

@@ -20,6 +20,11 @@ func Open(ctx context.Context, url string) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	return ping(ctx, db)
+}
+
+// ping sizes the pool and checks the connection.
+func ping(ctx context.Context, db *sqlx.DB) (*sqlx.DB, error) {
 	db.SetMaxOpenConns(32)
 	db.SetMaxIdleConns(32)
 	db.SetConnMaxIdleTime(5 * time.Minute)

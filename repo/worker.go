@@ -72,8 +72,13 @@ func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Or
 			FROM picked WHERE o.id = picked.id
 			RETURNING %s`, selectDue, n+1, n+2, prefixed("o.", takeColumns))
 	}
+	// Retried on a broken connection: if the lost attempt did lease orders, they are the
+	// ones an expired lease frees, the retry takes the next ones.
 	var rows []takenRow
-	if err := s.db.SelectContext(ctx, &rows, query, args...); err != nil {
+	if err := retryConn(ctx, func() error {
+		rows = rows[:0]
+		return s.db.SelectContext(ctx, &rows, query, args...)
+	}); err != nil {
 		return nil, fmt.Errorf("take orders after %s: %w", q.After, err)
 	}
 	out := make([]reconcile.Order, len(rows))
@@ -130,14 +135,18 @@ func prefixed(prefix, cols string) string {
 }
 
 // Checked implements reconcile.WorkQueue. A lease taken over by another pass (ours expired)
-// is left to that pass.
+// is left to that pass. Retried on a broken connection.
 func (s *Store) Checked(ctx context.Context, c reconcile.CheckRecord) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE payment_orders SET
+	err := retryConn(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, `UPDATE payment_orders SET
 			lease_until = NULL, lease_owner = NULL, last_checked_at = $3,
 			next_check_at = CASE WHEN status = 'PENDING' THEN $4 ELSE next_check_at END,
 			check_count = CASE WHEN status = 'PENDING' AND $5 THEN check_count + 1 ELSE check_count END
-		WHERE id = $1 AND (lease_owner = $2 OR lease_owner IS NULL)`,
-		c.OrderID, c.Owner, c.Now, c.NextCheck, c.Backoff)
+		WHERE id = $1 AND (lease_owner = $2 OR lease_owner IS NULL)
+		  AND last_checked_at IS DISTINCT FROM $3 -- a retry after a lost answer counts the check once`,
+			c.OrderID, c.Owner, c.Now, c.NextCheck, c.Backoff)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("schedule next check of order %d: %w", c.OrderID, err)
 	}
@@ -191,7 +200,10 @@ func (r *Runs) save(ctx context.Context, run reconcile.Run) error {
 		args = append(args, rc.Value(c))
 	}
 	args = append(args, run.DryRun, nullTime(run.FinishedAt), run.LockName, pid, start)
-	_, err := r.store.db.ExecContext(ctx, saveRunSQL, args...)
+	err := retryConn(ctx, func() error {
+		_, err := r.store.db.ExecContext(ctx, saveRunSQL, args...)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("save run %d: %w", run.ID, err)
 	}

@@ -71,7 +71,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatfor
 			return nil, &config.Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: "no platform account configured: list accounts in RECONCILER_ACCOUNTS_FILE, or set RECONCILER_ALIPAY_APP_ID and/or RECONCILER_WECHATPAY_MCHID with their keys"}
 		}
 	}
-	db, err := repo.Open(ctx, cfg.DatabaseURL)
+	db, err := repo.OpenWithTimeout(ctx, cfg.DatabaseURL, cfg.DatabaseTimeout)
 	if err != nil {
 		a.Close()
 		return nil, err
