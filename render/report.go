@@ -288,7 +288,7 @@ type reportJSON struct {
 	Summary     []summaryView   `json:"summary"`
 	Totals      summaryView     `json:"totals"`
 	Findings    []FindingView   `json:"findings"`
-	Runs        []repo.RunRow      `json:"runs"`
+	Runs        []repo.RunRow   `json:"runs"`
 	RunTotals   repo.RunTotals  `json:"run_totals"`
 	Statements  []statementView `json:"statements"`
 }
