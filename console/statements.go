@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo"
 )
@@ -29,7 +28,7 @@ func (p statementsPage) L(key string) string { return render.Label(render.Lang(p
 
 // MilliFen is an amount in thousandths of a fen for people: ¥1,234.56789. Fees are kept to five
 // decimals because a platform's per-line fee rounds away otherwise.
-func (p statementsPage) MilliFen(mf int64) string { return yuanMilliFen(mf) }
+func (p statementsPage) MilliFen(mf int64) string { return render.YuanMilliFen(mf) }
 
 // statementPeriod reads the page's from/to bill dates (both included; empty: the week ending
 // today in the console's zone) into the half-open [first, end) the store takes.
@@ -97,23 +96,4 @@ func sumDays(days []repo.StatementDayRow) repo.StatementDayRow {
 		t.Held += d.Held
 	}
 	return t
-}
-
-// yuanMilliFen is reconcile.FormatYuanMilliFen (the arithmetic, five decimals) with the yuan
-// sign and digit groups people read: ¥1,234.56789, -¥0.60000.
-func yuanMilliFen(mf int64) string {
-	s := reconcile.FormatYuanMilliFen(mf)
-	sign := ""
-	if rest, ok := strings.CutPrefix(s, "-"); ok {
-		sign, s = "-", rest
-	}
-	whole, frac, _ := strings.Cut(s, ".")
-	var b strings.Builder
-	for i, r := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return sign + "¥" + b.String() + "." + frac
 }

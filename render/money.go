@@ -8,11 +8,17 @@ import (
 
 // Yuan is an amount for people: ¥1,234.56 (-¥5.00), from integer minor units with no float
 // in between (reconcile.FormatYuan does the arithmetic; this only groups the digits).
-func Yuan(minor int64) string {
-	s := reconcile.FormatYuan(minor)
+func Yuan(minor int64) string { return withYuanSign(reconcile.FormatYuan(minor)) }
+
+// YuanMilliFen is an amount in thousandths of a fen (fees, net) as people read it, to the
+// five decimals finance signs off: ¥1,234.56789, -¥0.60000.
+func YuanMilliFen(mf int64) string { return withYuanSign(reconcile.FormatYuanMilliFen(mf)) }
+
+// withYuanSign puts the yuan sign and digit groups on a decimal amount ("-1234.56").
+func withYuanSign(s string) string {
 	sign := ""
-	if strings.HasPrefix(s, "-") {
-		sign, s = "-", s[1:]
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		sign, s = "-", rest
 	}
 	whole, frac, _ := strings.Cut(s, ".")
 	var b strings.Builder
