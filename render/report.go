@@ -45,6 +45,9 @@ const (
 	cellText cellKind = iota
 	cellInt
 	cellAmount // an amount in fen, shown as yuan
+	// cellMilliFen is an amount in thousandths of a fen (fees, net), shown as yuan to five
+	// decimals; text in the XLSX, so no spreadsheet rounds it to the fen.
+	cellMilliFen
 	cellTime
 )
 
@@ -60,10 +63,11 @@ type repCell struct {
 	Coded bool   // S is a label key
 }
 
-func rcText(s string) repCell { return repCell{Kind: cellText, S: s} }
-func rcCode(s string) repCell { return repCell{Kind: cellText, S: s, Coded: true} }
-func rcInt(n int64) repCell   { return repCell{Kind: cellInt, N: n} }
-func rcYuan(n int64) repCell  { return repCell{Kind: cellAmount, N: n} }
+func rcText(s string) repCell    { return repCell{Kind: cellText, S: s} }
+func rcCode(s string) repCell    { return repCell{Kind: cellText, S: s, Coded: true} }
+func rcInt(n int64) repCell      { return repCell{Kind: cellInt, N: n} }
+func rcYuan(n int64) repCell     { return repCell{Kind: cellAmount, N: n} }
+func rcMilliFen(n int64) repCell { return repCell{Kind: cellMilliFen, N: n} }
 func rcTime(t time.Time) repCell {
 	return repCell{Kind: cellTime, T: &t}
 }
@@ -176,13 +180,15 @@ func (d ReportDoc) statementSection() repSection {
 			"received", "fees", "net", "lines", "matched", "repaired", "found", "held", "bill_sha256", "bill_location"},
 		// Day, account and the figures finance signs off; the digest and location stay in
 		// the XLSX and CSV.
-		HTMLCols: []htmlCol{{0, 8}, {1, 7}, {2, 10}, {3, 6}, {4, 8}, {5, 6}, {6, 8}, {7, 8}, {8, 8}, {9, 8},
-			{10, 6}, {11, 6}, {12, 6}, {13, 5}, {14, 5}}}
+		// Received, bill lines and held stay in the XLSX and CSV too: the page keeps
+		// columns wide enough that no heading breaks inside a word.
+		HTMLCols: []htmlCol{{0, 9}, {1, 8}, {2, 11}, {3, 8}, {4, 9}, {5, 7}, {6, 9}, {8, 8}, {9, 10},
+			{11, 7}, {12, 7}, {13, 7}}}
 	var tot repo.StatementDayRow
 	for _, s := range d.Report.Statements {
 		sec.Rows = append(sec.Rows, []repCell{rcText(s.BillDate), rcCode(s.Platform), rcText(s.MerchantID), rcInt(int64(s.Payments)),
 			rcYuan(s.PaymentsMinor), rcInt(int64(s.Refunds)), rcYuan(s.RefundsMinor), rcYuan(s.ReceivedMinor),
-			rcText(reconcile.FormatYuanMilliFen(s.FeeMilliFen)), rcText(reconcile.FormatYuanMilliFen(s.NetMilliFen)),
+			rcMilliFen(s.FeeMilliFen), rcMilliFen(s.NetMilliFen),
 			rcInt(int64(s.Lines)), rcInt(int64(s.Matched)), rcInt(int64(s.Repaired)), rcInt(int64(s.Found)), rcInt(int64(s.Held)),
 			rcText(s.BillSHA256), rcText(s.BillLocation)})
 		tot.Payments, tot.PaymentsMinor, tot.Refunds, tot.RefundsMinor = tot.Payments+s.Payments, tot.PaymentsMinor+s.PaymentsMinor, tot.Refunds+s.Refunds, tot.RefundsMinor+s.RefundsMinor
@@ -191,8 +197,8 @@ func (d ReportDoc) statementSection() repSection {
 	}
 	if len(sec.Rows) > 0 {
 		sec.Totals = []repCell{rcCode("total"), rcText(""), rcText(""), rcInt(int64(tot.Payments)), rcYuan(tot.PaymentsMinor),
-			rcInt(int64(tot.Refunds)), rcYuan(tot.RefundsMinor), rcYuan(tot.ReceivedMinor), rcText(reconcile.FormatYuanMilliFen(tot.FeeMilliFen)),
-			rcText(reconcile.FormatYuanMilliFen(tot.NetMilliFen)), rcInt(int64(tot.Lines)), rcInt(int64(tot.Matched)),
+			rcInt(int64(tot.Refunds)), rcYuan(tot.RefundsMinor), rcYuan(tot.ReceivedMinor), rcMilliFen(tot.FeeMilliFen),
+			rcMilliFen(tot.NetMilliFen), rcInt(int64(tot.Lines)), rcInt(int64(tot.Matched)),
 			rcInt(int64(tot.Repaired)), rcInt(int64(tot.Found)), rcInt(int64(tot.Held)), rcText(""), rcText("")}
 	}
 	return sec
@@ -253,6 +259,8 @@ func (d ReportDoc) csvRecord(key string, row []repCell) []string {
 			rec = append(rec, strconv.FormatInt(c.N, 10))
 		case cellAmount:
 			rec = append(rec, reconcile.FormatYuan(c.N))
+		case cellMilliFen:
+			rec = append(rec, reconcile.FormatYuanMilliFen(c.N))
 		case cellTime:
 			rec = append(rec, rfc3339In(*c.T, d.Loc))
 		default:

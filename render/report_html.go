@@ -56,6 +56,8 @@ func (d ReportDoc) htmlCells(row []repCell, cols []htmlCol) []htmlCell {
 			out[j] = htmlCell{Text: strconv.FormatInt(c.N, 10), Class: "num"}
 		case cellAmount:
 			out[j] = htmlCell{Text: Yuan(c.N), Class: "num"}
+		case cellMilliFen:
+			out[j] = htmlCell{Text: YuanMilliFen(c.N), Class: "num"}
 		case cellTime:
 			out[j] = htmlCell{Text: c.T.In(d.Loc).Format(htmlTime), Class: "time"}
 		default:
@@ -71,7 +73,7 @@ func (d ReportDoc) htmlColumns(s repSection) []htmlColumn {
 	out := make([]htmlColumn, len(s.HTMLCols))
 	for j, col := range s.HTMLCols {
 		class := ""
-		if len(s.Rows) > 0 && (s.Rows[0][col.i].Kind == cellInt || s.Rows[0][col.i].Kind == cellAmount) {
+		if len(s.Rows) > 0 && (s.Rows[0][col.i].Kind == cellInt || s.Rows[0][col.i].Kind == cellAmount || s.Rows[0][col.i].Kind == cellMilliFen) {
 			class = "num"
 		}
 		out[j] = htmlColumn{Label: Label(d.lang(), s.Header[col.i]), Width: col.width, Class: class}

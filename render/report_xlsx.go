@@ -165,6 +165,9 @@ func (s *xlsxSheet) row(style int, cells []repCell) {
 			err = s.f.SetCellDefault(s.sheet, ref, reconcile.FormatYuan(c.N))
 			shown = Yuan(c.N)
 			st = s.money
+		case cellMilliFen:
+			shown = reconcile.FormatYuanMilliFen(c.N)
+			err = s.f.SetCellStr(s.sheet, ref, shown)
 		case cellTime:
 			shown = c.T.In(s.loc).Format(time.DateTime)
 			err = s.f.SetCellStr(s.sheet, ref, shown)
