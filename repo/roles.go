@@ -111,6 +111,21 @@ func RolesSQL(ctx context.Context, db *sqlx.DB) (string, error) {
 // is granted and the outcome carries the SQL to hand to an administrator: that is not an
 // error (a managed database's migrating role often lacks CREATEROLE).
 func SetupRoles(ctx context.Context, db *sqlx.DB) (RolesOutcome, error) {
+	// Two migrates at once would GRANT on the same tables at once, which PostgreSQL refuses
+	// ("tuple concurrently updated"): the migrate lock serialises them here too.
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return RolesOutcome{}, fmt.Errorf("roles: connect: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrateLockKey); err != nil {
+		return RolesOutcome{}, fmt.Errorf("roles: take the migrate lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrateLockKey) //nolint:errcheck // the session ends with the connection anyway
+	return setupRoles(ctx, db)
+}
+
+func setupRoles(ctx context.Context, db *sqlx.DB) (RolesOutcome, error) {
 	var out RolesOutcome
 	var may bool
 	if err := db.GetContext(ctx, &may, `SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user`); err != nil {

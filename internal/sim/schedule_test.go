@@ -137,13 +137,19 @@ func (s *seedRun) requeue(cb callback) {
 // startPass runs a pass (or backfill) in a process of its own; it may be interrupted (a
 // signal: drain and record) or crash (at a random point: nothing more reaches the
 // database or Redis, its lock session dies, its row and leases stay behind).
+// passDeadline bounds one simulated pass in real time (seeds take well under a second).
+const passDeadline = 20 * time.Second
+
 func (s *seedRun) startPass(mode reconcile.RunMode, crashAfter, interruptAfter time.Duration) {
 	proc := s.process()
 	runner := s.runner(proc, 1+s.rng.Intn(4))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		ctx, cancel := context.WithCancel(context.Background())
+		// A deadline, as a CronJob's activeDeadlineSeconds is: the simulated processes share
+		// one small pool, and passes that each hold their lock session while waiting for
+		// another connection could otherwise wait for each other for ever.
+		ctx, cancel := context.WithTimeout(context.Background(), passDeadline)
 		defer cancel()
 		crashed := make(chan struct{})
 		switch {
