@@ -102,13 +102,13 @@ var names = map[string]map[string]string{
 		reconcile.AuditAcknowledge: "acknowledged", reconcile.AuditResolve: "resolved", reconcile.AuditPropose: "proposed",
 		reconcile.AuditApprove: "approved", reconcile.AuditReject: "rejected", reconcile.AuditReopen: "reopened by new evidence",
 		"PENDING": "Pending", "PAID": "Paid", "CLOSED": "Closed", "FAILED": "Failed", "REFUNDED": "Refunded",
-		"notify": "Callback", "reconcile": "Reconciliation", "backfill": "Backfill", "statement": "Statement",
+		"notify": "Callback", "reconcile": "Reconciliation", "backfill": "Backfill",
 	},
 	"zh": {
 		reconcile.AuditAcknowledge: "确认知悉", reconcile.AuditResolve: "处理", reconcile.AuditPropose: "提议",
 		reconcile.AuditApprove: "批准", reconcile.AuditReject: "驳回", reconcile.AuditReopen: "因新证据重新打开",
 		"PENDING": "待支付", "PAID": "已支付", "CLOSED": "已关闭", "FAILED": "失败", "REFUNDED": "已退款",
-		"notify": "回调", "reconcile": "对账", "backfill": "补查", "statement": "对账单",
+		"notify": "回调", "reconcile": "对账", "backfill": "补查",
 	},
 }
 
