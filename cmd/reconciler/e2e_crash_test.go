@@ -24,22 +24,27 @@ func TestE2ESIGKILLedRunIsTakenOverAtOnce(t *testing.T) {
 		e.seed(e2eOrder{platform: reconcile.Alipay, otn: otn, amount: int64(100 + i), createdAt: e2eAgo(10 * time.Minute)})
 		e.paidAtPlatform(reconcile.Alipay, otn, int64(100+i))
 	}
-	// Slow answers, few workers: the pass is a few seconds long, and a kill lands while
-	// orders are leased and waiting on the platform.
+	// Slow answers, few workers: the first orders are repaired while the rest wait. Once a
+	// repair has landed, every further query hangs, so the orders the run takes next stay
+	// leased until the kill (a leased count read just before the kill could otherwise race
+	// the run finishing one batch and taking the next).
 	e.sb.SetFault(reconcile.Alipay, sandbox.Fault{Latency: sandbox.Duration(400 * time.Millisecond)})
 	env := []string{"RECONCILER_CONCURRENCY=4"}
 	first := e.start(env, "run")
-	e2eEventually(t, 30*time.Second, "the first run to repair some orders and hold leases", func() bool {
-		return first.exited() || (e.count(`SELECT count(*) FROM payment_orders WHERE status = 'PAID'`) > 0 &&
-			e.count(`SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL`) > 0)
+	e2eEventually(t, 30*time.Second, "the first run to repair some orders", func() bool {
+		return first.exited() || e.count(`SELECT count(*) FROM payment_orders WHERE status = 'PAID'`) > 0
+	})
+	e.sb.SetFault(reconcile.Alipay, sandbox.Fault{Hang: true})
+	const leasedLong = `SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL AND lease_until > now() + interval '1 minute'`
+	e2eEventually(t, 30*time.Second, "the first run to hold leases on orders whose queries hang", func() bool {
+		return first.exited() || e.count(leasedLong) > 0
 	})
 	if first.exited() {
 		t.Fatalf("the first run ended (exit %d) before it could be killed", first.exitCode())
 	}
 	first.signal(t, syscall.SIGKILL)
 	first.wait(t, 10*time.Second)
-	leased := e.count(`SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL AND lease_until > now() + interval '1 minute'`)
-	if leased == 0 {
+	if e.count(leasedLong) == 0 {
 		t.Fatal("the killed run left no lease: the test did not kill it mid-pass")
 	}
 	killed := e.lastRun()
