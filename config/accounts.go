@@ -260,8 +260,14 @@ func (a *AlipayAccount) check(allowInsecure, signing bool) error {
 	if err := checkIdentity(a.FieldError, "app_id", a.AppID, "gateway", &a.Gateway, DefaultAlipayGateway, &a.QPS, allowInsecure); err != nil {
 		return err
 	}
+	// Verifying an Alipay notification needs only Alipay's key or certificates, so a
+	// callback-only process forgets the app's private key even where the shared accounts
+	// file names it: the key file need not be mounted there, and is never read.
+	if !signing {
+		a.PrivateKeyFile = ""
+	}
 	var files []struct{ field, path string }
-	if signing || a.PrivateKeyFile != "" {
+	if signing {
 		files = append(files, struct{ field, path string }{"private_key_file", a.PrivateKeyFile})
 	}
 	if a.CertMode() {

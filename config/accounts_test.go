@@ -192,6 +192,11 @@ func TestVerifyOnlyAccountsNeedNoPrivateKey(t *testing.T) {
 	wechatEnv := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db",
 		"RECONCILER_WECHATPAY_MCHID": "1900", "RECONCILER_WECHATPAY_APIV3_KEY_FILE": v3,
 		"RECONCILER_WECHATPAY_PUBLIC_KEY_FILE": pub, "RECONCILER_WECHATPAY_PUBLIC_KEY_ID": "PUB_KEY_ID_1"}
+	// The accounts file every pod shares names the private key; a callback pod does not mount it.
+	accounts := filepath.Join(dir, "accounts.yaml")
+	os.WriteFile(accounts, []byte("alipay:\n  - app_id: \"2021\"\n    private_key_file: "+filepath.Join(dir, "absent.pem")+ //nolint:errcheck
+		"\n    public_key_file: "+pub+"\n"), 0o600)
+	unmountedKey := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db", "RECONCILER_ACCOUNTS_FILE": accounts}
 	certMode := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db",
 		"RECONCILER_WECHATPAY_MCHID": "1900", "RECONCILER_WECHATPAY_APIV3_KEY_FILE": v3}
 	cases := []struct {
@@ -201,6 +206,8 @@ func TestVerifyOnlyAccountsNeedNoPrivateKey(t *testing.T) {
 		wantErr    string
 	}{
 		{"alipay, verifying", alipayEnv, true, ""},
+		{"alipay file, verifying, private key named but not mounted", unmountedKey, true, ""},
+		{"alipay file, signing, private key not mounted", unmountedKey, false, `alipay account "2021": private_key_file: cannot read key file`},
 		{"alipay, signing", alipayEnv, false, "RECONCILER_ALIPAY_PRIVATE_KEY_FILE: is required"},
 		{"wechat public key, verifying", wechatEnv, true, ""},
 		{"wechat public key, signing", wechatEnv, false, "RECONCILER_WECHATPAY_SERIAL_NO: is required"},
@@ -218,6 +225,11 @@ func TestVerifyOnlyAccountsNeedNoPrivateKey(t *testing.T) {
 			if tc.wantErr == "" {
 				if err != nil || c.Accounts.Len() != 1 {
 					t.Fatalf("got %v with %d accounts", err, c.Accounts.Len())
+				}
+				for _, a := range c.Accounts.Alipay {
+					if a.PrivateKeyFile != "" {
+						t.Errorf("a verify-only Alipay account keeps private_key_file %q: serve would read the key", a.PrivateKeyFile)
+					}
 				}
 				return
 			}
