@@ -979,9 +979,34 @@ func mountedFile(c corev1.Container, volumes map[string]corev1.Volume, path stri
 		if vm.SubPath != "" || err != nil || rel == "." || strings.HasPrefix(rel, "..") || strings.Contains(rel, "/") {
 			continue
 		}
-		return volumes[vm.Name], rel, true
+		v := volumes[vm.Name]
+		// A volume that lists items holds those files only, each under its own path.
+		var items []corev1.KeyToPath
+		switch {
+		case v.Secret != nil:
+			items = v.Secret.Items
+		case v.ConfigMap != nil:
+			items = v.ConfigMap.Items
+		}
+		if len(items) == 0 {
+			return v, rel, true
+		}
+		for _, it := range items {
+			if it.Path == rel {
+				return v, it.Key, true
+			}
+		}
+		return corev1.Volume{}, "", false
 	}
 	return corev1.Volume{}, "", false
+}
+
+// callbackOnly reports a serve container without a schedule: it only verifies callbacks,
+// so the binary drops the Alipay accounts' private keys and needs none mounted.
+func callbackOnly(c corev1.Container, env map[string]string) bool {
+	return len(c.Args) > 0 && c.Args[0] == "serve" && !slices.ContainsFunc(c.Args, func(a string) bool {
+		return strings.HasPrefix(a, "--schedule")
+	}) && env["RECONCILER_SCHEDULE"] == ""
 }
 
 // accountFile is one key or certificate file an account names.
@@ -1088,6 +1113,9 @@ func keyFileProblems(dir string, c corev1.Container, cms map[string]*corev1.Conf
 			continue
 		}
 		for _, f := range accountFiles(accounts) {
+			if callbackOnly(c, env) && f.field == "private_key_file" && strings.HasPrefix(f.account, "alipay ") {
+				continue
+			}
 			secretFile(fmt.Sprintf("%s (%s %s)", name, f.account, f.field), f.path)
 		}
 	}
@@ -1488,5 +1516,36 @@ func TestStatementCronJob(t *testing.T) {
 		if r.OnExitCodes != nil && slices.Contains(r.OnExitCodes.Values, 1) {
 			t.Errorf("rule %+v acts on exit 1: a bill not ready yet must be retried (counted)", r)
 		}
+	}
+}
+
+// The internet-facing callbacks pod holds no Alipay private key: none of the files the
+// accounts name as an Alipay private_key_file is mounted in its reconciler container, while
+// every file it verifies with is (keyFileProblems checks those).
+func TestCallbackPodMountsNoAlipayPrivateKey(t *testing.T) {
+	f := newServeFixture(t)
+	env := effectiveEnv(*f.c, f.cms)
+	if !callbackOnly(*f.c, env) {
+		t.Fatalf("serve-deployment.yaml runs %v: the callbacks pod is expected to run serve without a schedule", f.c.Args)
+	}
+	accounts, err := loadAccounts(t.TempDir(), f.cms[accountsConfigMap].Data[accountsKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(accounts.Alipay) == 0 {
+		t.Fatal("the example accounts file has no Alipay account to check")
+	}
+	for _, a := range accounts.Alipay {
+		if _, key, ok := mountedFile(*f.c, f.volumes, a.PrivateKeyFile); ok {
+			t.Errorf("alipay account %s: its private key %s is mounted (Secret key %q) in the callbacks pod", a.AppID, a.PrivateKeyFile, key)
+		}
+	}
+	if problems, _ := keyFileProblems(t.TempDir(), *f.c, f.cms, f.secrets, f.volumes); len(problems) != 0 {
+		t.Errorf("the callbacks pod lacks files it verifies with: %q", problems)
+	}
+	// The check has teeth: a container with a schedule signs requests and needs the keys.
+	f.setEnv("RECONCILER_SCHEDULE", "*/5 * * * *")
+	if problems, _ := keyFileProblems(t.TempDir(), *f.c, f.cms, f.secrets, f.volumes); len(problems) == 0 {
+		t.Error("serve with a schedule and no Alipay private key mounted passed the key-file check")
 	}
 }
