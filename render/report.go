@@ -137,9 +137,10 @@ func (d ReportDoc) sections(lang Lang) []repSection {
 		Header: FindingCSVHeader, Filter: true,
 		// id, kind, platform, merchant, our order, platform trade, ours, theirs, at stake,
 		// review status, seen, first seen, resolution: what fits a page at widths where no
-		// word breaks (the XLSX has every column).
-		HTMLCols: []htmlCol{{0, 3}, {1, 10}, {2, 7}, {3, 7}, {4, 10}, {5, 9}, {6, 8}, {7, 8}, {8, 8},
-			{14, 10}, {11, 5}, {12, 7}, {15, 8}}}
+		// word, merchant account (16 digits), amount or date breaks; only a 28-digit trade
+		// number may, inside its cell (the XLSX has every column).
+		HTMLCols: []htmlCol{{0, 3}, {1, 8}, {2, 7}, {3, 12}, {4, 9}, {5, 10}, {6, 7}, {7, 7}, {8, 7},
+			{14, 9}, {11, 5}, {12, 8}, {15, 8}}}
 	for _, f := range r.Findings {
 		order := rcText("")
 		if f.OrderID != nil {
