@@ -54,10 +54,20 @@ func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Or
 		args = append(args, string(q.Account.Platform), q.Account.MerchantID)
 		filter += fmt.Sprintf(` AND platform = $%d AND merchant_id = $%d`, len(args)-1, len(args))
 	}
+	// Free: never leased, or the lease ran out. A pass also takes back its own leases past
+	// the cursor: every order it still has in flight lies at or before the cursor, so a row
+	// leased to it beyond the cursor is one a take leased but whose answer was lost (a
+	// connection cut after the commit), which would otherwise wait out the whole lease.
+	free := `(lease_until IS NULL OR lease_until < $3)`
+	n := len(args)
+	if !q.DryRun {
+		args = append(args, q.Now.Add(q.Lease), q.Owner)
+		free = fmt.Sprintf(`(lease_until IS NULL OR lease_until < $3 OR lease_owner = $%d)`, n+2)
+	}
 	selectDue := `SELECT id FROM payment_orders
 		WHERE ` + filter + `
 		  AND (created_at, id) > ($1, $2)
-		  AND (lease_until IS NULL OR lease_until < $3)
+		  AND ` + free + `
 		  AND shard_hash % $5 = $6
 		ORDER BY created_at, id
 		LIMIT $4`
@@ -65,15 +75,13 @@ func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Or
 	if q.DryRun {
 		query = `SELECT ` + takeColumns + ` FROM payment_orders WHERE id IN (` + selectDue + `)`
 	} else {
-		n := len(args)
-		args = append(args, q.Now.Add(q.Lease), q.Owner)
 		query = fmt.Sprintf(`WITH picked AS (%s FOR UPDATE SKIP LOCKED)
 			UPDATE payment_orders o SET lease_until = $%d, lease_owner = $%d
 			FROM picked WHERE o.id = picked.id
 			RETURNING %s`, selectDue, n+1, n+2, prefixed("o.", takeColumns))
 	}
-	// Retried on a broken connection: if the lost attempt did lease orders, they are the
-	// ones an expired lease frees, the retry takes the next ones.
+	// Retried on a broken connection: if the lost attempt did lease orders, the retry (same
+	// owner, same cursor) takes them back.
 	var rows []takenRow
 	if err := retryConn(ctx, func() error {
 		rows = rows[:0]
