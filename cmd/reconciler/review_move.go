@@ -15,11 +15,6 @@ import (
 	"github.com/payrecon/payrecon/worker"
 )
 
-// exitStale is a review move refused because the finding's evidence changed since the
-// version the reviewer named: look again, then retry. Distinct from 1 so a script can tell
-// "read it again" from "it failed".
-const exitStale = 4
-
 // moveUsage is each move command's synopsis and what it does.
 var moveUsage = map[string][2]string{
 	"ack": {"reconciler mismatches ack ID --by NAME [--note TEXT] [--version V]",
@@ -44,7 +39,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 			fs.StringVar(&o.Resolution, "resolution", "", "refunded, adjusted, written_off, accepted or false_positive (required)")
 		}
 		if name != "reject" {
-			fs.Int64Var(&o.Version, "version", 0, "the evidence version you read (mismatches show); a changed finding is refused (exit 4)")
+			fs.Int64Var(&o.Version, "version", 0, "the evidence version you read (mismatches show); a changed finding is refused (exit 1: evidence changed)")
 		}
 		fs.StringVar(&o.By, "by", "", "reviewer's name (required; also RECONCILER_REVIEWER)")
 		fs.StringVar(&o.Note, "note", "", "note to keep with the finding and the audit row")
@@ -94,7 +89,9 @@ func moveError(name string, id int64, err error) error {
 	case errors.Is(err, reconcile.ErrNotFound):
 		return fmt.Errorf("mismatches %s: no finding with id %d", name, id)
 	case errors.Is(err, reconcile.ErrStaleEvidence):
-		return &exitError{code: exitStale, err: fmt.Errorf("mismatches %s: %w; run: reconciler mismatches show %d", name, err, id)}
+		// Exit 1, as when someone else moved the finding first: the contract's codes are 0-3,
+		// and the message (evidence changed, look again) tells a person what to do.
+		return &exitError{code: exitFailed, err: fmt.Errorf("mismatches %s: %w; run: reconciler mismatches show %d", name, err, id)}
 	case errors.Is(err, reconcile.ErrSelfApproval), errors.Is(err, reconcile.ErrBadReview):
 		return usagef("mismatches %s: %v", name, err)
 	case errors.As(err, &te):
