@@ -40,7 +40,12 @@ type StatementTx struct {
 // BeginStatement opens the day's transaction, waits for the account's statement lock and
 // creates the staging table.
 func (s *Store) BeginStatement(ctx context.Context, day StatementDay, runID int64) (*StatementTx, error) {
-	tx, err := s.db.BeginTxx(ctx, nil)
+	// The transaction itself is not bound to ctx: database/sql rolls a cancelled
+	// transaction back from a goroutine of its own, which would then read the connection
+	// while a COPY's response loop is still reading it (two readers on one session, caught
+	// by the race detector when a signal came mid-stream). Each statement still takes ctx,
+	// and the caller's Rollback ends the transaction once the COPY is closed.
+	tx, err := s.db.BeginTxx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return nil, fmt.Errorf("statement %s %s: begin: %w", day.Account, day.Date, err)
 	}
