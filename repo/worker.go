@@ -218,6 +218,46 @@ func (r *Runs) save(ctx context.Context, run reconcile.Run) error {
 	return nil
 }
 
+// TakeOverStatementRuns marks interrupted every other statement run still "running" whose
+// liveness lock nobody holds. A statement run holds an advisory lock of its own name (the
+// row's lock_name) from before its row exists until after it recorded its end, so a row
+// whose lock can be taken belongs to a run that stopped without finishing: its process died
+// (SIGKILL, OOM, a lost node) or its last write failed. Statement runs of different accounts
+// may run at once, so, unlike a pass's shard lock, the lock says only whether that one run
+// is alive. It returns the ids taken over; a run whose lock is held lives, and is left.
+func (s *Store) TakeOverStatementRuns(ctx context.Context, by int64) ([]int64, error) {
+	var open []struct {
+		ID   int64  `db:"id"`
+		Lock string `db:"lock_name"`
+	}
+	if err := s.db.SelectContext(ctx, &open, `SELECT id, lock_name FROM reconcile_runs
+		WHERE mode = 'statement' AND status = 'running' AND id <> $1 AND lock_name IS NOT NULL ORDER BY id`, by); err != nil {
+		return nil, fmt.Errorf("find unfinished statement runs: %w", err)
+	}
+	locker := s.Locker().WithWait(0) // a live run's lock is held: asking again would only wait
+	var dead []int64
+	for _, r := range open {
+		lock, ok, err := locker.TryLock(ctx, r.Lock)
+		if err != nil {
+			return dead, err
+		}
+		if !ok {
+			continue
+		}
+		res, err := s.db.ExecContext(ctx, `UPDATE reconcile_runs SET status = 'interrupted', finished_at = now(),
+			error = 'stopped without finishing (process died or could not record its end); taken over by run ' || $2::bigint
+			WHERE id = $1 AND status = 'running'`, r.ID, by)
+		lock.Unlock()
+		if err != nil {
+			return dead, fmt.Errorf("mark statement run %d interrupted: %w", r.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			dead = append(dead, r.ID)
+		}
+	}
+	return dead, nil
+}
+
 func sessionArgs(s reconcile.Session) (pid, start any) {
 	if s.PID == 0 {
 		return nil, nil

@@ -7,6 +7,8 @@ package statementrun
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -108,12 +110,19 @@ var ErrLinesFailed = errors.New("some bill lines could not be applied")
 // statement, scanned = bill lines). Each account's day stands alone: one account's rejected
 // or unpublished bill does not stop the others. The error joins every account's failure.
 func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
+	lock, err := r.holdLiveness(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("statement %s: %w", spec.Day.Date, err)
+	}
+	defer lock.Unlock()
 	run := reconcile.Run{Mode: reconcile.ModeStatement, Status: reconcile.RunRunning, StartedAt: r.now(),
-		WindowFrom: spec.Day.Start, WindowTo: spec.Day.End, Shard: reconcile.Shard{Index: 0, Count: 1}, DryRun: spec.DryRun}
+		WindowFrom: spec.Day.Start, WindowTo: spec.Day.End, Shard: reconcile.Shard{Index: 0, Count: 1}, DryRun: spec.DryRun,
+		LockName: lock.name, Session: lock.Session}
 	if err := r.runs.StartRun(ctx, &run); err != nil {
 		return Result{}, fmt.Errorf("statement %s: record the run: %w", spec.Day.Date, err)
 	}
 	log := r.log.With().Int64("run_id", run.ID).Str("bill_date", spec.Day.Date).Bool("dry_run", spec.DryRun).Logger()
+	r.takeOverDead(ctx, log, run.ID)
 	res := Result{}
 	var errs []error
 	for _, acct := range spec.Accounts {
@@ -135,7 +144,7 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 			r.observer.DayReconciled(d)
 		}
 	}
-	err := errors.Join(errs...)
+	err = errors.Join(errs...)
 	run.Status, run.FinishedAt = reconcile.RunSucceeded, r.now()
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -176,5 +185,41 @@ func addCounts(c *reconcile.CounterValues, d DayResult) {
 	c.Errors += int64(d.Tally.Errors)
 	if d.Err != nil && d.Tally.Errors == 0 {
 		c.Errors++
+	}
+}
+
+// liveness is the advisory lock a statement run holds from before its row exists until after
+// it recorded its end: a later run that can take it knows this run stopped without finishing.
+type liveness struct {
+	reconcile.HeldLock
+	name string
+}
+
+func (r *Runner) holdLiveness(ctx context.Context) (liveness, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return liveness{}, fmt.Errorf("name the run's lock: %w", err)
+	}
+	name := "payrecon:statement:" + hex.EncodeToString(b[:])
+	lock, ok, err := r.store.Locker().WithWait(0).TryLock(ctx, name)
+	if err != nil {
+		return liveness{}, fmt.Errorf("take the run's lock: %w", err)
+	}
+	if !ok { // a random 64-bit name nobody else holds
+		return liveness{}, fmt.Errorf("take the run's lock %s: held by another session", name)
+	}
+	return liveness{HeldLock: lock, name: name}, nil
+}
+
+// takeOverDead marks interrupted the statement runs that stopped without finishing (their
+// process died, or their end could not be written), so no row stays "running" for ever. A
+// failure here is logged: it costs this run nothing.
+func (r *Runner) takeOverDead(ctx context.Context, log zerolog.Logger, runID int64) {
+	dead, err := r.store.TakeOverStatementRuns(ctx, runID)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not look for statement runs that died")
+	}
+	for _, id := range dead {
+		log.Warn().Int64("dead_run_id", id).Msg("took over a statement run whose process died")
 	}
 }
