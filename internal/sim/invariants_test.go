@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -121,7 +122,19 @@ func (s *seedRun) safety(snap snapshot) []string {
 	if snap.dupes > 0 {
 		v = append(v, fmt.Sprintf("%d duplicated finding rows", snap.dupes))
 	}
+	for k := range snap.findings {
+		if kind := k[strings.LastIndex(k, "/")+1:]; !explained[reconcile.MismatchKind(kind)] {
+			v = append(v, fmt.Sprintf("finding %s, which nothing at the platform explains", k))
+		}
+	}
 	return v
+}
+
+// explained are the finding kinds the simulated platform can cause: a wrong amount, a second
+// payment, a refund. Every order is ours and of the right merchant, nothing closed is paid
+// (safety), and a bill lists every payment of its day, so anything else is a false finding.
+var explained = map[reconcile.MismatchKind]bool{
+	reconcile.MismatchAmount: true, reconcile.MismatchDuplicatePayment: true, reconcile.MismatchRefundedAtPlatform: true,
 }
 
 // converged: after the faults stop and clean passes run, every order agrees with the

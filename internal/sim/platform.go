@@ -78,6 +78,15 @@ type Trade struct {
 	Payments []string
 }
 
+// Movement is one payment or refund as the platform's daily bill lists it.
+type Movement struct {
+	OutTradeNo string
+	TradeNo    string
+	Amount     int64
+	At         time.Time
+	Refund     bool
+}
+
 // Platform is an in-process payment platform implementing reconcile.PlatformClient. Its
 // truth changes only through Set, Pay and Refund; each call may fail on purpose with the
 // platform client's error kinds (5xx and truncated bodies retryable, 429 throttled, a bad
@@ -90,7 +99,8 @@ type Platform struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
 	trades map[string]*Trade
-	rate   float64 // probability that a call fails
+	moves  []Movement // every payment and refund, in order: what the platform's bill lists
+	rate   float64    // probability that a call fails
 	hang   time.Duration
 	calls  atomic.Int64
 }
@@ -150,18 +160,34 @@ func (p *Platform) Pay(otn, tradeNo string, amount int64, at time.Time) bool {
 		return false
 	}
 	t.Payments = append(t.Payments, tradeNo)
+	p.moves = append(p.moves, Movement{OutTradeNo: otn, TradeNo: tradeNo, Amount: amount, At: at})
 	return true
 }
 
-// Refund refunds a paid trade.
-func (p *Platform) Refund(otn string) bool {
+// Refund refunds a paid trade in full at the given time.
+func (p *Platform) Refund(otn string, at time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t, ok := p.trades[otn]; ok && t.State == reconcile.StatePaid {
 		t.State = reconcile.StateRefunded
+		p.moves = append(p.moves, Movement{OutTradeNo: otn, TradeNo: t.TradeNo, Amount: t.Amount, At: at, Refund: true})
 		return true
 	}
 	return false
+}
+
+// Movements are the payments and refunds made in [from, to) so far, in the order they
+// happened: the bill the platform publishes for that day (early, for a day not yet over).
+func (p *Platform) Movements(from, to time.Time) []Movement {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Movement
+	for _, m := range p.moves {
+		if !m.At.Before(from) && m.At.Before(to) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // fault picks this call's fault ("" for none) and its latency.

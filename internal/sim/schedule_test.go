@@ -11,7 +11,7 @@ import (
 )
 
 func newSeedRun(w *world, seed int64) *seedRun {
-	s := &seedRun{w: w, seed: seed, rng: rand.New(rand.NewSource(seed)), faults: &sim.Faults{}}
+	s := &seedRun{w: w, seed: seed, start: time.Now(), rng: rand.New(rand.NewSource(seed)), faults: &sim.Faults{}}
 	s.ali = sim.NewPlatform(reconcile.Alipay, aliMerchant, seed*7+1, s.faults)
 	s.wx = sim.NewPlatform(reconcile.WechatPay, wxMerchant, seed*7+2, s.faults)
 	s.claims = sim.NewSwitch(w.up, w.down)
@@ -64,7 +64,7 @@ func (s *seedRun) setTruth(o order) {
 	case r < 17:
 		o.pl.Set(o.otn, sim.Trade{State: reconcile.StateOpen})
 		s.pay(o, o.amount)
-		o.pl.Refund(o.otn)
+		o.pl.Refund(o.otn, s.now().Truncate(time.Second))
 	default:
 		o.pl.Set(o.otn, sim.Trade{State: reconcile.StateOpen})
 		s.pay(o, o.amount)

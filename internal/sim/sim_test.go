@@ -172,7 +172,10 @@ func (s *seedRun) run(ctx context.Context) (int, []string, error) {
 	s.wg.Wait()
 	t2 := time.Now()
 	defer func() { phaseTimes.add(t1.Sub(t0), t2.Sub(t1), time.Since(t2)) }()
-	// The faults stop.
+	// The faults stop. The clean phase's pool drops the idle sessions the schedule's kills
+	// may have left dead.
+	s.w.cleanPool.SetMaxIdleConns(0)
+	s.w.cleanPool.SetMaxIdleConns(4)
 	s.ali.SetFaults(0, 0)
 	s.wx.SetFaults(0, 0)
 	s.claims.SetDown(false)
@@ -203,6 +206,16 @@ func (s *seedRun) run(ctx context.Context) (int, []string, error) {
 	violations = append(violations, s.converged(snap)...)
 	violations = append(violations, s.durable(snap)...)
 	violations = append(violations, s.claimsWithinLease(ctx)...)
+	if len(violations) == 0 {
+		// The converged world, reconciled against its day's bills: still safe, and a second
+		// run of the same day changes nothing.
+		violations = append(violations, s.rerunChangesNothing(ctx)...)
+		if snap, err = s.read(ctx); err != nil {
+			return rounds + 1, nil, err
+		}
+		violations = append(violations, s.safety(snap)...)
+		violations = append(violations, s.converged(snap)...)
+	}
 	if len(violations) > 0 && testing.Verbose() {
 		violations = append(violations, s.runsReport(ctx))
 	}
@@ -232,7 +245,8 @@ func (s *seedRun) runsReport(ctx context.Context) string {
 }
 
 // clean is one round without faults: every queued callback delivered, then a backfill
-// and a run pass in one process.
+// and a run pass in one process; and where a statement run stopped without finishing, the
+// day's statement again, which takes it over as the next morning's would.
 func (s *seedRun) clean(ctx context.Context) {
 	for tries := 0; tries < 3 && len(s.pending) > 0; tries++ {
 		s.deliver(ctx, len(s.pending))
@@ -240,4 +254,11 @@ func (s *seedRun) clean(ctx context.Context) {
 	r := s.runner(s.process(), 4)
 	r.Pass(ctx, s.spec(reconcile.ModeBackfill)) //nolint:errcheck // judged by the invariants
 	r.Pass(ctx, s.spec(reconcile.ModeOnce))     //nolint:errcheck
+	var open int
+	if s.w.db.GetContext(ctx, &open, `SELECT count(*) FROM reconcile_runs WHERE mode = 'statement' AND status = 'running'`) == nil && open > 0 {
+		if st, spec, cleanup, err := s.statementRun(2, s.w.cleanPool); err == nil {
+			st.Run(ctx, spec) //nolint:errcheck
+			cleanup()
+		}
+	}
 }

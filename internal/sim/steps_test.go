@@ -7,16 +7,18 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// step does one random thing to the world: a pass, a backfill, callbacks, a change at the
-// platform, or a fault.
+// step does one random thing to the world: a pass, a backfill, callbacks, a statement run
+// over the day's bills, a change at the platform, or a fault.
 func (s *seedRun) step(ctx context.Context, state *faultState) {
 	switch r := s.rng.Intn(100); {
 	case r < 18:
 		s.startPass(reconcile.ModeOnce, s.crashDelay(), s.interruptDelay())
 	case r < 28:
 		s.startPass(reconcile.ModeBackfill, s.crashDelay(), s.interruptDelay())
-	case r < 50:
+	case r < 46:
 		s.deliver(ctx, 1+s.rng.Intn(4))
+	case r < 50:
+		s.startStatement(s.interruptDelay())
 	case r < 60:
 		s.platformChange()
 	case r < 68:
@@ -80,7 +82,7 @@ func (s *seedRun) platformChange() {
 		s.pay(o, o.amount)
 	case t.State == reconcile.StatePaid && s.rng.Intn(2) == 0:
 		s.faults.Add("refund")
-		o.pl.Refund(o.otn)
+		o.pl.Refund(o.otn, s.now().Truncate(time.Second))
 	case t.State == reconcile.StatePaid:
 		s.faults.Add("paid_twice")
 		s.pay(o, o.amount)

@@ -35,12 +35,15 @@ type world struct {
 	admin *sqlx.DB // the server's maintenance database: ALTER DATABASE, pg_terminate_backend
 	// pool is the simulated processes' connections: a process is its wrappers (a crash
 	// mutes them), so they can share one pool and not pay for new sessions every seed.
-	pool   *sqlx.DB
-	redis  *repotest.Redis
-	rc     *redis.Client
-	up     reconcile.Claimer
-	down   reconcile.Claimer
-	closed []func()
+	pool *sqlx.DB
+	// cleanPool serves the statement runs of the clean phase, one at a time. A statement
+	// run of the schedule gets a pool of its own (statementRun).
+	cleanPool *sqlx.DB
+	redis     *repotest.Redis
+	rc        *redis.Client
+	up        reconcile.Claimer
+	down      reconcile.Claimer
+	closed    []func()
 }
 
 func newWorld(t testing.TB) *world {
@@ -65,12 +68,19 @@ func newWorld(t testing.TB) *world {
 		t.Fatal(err)
 	}
 	// The server's connections are shared with every other test running meanwhile: a
-	// worker holds at most 6 + 3 + 1 of them (passes wait for a connection, never fail).
+	// worker holds at most 6 + 4 + 3 + 1 of them, and 4 more for each statement run of its
+	// schedule (runs wait for a connection, never fail).
 	w.pool.SetMaxOpenConns(6)
 	w.pool.SetMaxIdleConns(6)
 	w.db.SetMaxOpenConns(3)
 	w.db.SetMaxIdleConns(3)
 	t.Cleanup(func() { w.pool.Close() })
+	if w.cleanPool, err = sqlx.Open("postgres", w.db.URL); err != nil {
+		t.Fatal(err)
+	}
+	w.cleanPool.SetMaxOpenConns(4)
+	w.cleanPool.SetMaxIdleConns(4)
+	t.Cleanup(func() { w.cleanPool.Close() })
 	t.Cleanup(func() {
 		w.admin.Exec(`ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` RESET statement_timeout`) //nolint:errcheck
 		w.admin.Close()
@@ -94,7 +104,7 @@ func (w *world) reset(ctx context.Context) error {
 		return err
 	}
 	if _, err := w.db.ExecContext(ctx, `TRUNCATE payment_orders, payment_events, fulfillment_outbox, reconcile_mismatches,
-		reconcile_mismatch_audit, reconcile_runs RESTART IDENTITY CASCADE`); err != nil {
+		reconcile_mismatch_audit, reconcile_runs, statement_lines, statement_days, statement_held RESTART IDENTITY CASCADE`); err != nil {
 		return fmt.Errorf("truncate: %w", err)
 	}
 	return w.flush(ctx)
@@ -181,6 +191,7 @@ func (o order) expiry() time.Time {
 type seedRun struct {
 	w      *world
 	seed   int64
+	start  time.Time // when the seed began, on the simulated clock: its bills' business day
 	rng    *rand.Rand
 	faults *sim.Faults
 	offset atomic.Int64 // the simulated clock's lead over the wall clock

@@ -1,0 +1,178 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/internal/sim"
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/statement"
+	"github.com/payrecon/payrecon/statementrun"
+)
+
+// billZone is the platforms' business day.
+var billZone = func() *time.Location {
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		panic(err)
+	}
+	return loc
+}()
+
+// billDay is the business day the seed's trades fall in (when the clock jumps past midnight,
+// later trades are the next day's and stay off this bill).
+func (s *seedRun) billDay() statementrun.Day {
+	d, err := statementrun.ParseDay(s.start.In(billZone).Format(time.DateOnly), billZone)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// startStatement reconciles the seed's day from both platforms' bills as they stand now
+// (published early, as the sandbox does for the demo), written in the real file formats (the
+// Alipay zip of GBK CSVs, the WeChat Pay gzip) and read back by the real readers, through
+// statementrun and the shared apply path. It runs beside passes, callbacks and every fault;
+// sometimes a signal interrupts it. A statement process is not crashed: its day is one
+// transaction, which a killed session already rolls back.
+func (s *seedRun) startStatement(interruptAfter time.Duration) {
+	s.faults.Add("statement_run")
+	runner, spec, cleanup, err := s.statementRun(1+s.rng.Intn(2), nil)
+	if err != nil {
+		s.w.t.Errorf("seed %d: write the bills: %v", s.seed, err)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer cleanup()
+		ctx, cancel := context.WithTimeout(context.Background(), passDeadline)
+		defer cancel()
+		if interruptAfter > 0 {
+			s.faults.Add("statement_interrupted")
+			time.AfterFunc(interruptAfter, cancel)
+		}
+		runner.Run(ctx, spec) //nolint:errcheck // failures are part of the schedule
+	}()
+}
+
+// statementRun writes today's bills of both accounts and builds the runner that reconciles
+// them, over pool (nil: a pool of its own); cleanup removes the files (and its own pool).
+func (s *seedRun) statementRun(concurrency int, pool *sqlx.DB) (*statementrun.Runner, statementrun.Spec, func(), error) {
+	day := s.billDay()
+	dir, err := os.MkdirTemp("", "sim-bills-")
+	if err != nil {
+		return nil, statementrun.Spec{}, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	spec := statementrun.Spec{Day: day}
+	for _, pl := range []*sim.Platform{s.ali, s.wx} {
+		path := filepath.Join(dir, string(pl.Platform()))
+		if err := writeBill(path, pl, day); err != nil {
+			cleanup()
+			return nil, statementrun.Spec{}, nil, err
+		}
+		spec.Accounts = append(spec.Accounts, statementrun.Account{
+			Key:    reconcile.AccountKey{Platform: pl.Platform(), MerchantID: pl.MerchantID()},
+			Source: statementrun.FileSource{Platform: pl.Platform(), Path: path},
+		})
+	}
+	if pool == nil {
+		// A pool of its own, as the statement CronJob is a process of its own: the run holds
+		// two sessions throughout (its liveness lock, the day's transaction) and its apply
+		// workers need more. Sharing a small pool with another statement run waiting for the
+		// same account's day lock would starve both.
+		db, err := sqlx.Open("postgres", s.w.db.URL)
+		if err != nil {
+			cleanup()
+			return nil, statementrun.Spec{}, nil, err
+		}
+		db.SetMaxOpenConns(2 + concurrency)
+		cleanup = func() { db.Close(); os.RemoveAll(dir) }
+		pool = db
+	}
+	store := repo.NewStore(pool)
+	applier := reconcile.NewApplier(store, s.claims, s.applierSettings(), zerolog.Nop())
+	return statementrun.NewRunner(store, applier, store.Runs(), nil, concurrency, zerolog.Nop()), spec, cleanup, nil
+}
+
+// writeBill writes the platform's bill of day as its merchant portal would hand it out.
+func writeBill(path string, pl *sim.Platform, day statementrun.Day) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	lines := billLines(pl, day)
+	if pl.Platform() == reconcile.Alipay {
+		_, err = statement.WriteAlipayZip(f, statement.AlipayFile{UserID: "20880000000000010156", Day: day.Start}, slices.Values(lines))
+	} else {
+		_, _, err = statement.WriteWeChatCSV(f, statement.WeChatFile{MchID: pl.MerchantID(), Gzip: true}, slices.Values(lines))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s bill: %w", pl.Platform(), err)
+	}
+	return nil
+}
+
+// billLines are the platform's payments and refunds of day as bill lines: a 0.6% fee, the
+// whole amount received, a refund giving the fee back.
+func billLines(pl *sim.Platform, day statementrun.Day) []statement.Line {
+	var lines []statement.Line
+	for _, m := range pl.Movements(day.Start, day.End) {
+		l := statement.Line{Kind: statement.Payment, OutTradeNo: m.OutTradeNo, PlatformTradeNo: m.TradeNo,
+			MerchantID: pl.MerchantID(), Currency: "CNY", AmountMinor: m.Amount, ReceivedMinor: m.Amount,
+			FeeMilliFen: m.Amount * 6, At: m.At.In(billZone), CreatedAt: m.At.Add(-time.Minute).In(billZone)}
+		if m.Refund {
+			l.Kind, l.RefundNo, l.FeeMilliFen = statement.Refund, "RF"+m.OutTradeNo, -l.FeeMilliFen
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// rerunChangesNothing reconciles the day twice more once the world has converged: the first
+// run may still settle lines an interrupted run left, the second must change nothing at all
+// (no order, no finding, no sighting).
+func (s *seedRun) rerunChangesNothing(ctx context.Context) []string {
+	var states [2]string
+	for i := range states {
+		runner, spec, cleanup, err := s.statementRun(2, s.w.cleanPool)
+		if err != nil {
+			return []string{fmt.Sprintf("write the bills: %v", err)}
+		}
+		_, err = runner.Run(ctx, spec)
+		cleanup()
+		if err != nil {
+			return []string{fmt.Sprintf("statement of %s after the clean rounds (run %d): %v", spec.Day.Date, i+1, err)}
+		}
+		if states[i], err = s.fingerprint(ctx); err != nil {
+			return []string{fmt.Sprintf("read the world after statement run %d: %v", i+1, err)}
+		}
+	}
+	if states[0] != states[1] {
+		return []string{fmt.Sprintf("reconciling the day again changed the world:\n    before %s\n    after  %s", states[0], states[1])}
+	}
+	return nil
+}
+
+// fingerprint is every order's state, every finding with its sightings, and the event and
+// outbox counts: what a no-op must leave as it found it.
+func (s *seedRun) fingerprint(ctx context.Context) (string, error) {
+	var out string
+	err := s.w.db.GetContext(ctx, &out, `SELECT concat_ws(' | ',
+		(SELECT string_agg(out_trade_no || '=' || status || '/' || COALESCE(platform_trade_no, '-'), ',' ORDER BY id) FROM payment_orders),
+		(SELECT string_agg(out_trade_no || ':' || kind || 'x' || seen_count || 'v' || evidence_version, ',' ORDER BY id) FROM reconcile_mismatches),
+		'events=' || (SELECT count(*) FROM payment_events), 'outbox=' || (SELECT count(*) FROM fulfillment_outbox))`)
+	return out, err
+}
