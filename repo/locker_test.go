@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -35,16 +36,27 @@ func TestLockerSurvivesKilledIdleSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	other.SetMaxOpenConns(2)
+	// More idle sessions than the lock's own attempts: a long-running serve's pool after a
+	// failover, every idle session dead.
+	const idle = 6
+	other.SetMaxOpenConns(idle)
+	other.SetMaxIdleConns(idle)
 	locker := repo.NewStore(other).Locker().WithWait(0)
 	ctx := context.Background()
-	// Fill the pool with two idle sessions, then kill them.
-	c1, _ := other.Conn(ctx)
-	c2, _ := other.Conn(ctx)
-	c1.Close()
-	c2.Close()
-	if n := terminateOthers(t, db); n < 2 {
-		t.Fatalf("killed %d sessions, want the pool's 2", n)
+	// Fill the pool with idle sessions, then kill them.
+	var conns []*sql.Conn
+	for range idle {
+		c, err := other.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	if n := terminateOthers(t, db); n < idle {
+		t.Fatalf("killed %d sessions, want the pool's %d", n, idle)
 	}
 	lock, ok, err := locker.TryLock(ctx, "payrecon:run:0/1")
 	if err != nil || !ok {

@@ -379,8 +379,10 @@ func (s *Store) Locker() *Locker { return &Locker{store: s, wait: lockWait} }
 // WithWait returns a locker that asks a held lock again for up to d (0: once).
 func (l *Locker) WithWait(d time.Duration) *Locker { return &Locker{store: l.store, wait: d} }
 
-// lockAttempts bounds how many pooled connections one TryLock may find dead: after
-// pg_terminate_backend, every idle connection of the pool may be.
+// lockAttempts is how many connections one TryLock may find dead beyond the pool's idle
+// ones: after pg_terminate_backend or a failover every idle connection of the pool may be
+// dead (each failed attempt discards one), and a fresh one may still meet a server that is
+// not yet back.
 const lockAttempts = 4
 
 // TryLock implements reconcile.Locker. A connection whose session was killed is discarded
@@ -389,7 +391,8 @@ func (l *Locker) TryLock(ctx context.Context, name string) (reconcile.HeldLock, 
 	key := lockKey(name)
 	deadline := time.Now().Add(l.wait)
 	var lastErr error
-	for attempt := 0; attempt < lockAttempts; {
+	attempts := lockAttempts + l.store.db.Stats().Idle
+	for attempt := 0; attempt < attempts; {
 		conn, err := l.store.db.Connx(ctx)
 		if err != nil {
 			return reconcile.HeldLock{}, false, fmt.Errorf("lock %s: connect: %w", name, err)
@@ -427,7 +430,7 @@ func (l *Locker) TryLock(ctx context.Context, name string) (reconcile.HeldLock, 
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
-	return reconcile.HeldLock{}, false, fmt.Errorf("lock %s: %d connections failed: %w", name, lockAttempts, lastErr)
+	return reconcile.HeldLock{}, false, fmt.Errorf("lock %s: %d connections failed: %w", name, attempts, lastErr)
 }
 
 // lockKey is the advisory lock key of a lock name.
