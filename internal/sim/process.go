@@ -209,6 +209,14 @@ func (l processLocker) TryLock(ctx context.Context, name string) (reconcile.Held
 		return lock, ok, err
 	}
 	l.p.mu.Lock()
+	if l.p.dead() {
+		// The crash came while the lock was being taken: Crash found no session to end, so
+		// end it here, as a dead process's socket closes. Checked under the mutex Crash reads
+		// the session under, so one of the two always ends it.
+		l.p.mu.Unlock()
+		lock.Unlock()
+		return reconcile.HeldLock{}, false, ErrCrashed
+	}
 	l.p.session, l.p.unlock = lock.Session, lock.Unlock
 	l.p.mu.Unlock()
 	lock.Unlock = func() {
