@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/internal/sim"
+	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo"
 	"github.com/payrecon/payrecon/statement"
@@ -19,13 +20,7 @@ import (
 )
 
 // billZone is the platforms' business day.
-var billZone = func() *time.Location {
-	loc, err := time.LoadLocation("Asia/Shanghai")
-	if err != nil {
-		panic(err)
-	}
-	return loc
-}()
+var billZone = platformclient.ChinaTime
 
 // billDay is the business day the seed's trades fall in (when the clock jumps past midnight,
 // later trades are the next day's and stay off this bill).
