@@ -273,11 +273,7 @@ func (h *handler) renderFinding(w http.ResponseWriter, r *http.Request, p page, 
 	// The buttons are the moves the review rules allow this person now; approving and
 	// rejecting also need an approver. Each post is decided again by the store.
 	f := d.Finding
-	st := reconcile.FindingReviewState{ID: f.ID, Status: f.ReviewStatus, EvidenceVersion: f.EvidenceVersion, ProposedBy: f.ProposedBy}
-	if f.ProposedVersion != nil {
-		st.ProposedVersion = *f.ProposedVersion
-	}
-	can := reconcile.AvailableReviewActions(st, p.Viewer.Email)
+	can := reconcile.AvailableReviewActions(f.ReviewState(), p.Viewer.Email)
 	fp.CanAck = slices.Contains(can, reconcile.ReviewAcknowledge)
 	fp.CanResolve = slices.Contains(can, reconcile.ReviewResolve)
 	fp.CanApprove = slices.Contains(can, reconcile.ReviewApprove) && p.Viewer.CanApprove()

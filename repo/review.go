@@ -345,7 +345,7 @@ func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewActi
 	if err != nil {
 		return ReviewMove{}, err
 	}
-	d, err := reconcile.DecideReview(cur.reviewState(), req)
+	d, err := reconcile.DecideReview(cur.ReviewState(), req)
 	if err != nil {
 		return ReviewMove{}, err
 	}
@@ -382,8 +382,9 @@ func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewActi
 	return ReviewMove{Finding: updated, Audit: audit}, nil
 }
 
-// reviewState is what the review rules need of a finding.
-func (f Finding) reviewState() reconcile.FindingReviewState {
+// ReviewState is what the review rules need of a finding: the store decides each move on it,
+// and the console asks it which moves to offer.
+func (f Finding) ReviewState() reconcile.FindingReviewState {
 	st := reconcile.FindingReviewState{ID: f.ID, Status: f.ReviewStatus, EvidenceVersion: f.EvidenceVersion,
 		ProposedBy: f.ProposedBy}
 	if f.ProposedVersion != nil {
