@@ -462,16 +462,13 @@ func periodDays(from, to time.Time) (string, string) {
 }
 
 // received is what a line moved for the merchant: positive for a payment, negative for a
-// refund.
+// refund. Every reader fills ReceivedMinor (Alipay's without a 商家实收 column with the
+// order amount), so 0 is a real 0.00: a payment the platform's discounts paid in full.
 func received(l statement.Line) int64 {
-	v := l.ReceivedMinor
-	if v == 0 {
-		v = l.AmountMinor // a reader of a format without the column
-	}
 	if l.Kind == statement.Refund {
-		return -v
+		return -l.ReceivedMinor
 	}
-	return v
+	return l.ReceivedMinor
 }
 
 // LastStatementDay is the newest business day (YYYY-MM-DD) reconciled for the account, ""

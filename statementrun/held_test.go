@@ -16,7 +16,8 @@ import (
 )
 
 func payLine(otn, trade string, amount int64, at time.Time) statement.Line {
-	return statement.Line{Kind: statement.Payment, OutTradeNo: otn, PlatformTradeNo: trade, Currency: "CNY", AmountMinor: amount, At: at}
+	return statement.Line{Kind: statement.Payment, OutTradeNo: otn, PlatformTradeNo: trade, Currency: "CNY", AmountMinor: amount,
+		ReceivedMinor: amount, At: at}
 }
 
 // TestHeldBecomesFindingOneDayLater: a PAID order the day's bill leaves out is held, not
@@ -284,5 +285,27 @@ func TestBillOfAnotherDayIsRejected(t *testing.T) {
 	}
 	if _, err := e.runFile(p, next, path, false); err != nil {
 		t.Errorf("the same bill for its own day: %v", err)
+	}
+}
+
+// TestNothingReceivedIsNotTheOrderAmount: a payment the platform's discounts paid in full
+// (商家实收 0.00) adds nothing to what the merchant received; the day's received figure is
+// the bill's, not the order amounts'.
+func TestNothingReceivedIsNotTheOrderAmount(t *testing.T) {
+	e := setup(t)
+	p := reconcile.Alipay
+	e.insert(order{platform: p, merchant: merchantOf(p), outTradeNo: "R-FREE", amount: 100, status: reconcile.StatusPending})
+	e.insert(order{platform: p, merchant: merchantOf(p), outTradeNo: "R-PAID", amount: 300, status: reconcile.StatusPending})
+	free := payLine("R-FREE", "RT-1", 100, testDay.Start.Add(time.Hour))
+	free.ReceivedMinor = 0
+	res, err := e.runner.Run(context.Background(), Spec{Day: testDay, Accounts: []Account{{
+		Key:    reconcile.AccountKey{Platform: p, MerchantID: merchantOf(p)},
+		Source: memSource{lines: []statement.Line{free, payLine("R-PAID", "RT-2", 300, testDay.Start.Add(2*time.Hour))}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := res.Days[0].Figures; d.PaymentsMinor != 400 || d.ReceivedMinor != 300 {
+		t.Errorf("payments %d received %d; want 400 paid and 300 received (the free order brought in nothing)", d.PaymentsMinor, d.ReceivedMinor)
 	}
 }
