@@ -257,8 +257,8 @@ func TestDownloadBillSpoiled(t *testing.T) {
 			why    string
 			alipay bool // the spoil exists on Alipay too
 		}{
-			{"totals that disagree", sandbox.BillSpoil{SkewTotalsMinor: 1}, "", true},
-			{"a truncated file", sandbox.BillSpoil{Truncate: true}, "", true},
+			{"totals that disagree", sandbox.BillSpoil{SkewTotalsMinor: 1}, "the lines add up to", true},
+			{"a truncated file", sandbox.BillSpoil{Truncate: true}, "cut short", true},
 			{"a wrong hash", sandbox.BillSpoil{WrongHash: true}, "SHA1", false},
 		} {
 			if h.platform == reconcile.Alipay && !c2.alipay {
