@@ -103,6 +103,9 @@ type ReviewRequest struct {
 type ReviewDecision struct {
 	Audit    string
 	From, To ReviewStatus
+	// Resolution is the resolution a resolve or propose records, in its one spelling
+	// (ParseResolution's): what the store writes, and what maker-checker was decided on.
+	Resolution Resolution
 }
 
 // DecideReview applies the review rules: the state machine, the evidence version, and
@@ -128,11 +131,13 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 	case ReviewAcknowledge:
 		d.Audit, d.To = AuditAcknowledge, ReviewAcknowledged
 	case ReviewResolve:
-		if _, err := ParseResolution(string(req.Resolution)); err != nil {
+		res, err := ParseResolution(string(req.Resolution))
+		if err != nil {
 			return ReviewDecision{}, fmt.Errorf("mismatch %d: %w", cur.ID, err)
 		}
-		d.Audit, d.To = AuditResolve, ReviewResolved
-		if req.Resolution.MovesMoney() {
+		// Decided on the parsed resolution: "WRITTEN_OFF" moves money as "written_off" does.
+		d.Audit, d.To, d.Resolution = AuditResolve, ReviewResolved, res
+		if res.MovesMoney() {
 			d.Audit, d.To = AuditPropose, ReviewPendingApproval
 		}
 	case ReviewApprove:

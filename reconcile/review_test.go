@@ -86,6 +86,10 @@ func TestDecideReview(t *testing.T) {
 		{"refunded waits", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "refunded", 3), "propose", reconcile.ReviewPendingApproval, nil},
 		{"adjusted waits", st(reconcile.ReviewAcknowledged), req(reconcile.ReviewResolve, "ann", "adjusted", 0), "propose", reconcile.ReviewPendingApproval, nil},
 		{"written off waits", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "written_off", 0), "propose", reconcile.ReviewPendingApproval, nil},
+		// Other spellings of a money-moving resolution still wait for a second person.
+		{"WRITTEN_OFF waits", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "WRITTEN_OFF", 0), "propose", reconcile.ReviewPendingApproval, nil},
+		{"written-off waits", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "written-off", 0), "propose", reconcile.ReviewPendingApproval, nil},
+		{"' Refunded ' waits", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", " Refunded ", 0), "propose", reconcile.ReviewPendingApproval, nil},
 		{"unknown resolution", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "paid back", 0), "", "", reconcile.ErrBadReview},
 		{"stale resolve", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "accepted", 2), "", "", reconcile.ErrStaleEvidence},
 		{"resolve resolved", st(reconcile.ReviewResolved), req(reconcile.ReviewResolve, "ann", "accepted", 0), "", "", reconcile.ErrIllegalReview},
@@ -113,6 +117,10 @@ func TestDecideReview(t *testing.T) {
 			}
 			if err != nil || d.Audit != tc.wantAudit || d.To != tc.wantTo || d.From != tc.cur.Status {
 				t.Fatalf("decision %+v, %v; want %s -> %s", d, err, tc.wantAudit, tc.wantTo)
+			}
+			// What the store records is the resolution in its one spelling.
+			if want, _ := reconcile.ParseResolution(string(tc.req.Resolution)); tc.req.Action == reconcile.ReviewResolve && d.Resolution != want {
+				t.Errorf("decision records resolution %q, want %q", d.Resolution, want)
 			}
 		})
 	}

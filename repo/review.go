@@ -350,7 +350,7 @@ func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewActi
 		return ReviewMove{}, err
 	}
 	res, err := tx.ExecContext(ctx, reviewUpdateSQL, id, string(d.From), d.Audit, string(d.To), req.Note,
-		string(req.Resolution), req.Actor, cur.EvidenceVersion)
+		string(d.Resolution), req.Actor, cur.EvidenceVersion)
 	if err != nil {
 		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", action, id, err)
 	}
@@ -362,7 +362,7 @@ func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewActi
 	}
 	resolution := ""
 	if d.Audit == reconcile.AuditResolve || d.Audit == reconcile.AuditPropose {
-		resolution = string(req.Resolution)
+		resolution = string(d.Resolution)
 	} else if d.Audit == reconcile.AuditApprove || d.Audit == reconcile.AuditReject {
 		resolution = cur.Resolution // what was approved or turned down
 	}

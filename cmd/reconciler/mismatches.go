@@ -36,9 +36,9 @@ Commands:
   reject ID --by NAME --note TEXT
             turn down a PENDING_APPROVAL resolution (-> ACKNOWLEDGED)
 
-Exit codes: 0 done; 1 database failure, unknown id, or a move the status does not allow (another
-reviewer got there first); 2 bad usage, or the proposer approving their own resolution;
-4 the evidence changed since the version named (look again with show).
+Exit codes: 0 done; 1 database failure, unknown id, a move the status does not allow (another
+reviewer got there first), or evidence that changed since the version named (look again with
+show); 2 bad usage, or the proposer approving their own resolution.
 
 Run 'reconciler mismatches <command> --help' for its flags.
 `
