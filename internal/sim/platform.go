@@ -10,7 +10,6 @@ import (
 	"math/rand"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -102,7 +101,6 @@ type Platform struct {
 	moves  []Movement // every payment and refund, in order: what the platform's bill lists
 	rate   float64    // probability that a call fails
 	hang   time.Duration
-	calls  atomic.Int64
 }
 
 // NewPlatform builds the platform of one merchant account.
@@ -194,7 +192,6 @@ func (p *Platform) Movements(from, to time.Time) []Movement {
 func (p *Platform) fault(op string) (string, time.Duration, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.calls.Add(1)
 	latency := time.Duration(p.rng.Intn(3)) * time.Millisecond
 	if p.rate == 0 || p.rng.Float64() >= p.rate {
 		return "", latency, 0
@@ -227,16 +224,4 @@ func (p *Platform) fail(ctx context.Context, kind string, hang time.Duration) er
 		e.Message = "timeout"
 	}
 	return e
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	select {
-	case <-time.After(d):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

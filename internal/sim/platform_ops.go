@@ -9,7 +9,7 @@ import (
 // Query implements reconcile.PlatformClient.
 func (p *Platform) Query(ctx context.Context, otn string) (reconcile.Result, error) {
 	kind, latency, hang := p.fault("query")
-	if err := sleep(ctx, latency); err != nil {
+	if err := reconcile.Sleep(ctx, latency); err != nil {
 		return reconcile.Result{}, &reconcile.PlatformError{Platform: p.platform, Kind: reconcile.KindRetryable, Err: err}
 	}
 	if kind != "" {
@@ -28,7 +28,7 @@ func (p *Platform) Query(ctx context.Context, otn string) (reconcile.Result, err
 // still sees a retryable error.
 func (p *Platform) Close(ctx context.Context, otn string) error {
 	kind, latency, hang := p.fault("close")
-	if err := sleep(ctx, latency); err != nil {
+	if err := reconcile.Sleep(ctx, latency); err != nil {
 		return &reconcile.PlatformError{Platform: p.platform, Kind: reconcile.KindRetryable, Err: err}
 	}
 	if kind != "" && kind != "platform_close_answer_lost" {
