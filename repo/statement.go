@@ -191,7 +191,6 @@ type StatementLine struct {
 	AmountMinor     int64
 	At              time.Time
 	Prior           string // statement_lines.outcome of an earlier run, "" when new
-	PriorKind       reconcile.MismatchKind
 }
 
 // classifySQL matches every staged line against the account's orders in ONE statement. A line
@@ -203,7 +202,7 @@ type StatementLine struct {
 const classifySQL = `
 WITH c AS MATERIALIZED (
 	SELECT s.line_no, s.kind, s.out_trade_no, s.platform_trade_no, s.refund_no, s.currency, s.amount_minor, s.paid_at,
-		o.id AS order_id, o.paid_at AS order_paid_at, p.outcome AS prior, p.mismatch_kind AS prior_kind,
+		o.id AS order_id, o.paid_at AS order_paid_at, p.outcome AS prior,
 		COALESCE(CASE s.kind
 			WHEN 'payment' THEN o.status IN ('PAID', 'REFUNDED') AND o.platform_trade_no = s.platform_trade_no
 				AND o.amount_minor = s.amount_minor AND o.currency = s.currency
@@ -220,7 +219,7 @@ WITH c AS MATERIALIZED (
 	ON CONFLICT DO NOTHING
 )
 SELECT line_no, kind, out_trade_no, platform_trade_no, refund_no, currency, amount_minor, paid_at,
-	COALESCE(prior, '') AS prior, COALESCE(prior_kind, '') AS prior_kind
+	COALESCE(prior, '') AS prior
 FROM c WHERE prior IS NOT NULL OR NOT matched
 ORDER BY kind, line_no`
 
@@ -236,13 +235,13 @@ func (t *StatementTx) Classify(ctx context.Context) ([]StatementLine, error) {
 	var out []StatementLine
 	for rows.Next() {
 		var l StatementLine
-		var kind, priorKind string
+		var kind string
 		var at sql.NullTime
 		if err := rows.Scan(&l.No, &kind, &l.OutTradeNo, &l.PlatformTradeNo, &l.RefundNo, &l.Currency, &l.AmountMinor,
-			&at, &l.Prior, &priorKind); err != nil {
+			&at, &l.Prior); err != nil {
 			return nil, fmt.Errorf("statement %s %s: read classified line: %w", t.day.Account, t.day.Date, err)
 		}
-		l.Kind, l.At, l.PriorKind = statement.LineKind(kind), at.Time, reconcile.MismatchKind(priorKind)
+		l.Kind, l.At = statement.LineKind(kind), at.Time
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
