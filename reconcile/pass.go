@@ -171,6 +171,11 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 	run.Unconfigured = r.countUnconfigured(ctx, run, log)
 	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{}, adopted: map[int64]bool{}}
 	for _, d := range run.TakenOver {
+		if d.Finished {
+			// A finished run released or marked its claims; a claim on its orders now is
+			// someone else's (a callback being applied), to be waited for as any other.
+			continue
+		}
 		for _, id := range d.Orders {
 			p.adopted[id] = true
 		}

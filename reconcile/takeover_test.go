@@ -85,3 +85,39 @@ func TestPassTakesOverADeadRun(t *testing.T) {
 		t.Fatalf("dry run changed a dead run's row to %v", s)
 	}
 }
+
+// TestFinishedRunsLeasesAreFreedButTheirClaimsRespected: a finished run whose lease release
+// failed left an order leased; the next pass frees the lease and checks the order, but a
+// PROCESSING claim on it belongs to a live callback handler, not to the finished run, so it
+// still stops the apply (claimed elsewhere), where a dead run's claim would not.
+func TestFinishedRunsLeasesAreFreedButTheirClaimsRespected(t *testing.T) {
+	t.Parallel()
+	p := setupPass(t)
+	ctx := context.Background()
+	done := reconcile.Run{Mode: reconcile.ModeOnce, Status: reconcile.RunRunning, StartedAt: time.Now().Add(-time.Minute),
+		Shard: reconcile.Shard{Index: 0, Count: 1}, LockName: "payrecon:run:0/1"}
+	if err := p.store.Runs().StartRun(ctx, &done); err != nil {
+		t.Fatal(err)
+	}
+	done.Status = reconcile.RunSucceeded
+	if err := p.store.Runs().FinishRun(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	id := p.order(orderSpec{otn: "FIN-1", amount: 100})
+	p.ali.set("FIN-1", reconcile.StatePaid, "TFIN-1", 100)
+	p.db.MustExec(`UPDATE payment_orders SET lease_owner = $2, lease_until = now() + interval '1 hour' WHERE id = $1`,
+		id, fmt.Sprintf("run-%d", done.ID))
+	if err := p.redis.Client.Set(ctx, p.applier.ClaimKey(reconcile.Alipay, "TFIN-1"), "PROCESSING", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	run := p.pass(reconcile.PassSpec{Mode: reconcile.ModeOnce})
+	if len(run.TakenOver) != 1 || !run.TakenOver[0].Finished || len(run.TakenOver[0].Orders) != 1 {
+		t.Fatalf("taken over %+v, want the finished run's one lease freed", run.TakenOver)
+	}
+	if run.Counts.ClaimedElsewhere != 1 || run.Counts.Repaired != 0 {
+		t.Fatalf("repaired %d, claimed elsewhere %d; want the order checked and left to the claim's holder", run.Counts.Repaired, run.Counts.ClaimedElsewhere)
+	}
+	if got := p.status(id); got != reconcile.StatusPending {
+		t.Errorf("FIN-1: %s, want PENDING while a live handler holds its claim", got)
+	}
+}
