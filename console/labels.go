@@ -112,7 +112,8 @@ var names = map[string]map[string]string{
 	},
 }
 
-// text is the label of key in lang; a missing key shows itself, which a test catches.
+// text is the label of key in lang; a missing key shows itself (TestEveryLabelInBothLanguages
+// only checks that both languages name the same keys).
 func text(lang, key string) string {
 	if s, ok := labels[lang][key]; ok {
 		return s
