@@ -1,9 +1,14 @@
 package console
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/render"
 )
 
 // TestEveryLabelInBothLanguages: a word added in English only would show its key to a
@@ -62,5 +67,43 @@ func TestMatchPerson(t *testing.T) {
 		if got := matchPerson(list, email); got != want {
 			t.Errorf("matchPerson(%q) = %v, want %v", email, got, want)
 		}
+	}
+}
+
+// TestEveryLabelKeyThePagesUseExists: a key a template or handler asks for that no table
+// has would show the raw key to finance; the pages' own words come from labels, the shared
+// column and domain words from render's table.
+func TestEveryLabelKeyThePagesUseExists(t *testing.T) {
+	sources, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := regexp.MustCompile(`(?:\.T |text\([a-zA-Z.]+, )"([a-z_]+)"`)
+	shared := regexp.MustCompile(`\.L "([a-z_.]+)"`)
+	var asked, sharedAsked int
+	for _, f := range sources {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range own.FindAllStringSubmatch(string(src), -1) {
+			asked++
+			if _, ok := labels["en"][m[1]]; !ok {
+				t.Errorf("%s asks for label %q, which the console's table lacks", f, m[1])
+			}
+		}
+		for _, m := range shared.FindAllStringSubmatch(string(src), -1) {
+			sharedAsked++
+			if render.Label(render.LangEN, m[1]) == m[1] {
+				t.Errorf("%s asks render for label %q, which its table lacks", f, m[1])
+			}
+		}
+	}
+	// The scan itself must find the pages' words, or it proves nothing.
+	if asked < 50 || sharedAsked < 5 {
+		t.Fatalf("found %d console and %d render label keys in the sources: the patterns no longer match the templates", asked, sharedAsked)
 	}
 }
