@@ -45,22 +45,25 @@ func countByDay(findings []repo.Finding, from, to time.Time, loc *time.Location)
 		dc.days = dc.days[len(dc.days)-maxChartDays:]
 	}
 	dc.counts = make([]map[reconcile.MismatchKind]int, len(dc.days))
+	index := make(map[int64]int, len(dc.days)) // a day's midnight (Unix seconds) -> its bar
+	for i, day := range dc.days {
+		index[day.Unix()] = i
+	}
 	present := map[reconcile.MismatchKind]bool{}
 	for _, f := range findings {
 		if f.FirstSeenAt.Before(from) || !f.FirstSeenAt.Before(to) {
 			continue
 		}
 		t := f.FirstSeenAt.In(loc)
-		d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
-		for i, day := range dc.days {
-			if day.Equal(d) {
-				if dc.counts[i] == nil {
-					dc.counts[i] = map[reconcile.MismatchKind]int{}
-				}
-				dc.counts[i][f.Kind]++
-				present[f.Kind] = true
-			}
+		i, ok := index[time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc).Unix()]
+		if !ok {
+			continue // before the last maxChartDays days
 		}
+		if dc.counts[i] == nil {
+			dc.counts[i] = map[reconcile.MismatchKind]int{}
+		}
+		dc.counts[i][f.Kind]++
+		present[f.Kind] = true
 	}
 	for _, k := range reconcile.MismatchKinds {
 		if present[k] {
