@@ -66,7 +66,7 @@ func TestWeChatCSVOddities(t *testing.T) {
 				{Kind: Payment, OutTradeNo: "2021WERUN1647840687637", PlatformTradeNo: "420000612032130748613220688", Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: 9, At: payAt},
 				{Kind: Refund, OutTradeNo: "2021WERUN1647840687637", PlatformTradeNo: "420000612032130748613220688", RefundNo: "RF1", Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: -9, Pending: c.pending, At: refundAt},
 			}
-			sameLines(t, got, want)
+			sameLines(t, got, want, false)
 			if got[0].No != 2 || got[1].No != 3 || got[0].MerchantID != c.mch {
 				t.Fatalf("numbers %d, %d, merchant %q", got[0].No, got[1].No, got[0].MerchantID)
 			}
@@ -147,7 +147,7 @@ func TestWeChatGeneratedRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", f, err)
 		}
-		sameLines(t, got, lines)
+		sameLines(t, got, lines, false)
 		wantMch := f.MchID
 		if f.SubMchID != "" {
 			wantMch = f.SubMchID
