@@ -14,3 +14,6 @@ func UnlockOn(ctx context.Context, conn *sqlx.Conn, query string, key int64) {
 
 // LockKey is lockKey.
 func LockKey(name string) int64 { return lockKey(name) }
+
+// AtStakeSQL is atStakeSQL, the money rule in SQL.
+const AtStakeSQL = atStakeSQL
