@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,9 +106,7 @@ func (r *Review) Search(ctx context.Context, f SearchFilter) (SearchResult, erro
 	err = tx.SelectContext(ctx, &res.ByKind, `SELECT kind, count(*) AS count,
 		COALESCE(sum(`+atStakeSQL+`), 0)::bigint AS at_stake_minor
 		FROM reconcile_mismatches WHERE `+where+` GROUP BY kind
-		ORDER BY array_position(ARRAY['AMOUNT_MISMATCH', 'CURRENCY_MISMATCH', 'MERCHANT_MISMATCH',
-		'UNKNOWN_ORDER', 'PAID_AFTER_CLOSE', 'DUPLICATE_PAYMENT', 'LOCAL_PAID_PLATFORM_UNPAID',
-		'REFUNDED_AT_PLATFORM']::text[], kind), kind`, args...)
+		ORDER BY array_position($`+strconv.Itoa(len(args)+1)+`::text[], kind), kind`, append(args, pq.Array(kindOrder()))...)
 	if err != nil {
 		return SearchResult{}, fmt.Errorf("search findings: totals: %w", err)
 	}
@@ -160,4 +159,13 @@ func searchWhere(f SearchFilter) (string, []any) {
 		return "true", nil
 	}
 	return strings.Join(where, " AND "), args
+}
+
+// kindOrder is the domain's order of finding kinds, as the totals at the top list them.
+func kindOrder() []string {
+	out := make([]string, len(reconcile.MismatchKinds))
+	for i, k := range reconcile.MismatchKinds {
+		out[i] = string(k)
+	}
+	return out
 }

@@ -33,9 +33,13 @@ func TestSearchAtStakeMatchesTheDomain(t *testing.T) {
 	if len(res.ByKind) != len(reconcile.MismatchKinds) || res.Total != int64(len(reconcile.MismatchKinds)*len(amounts)) {
 		t.Fatalf("totals: %+v", res)
 	}
-	for _, kt := range res.ByKind {
+	for i, kt := range res.ByKind {
 		if kt.AtStakeMinor != want[kt.Kind] {
 			t.Errorf("%s: SQL says %d at stake, the domain %d", kt.Kind, kt.AtStakeMinor, want[kt.Kind])
+		}
+		// The totals at the top of the console come in the domain's order of kinds.
+		if kt.Kind != reconcile.MismatchKinds[i] {
+			t.Errorf("totals row %d is %s, want %s (reconcile.MismatchKinds order)", i, kt.Kind, reconcile.MismatchKinds[i])
 		}
 	}
 	// Sorting by the money at stake agrees with the domain row by row.

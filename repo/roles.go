@@ -3,6 +3,7 @@ package repo
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -61,7 +62,7 @@ func grantsSQL(tables []string) string {
 	w("GRANT SELECT ON ALL TABLES IN SCHEMA public TO %s", all)
 	var workerTables []string
 	for _, t := range tables {
-		if !contains(reviewTables, t) {
+		if !slices.Contains(reviewTables, t) {
 			workerTables = append(workerTables, q(t))
 		}
 	}
@@ -76,15 +77,6 @@ func grantsSQL(tables []string) string {
 	w("GRANT INSERT ON reconcile_mismatch_audit TO %s", q(RoleReviewer))
 	w("GRANT USAGE ON SEQUENCE reconcile_mismatch_audit_id_seq TO %s", q(RoleReviewer))
 	return b.String()
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // RolesOutcome says what SetupRoles did.
@@ -163,7 +155,7 @@ func missingRoles(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	}
 	var missing []string
 	for _, r := range Roles {
-		if !contains(have, r) {
+		if !slices.Contains(have, r) {
 			missing = append(missing, r)
 		}
 	}

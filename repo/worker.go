@@ -188,16 +188,18 @@ func (r *Runs) StartRun(ctx context.Context, run *reconcile.Run) error {
 	return nil
 }
 
-// saveRunSQL writes a run's state; its counters ($5 to $12) in reconcile.RunCounters order.
+// saveRunSQL writes a run's state: its counters from $5 in reconcile.RunCounters order, then
+// the rest, numbered after them, so a counter added to the table shifts nothing by hand.
 var saveRunSQL = func() string {
 	sets := make([]string, len(reconcile.RunCounters))
 	for i, rc := range reconcile.RunCounters {
 		sets[i] = fmt.Sprintf("%s = $%d", rc.Name, 5+i)
 	}
+	n := 5 + len(reconcile.RunCounters)
 	return `UPDATE reconcile_runs SET status = $2, cursor = NULLIF($3, ''), error = NULLIF($4, ''), ` +
-		strings.Join(sets, ", ") + `, dry_run = $13, finished_at = $14,
-	lock_name = COALESCE(NULLIF($15, ''), lock_name), lock_pid = COALESCE($16, lock_pid),
-	lock_backend_start = COALESCE($17, lock_backend_start) WHERE id = $1`
+		strings.Join(sets, ", ") + fmt.Sprintf(`, dry_run = $%d, finished_at = $%d,
+	lock_name = COALESCE(NULLIF($%d, ''), lock_name), lock_pid = COALESCE($%d, lock_pid),
+	lock_backend_start = COALESCE($%d, lock_backend_start) WHERE id = $1`, n, n+1, n+2, n+3, n+4)
 }()
 
 func (r *Runs) save(ctx context.Context, run reconcile.Run) error {
