@@ -400,12 +400,15 @@ func (l *Locker) TryLock(ctx context.Context, name string) (reconcile.HeldLock, 
 			return reconcile.HeldLock{}, false, fmt.Errorf("lock %s: connect: %w", name, err)
 		}
 		var got struct {
-			OK    bool      `db:"ok"`
-			PID   int       `db:"pid"`
-			Start time.Time `db:"start"`
+			OK    bool         `db:"ok"`
+			PID   int          `db:"pid"`
+			Start sql.NullTime `db:"start"`
 		}
-		err = conn.GetContext(ctx, &got, `SELECT pg_try_advisory_lock($1) AS ok, pg_backend_pid() AS pid,
-			(SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()) AS start`, key)
+		// The session's start (for the run row, to diagnose by) is read only once the lock is
+		// granted: a pass waiting for a dying holder asks every 25 ms.
+		err = conn.GetContext(ctx, &got, `SELECT l.ok, pg_backend_pid() AS pid,
+			CASE WHEN l.ok THEN (SELECT backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()) END AS start
+			FROM (SELECT pg_try_advisory_lock($1) AS ok) l`, key)
 		if err != nil {
 			discardConn(conn)
 			if ctx.Err() != nil {
@@ -420,7 +423,7 @@ func (l *Locker) TryLock(ctx context.Context, name string) (reconcile.HeldLock, 
 				defer cancel()
 				unlockOn(ctx, conn, unlockSQL, key)
 			}
-			return reconcile.HeldLock{Unlock: unlock, Session: reconcile.Session{PID: got.PID, Start: got.Start}}, true, nil
+			return reconcile.HeldLock{Unlock: unlock, Session: reconcile.Session{PID: got.PID, Start: got.Start.Time}}, true, nil
 		}
 		conn.Close()
 		if !time.Now().Before(deadline) {
