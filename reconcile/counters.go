@@ -37,6 +37,13 @@ func (c *Counters) Snapshot() CounterValues {
 	return out
 }
 
+// Load sets every counter to v's value: a resumed backfill keeps counting from its row.
+func (c *Counters) Load(v CounterValues) {
+	for _, rc := range RunCounters {
+		rc.live(c).Store(*rc.value(&v))
+	}
+}
+
 // Add counts one check of the given tally (Scanned is counted apart, when the check starts);
 // a tally of no counter counts as unchanged.
 func (c *Counters) Add(t Tally) {

@@ -180,22 +180,13 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 			p.adopted[id] = true
 		}
 	}
-	p.counters.Scanned.Store(run.Counts.Scanned) // a resumed backfill keeps counting
-	p.counters.Repaired.Store(run.Counts.Repaired)
-	p.counters.Closed.Store(run.Counts.Closed)
-	p.counters.Unchanged.Store(run.Counts.Unchanged)
-	p.counters.StillPending.Store(run.Counts.StillPending)
-	p.counters.Mismatches.Store(run.Counts.Mismatches)
-	p.counters.ClaimedElsewhere.Store(run.Counts.ClaimedElsewhere)
-	p.counters.Errors.Store(run.Counts.Errors)
+	p.counters.Load(run.Counts) // a resumed backfill keeps counting
 	checkedBefore := run.Counts.Scanned
 	errorsBefore := run.Counts.Errors
 
 	passErr := p.loop(ctx)
 
-	unconfigured, takenOver := run.Unconfigured, run.TakenOver
-	run = p.snapshot()
-	run.Unconfigured, run.TakenOver = unconfigured, takenOver
+	run = p.snapshot() // p.run was built after Unconfigured and TakenOver were set
 	run.FinishedAt = r.settings.Now()
 	checked, failed := run.Counts.Scanned-checkedBefore, run.Counts.Errors-errorsBefore
 	switch {
