@@ -175,7 +175,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <td class="num">{{.Payments}}</td><td class="num">{{$.Yuan .PaymentsMinor}}</td><td class="num">{{.Refunds}}</td><td class="num">{{$.Yuan .RefundsMinor}}</td>
 <td class="num">{{$.Yuan .ReceivedMinor}}</td><td class="num">{{$.MilliFen .FeeMilliFen}}</td><td class="num">{{$.MilliFen .NetMilliFen}}</td>
 <td class="num">{{.Lines}}</td><td class="num">{{.Matched}}</td><td class="num">{{.Repaired}}</td><td class="num">{{.Found}}</td><td class="num">{{.Held}}</td></tr>
-{{end}}</tbody>{{with .Total}}<tfoot><tr id="statements-total"><th colspan="3">{{$.L "total"}}</th>
+{{end}}</tbody>{{with .Total}}<tfoot><tr id="statements-total"><th colspan="3">{{$.L "TOTAL"}}</th>
 <th class="num">{{.Payments}}</th><th class="num">{{$.Yuan .PaymentsMinor}}</th><th class="num">{{.Refunds}}</th><th class="num">{{$.Yuan .RefundsMinor}}</th>
 <th class="num">{{$.Yuan .ReceivedMinor}}</th><th class="num">{{$.MilliFen .FeeMilliFen}}</th><th class="num">{{$.MilliFen .NetMilliFen}}</th>
 <th class="num">{{.Lines}}</th><th class="num">{{.Matched}}</th><th class="num">{{.Repaired}}</th><th class="num">{{.Found}}</th><th class="num">{{.Held}}</th></tr></tfoot>{{end}}</table></div>

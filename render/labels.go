@@ -97,7 +97,7 @@ var labels = map[string]label{
 	"claimed_elsewhere": {"Held by others", "他处处理中"},
 	"errors":            {"Errors", "错误"},
 	"error":             {"Error", "错误信息"},
-	"total":             {"Total", "合计"},
+	"TOTAL":             {"Total", "合计"}, // a totals row; the CSV keeps the code, its historical marker
 	// Statement columns.
 	"bill_date":       {"Business day", "账单日期"},
 	"payments":        {"Payments", "收款笔数"},

@@ -130,7 +130,7 @@ func (d ReportDoc) sections(lang Lang) []repSection {
 			rcInt(s.SeenCount), rcYuan(s.LocalAmountMinor), rcYuan(s.PlatformAmountMinor), rcYuan(s.AtStakeMinor)})
 	}
 	t := r.Totals
-	summary.Totals = []repCell{rcCode("total"), rcText(""), rcInt(t.Count), rcInt(t.SeenCount), rcYuan(t.LocalAmountMinor),
+	summary.Totals = []repCell{rcCode("TOTAL"), rcText(""), rcInt(t.Count), rcInt(t.SeenCount), rcYuan(t.LocalAmountMinor),
 		rcYuan(t.PlatformAmountMinor), rcYuan(t.AtStakeMinor)}
 
 	findings := repSection{Key: "finding", Sheet: "report.sheet.findings", Title: "report.findings", Empty: "report.findings.empty",
@@ -167,7 +167,7 @@ func (d ReportDoc) sections(lang Lang) []repSection {
 			rcInt(run.StillPending), rcInt(run.Mismatches), rcInt(run.ClaimedElsewhere), rcInt(run.Errors), rcText(run.Error)})
 	}
 	rt := r.RunTotals
-	runs.Totals = []repCell{rcCode("total"), rcText(""), rcText(runStatusCounts(rt, lang)), rcText(""), rcText(""), rcText(""), rcText(""), rcText(""),
+	runs.Totals = []repCell{rcCode("TOTAL"), rcText(""), rcText(runStatusCounts(rt, lang)), rcText(""), rcText(""), rcText(""), rcText(""), rcText(""),
 		rcText(""), rcInt(rt.Scanned), rcInt(rt.Repaired), rcInt(rt.Closed), rcInt(rt.Unchanged), rcInt(rt.StillPending),
 		rcInt(rt.Mismatches), rcInt(rt.ClaimedElsewhere), rcInt(rt.Errors), rcText("")}
 	return []repSection{summary, findings, runs, d.statementSection()}
@@ -197,7 +197,7 @@ func (d ReportDoc) statementSection() repSection {
 		tot.Lines, tot.Matched, tot.Repaired, tot.Found, tot.Held = tot.Lines+s.Lines, tot.Matched+s.Matched, tot.Repaired+s.Repaired, tot.Found+s.Found, tot.Held+s.Held
 	}
 	if len(sec.Rows) > 0 {
-		sec.Totals = []repCell{rcCode("total"), rcText(""), rcText(""), rcInt(int64(tot.Payments)), rcYuan(tot.PaymentsMinor),
+		sec.Totals = []repCell{rcCode("TOTAL"), rcText(""), rcText(""), rcInt(int64(tot.Payments)), rcYuan(tot.PaymentsMinor),
 			rcInt(int64(tot.Refunds)), rcYuan(tot.RefundsMinor), rcYuan(tot.ReceivedMinor), rcMilliFen(tot.FeeMilliFen),
 			rcMilliFen(tot.NetMilliFen), rcInt(int64(tot.Lines)), rcInt(int64(tot.Matched)),
 			rcInt(int64(tot.Repaired)), rcInt(int64(tot.Found)), rcInt(int64(tot.Held)), rcText(""), rcText("")}
@@ -265,11 +265,7 @@ func (d ReportDoc) csvRecord(key string, row []repCell) []string {
 		case cellTime:
 			rec = append(rec, rfc3339In(*c.T, d.Loc))
 		default:
-			if c.Coded && c.S == "total" {
-				rec = append(rec, "TOTAL") // the CSV's totals row keeps its historical marker
-			} else {
-				rec = append(rec, csvText(c.S))
-			}
+			rec = append(rec, csvText(c.S))
 		}
 	}
 	return rec

@@ -2,7 +2,9 @@ package render_test
 
 import (
 	"bytes"
+	"encoding/csv"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -336,5 +338,31 @@ func TestLabel(t *testing.T) {
 	}
 	if got := render.Label(render.LangZH, "no-such-key"); got != "no-such-key" {
 		t.Errorf("unknown key: %q", got)
+	}
+}
+
+// TestReportCSVTotalsRows: the CSV's totals rows carry the code TOTAL whatever the language
+// (scripts read it), where the pages show a word for people.
+func TestReportCSVTotalsRows(t *testing.T) {
+	t.Parallel()
+	for _, lang := range []render.Lang{render.LangEN, render.LangZH} {
+		cr := csv.NewReader(bytes.NewReader(renderReport(t, "csv", lang)))
+		cr.FieldsPerRecord = -1 // each section has its own columns
+		rows, err := cr.ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		totals := 0
+		for _, r := range rows {
+			if len(r) > 1 && r[1] == "TOTAL" {
+				totals++
+			}
+			if slices.Contains(r, "Total") || slices.Contains(r, "合计") {
+				t.Errorf("%s: a CSV row shows the word, not the code: %q", lang, r)
+			}
+		}
+		if totals == 0 {
+			t.Errorf("%s: no TOTAL row in the CSV", lang)
+		}
 	}
 }

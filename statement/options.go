@@ -13,9 +13,6 @@ type options struct {
 	sha1Hex string // the WeChat Pay digest the unzipped bytes must have; "" checks nothing
 }
 
-// WithName names the file in rejection messages (default: the path, or "bill").
-func WithName(name string) Option { return func(o *options) { o.name = name } }
-
 // WithSHA1 makes a WeChat Pay reader reject the bill unless the SHA1 of its (unzipped)
 // bytes is hexDigest, the download answer's hash_value. Case does not matter.
 func WithSHA1(hexDigest string) Option {
