@@ -26,12 +26,9 @@ const (
 	exitInterrupted = 3
 )
 
-// usageError is bad usage or configuration: exit 2 with the message.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+// usagef is bad usage or configuration: exit 2 with the message. It is a
+// reconcile.InputError, the one error that means exit 2 wherever it is found.
+func usagef(format string, a ...any) error { return reconcile.Inputf(format, a...) }
 
 // exitError carries a specific exit code with its cause.
 type exitError struct {
@@ -86,11 +83,10 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
-	var ue *usageError
 	var ie *reconcile.InputError
 	var ee *exitError
 	switch {
-	case errors.As(err, &ue), errors.As(err, &ie), config.IsConfigError(err):
+	case errors.As(err, &ie), config.IsConfigError(err):
 		fmt.Fprintf(stderr, "reconciler: %v\n", err)
 		return exitUsage
 	case errors.As(err, &ee):

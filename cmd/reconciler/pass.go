@@ -83,10 +83,10 @@ func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, st
 		}
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted after draining (run %d); %s", run.ID, hint)}
 	case errors.Is(err, reconcile.ErrCannotResume):
-		return &usageError{msg: "backfill: " + err.Error()}
+		return usagef("backfill: %v", err)
 	case reconcile.PlatformErrorKindOf(err) == reconcile.KindConfig:
 		// Our credentials or account settings are wrong: no retry can help.
-		return &usageError{msg: fmt.Sprintf("pass stopped: %v", err)}
+		return usagef("pass stopped: %v", err)
 	}
 	return err
 }

@@ -76,7 +76,7 @@ func statementExit(err error) error {
 	case errors.Is(err, reconcile.ErrInterrupted):
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: %w; run the day again (each account's day was finished whole or not started, and a re-run repeats nothing)", err)}
 	case reconcile.PlatformErrorKindOf(err) == reconcile.KindConfig:
-		return &usageError{msg: fmt.Sprintf("statement stopped: %v", err)}
+		return usagef("statement stopped: %v", err)
 	case errors.Is(err, platformclient.ErrBillNotReady), errors.Is(err, statement.ErrRejected):
 		return &exitError{code: exitFailed, err: err}
 	}
