@@ -223,14 +223,14 @@ func writeDetailAndAudit(w io.Writer, d repo.FindingDetails, loc *time.Location)
 		fmt.Fprintln(w, "  (no review actions yet)")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  WHEN\tACTION\tACTOR\tFROM\tTO\tNOTE\tRESOLUTION\tVERSION\tOS_USER")
+		fmt.Fprintln(tw, "  WHEN\tACTION\tACTOR\tFROM\tTO\tNOTE\tRESOLUTION\tVERSION\tOS_USER\tDB_USER")
 		for _, a := range d.Audit {
 			version := "-"
 			if a.EvidenceVersion != nil {
 				version = strconv.FormatInt(*a.EvidenceVersion, 10)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(a.CreatedAt, loc), TermCell(a.Action), TermCell(a.Actor),
-				TermCell(a.FromStatus), TermCell(a.ToStatus), TermCell(a.Note), TermCell(a.Resolution), version, TermCell(a.OSUser))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(a.CreatedAt, loc), TermCell(a.Action), TermCell(a.Actor),
+				TermCell(a.FromStatus), TermCell(a.ToStatus), TermCell(a.Note), TermCell(a.Resolution), version, TermCell(a.OSUser), TermCell(a.DBUser))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

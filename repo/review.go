@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/payrecon/payrecon/reconcile"
 )
@@ -65,11 +66,14 @@ const findingColumns = `id, order_id, platform, merchant_id, out_trade_no,
 // AuditEntry is one reconcile_mismatch_audit row. The table is append-only and its times
 // come from the database clock (migration 0007).
 type AuditEntry struct {
-	ID              int64     `json:"id" db:"id"`
-	MismatchID      int64     `json:"mismatch_id" db:"mismatch_id"`
-	Action          string    `json:"action" db:"action"` // reconcile.Audit*
-	Actor           string    `json:"actor" db:"actor"`
-	OSUser          string    `json:"os_user" db:"os_user"`
+	ID         int64  `json:"id" db:"id"`
+	MismatchID int64  `json:"mismatch_id" db:"mismatch_id"`
+	Action     string `json:"action" db:"action"` // reconcile.Audit*
+	Actor      string `json:"actor" db:"actor"`
+	OSUser     string `json:"os_user" db:"os_user"`
+	// DBUser is the database login (session_user) the move was made under, stamped by the
+	// database: the credential behind the named person.
+	DBUser          string    `json:"db_user" db:"db_user"`
 	FromStatus      string    `json:"from_status" db:"from_status"`
 	ToStatus        string    `json:"to_status" db:"to_status"`
 	Resolution      string    `json:"resolution" db:"resolution"`
@@ -79,7 +83,7 @@ type AuditEntry struct {
 }
 
 // auditColumns selects an AuditEntry; NULL text comes back as "".
-const auditColumns = `id, mismatch_id, action, actor, COALESCE(os_user, '') AS os_user,
+const auditColumns = `id, mismatch_id, action, actor, COALESCE(os_user, '') AS os_user, COALESCE(db_user, '') AS db_user,
 	COALESCE(from_status, '') AS from_status, COALESCE(to_status, '') AS to_status,
 	COALESCE(resolution, '') AS resolution, evidence_version, COALESCE(note, '') AS note, created_at`
 
@@ -307,79 +311,99 @@ func (r *Review) Reject(ctx context.Context, id int64, in ReviewInput) (ReviewMo
 	return r.move(ctx, id, reconcile.ReviewReject, in)
 }
 
-// reviewUpdateSQL writes one decided move. It changes the row only while it is still in the
-// status and evidence version the decision was made on (the row is also locked), and every
-// time is the database's. $3 is the audit action; the CASEs say what each move writes.
-const reviewUpdateSQL = `
-UPDATE reconcile_mismatches SET
-	review_status    = $4::text,
-	note             = COALESCE(NULLIF($5::text, ''), note),
-	resolution       = CASE $3::text WHEN 'resolve' THEN $6::text WHEN 'propose' THEN $6::text
-	                       WHEN 'reject' THEN NULL ELSE resolution END,
-	resolved_by      = CASE $3::text WHEN 'resolve' THEN $7::text WHEN 'approve' THEN proposed_by ELSE resolved_by END,
-	resolved_at      = CASE WHEN $3::text IN ('resolve', 'approve') THEN now() ELSE resolved_at END,
-	approved_by      = CASE $3::text WHEN 'approve' THEN $7::text ELSE approved_by END,
-	proposed_by      = CASE $3::text WHEN 'propose' THEN $7::text WHEN 'reject' THEN NULL ELSE proposed_by END,
-	proposed_at      = CASE $3::text WHEN 'propose' THEN now() WHEN 'reject' THEN NULL ELSE proposed_at END,
-	proposed_version = CASE $3::text WHEN 'propose' THEN evidence_version WHEN 'reject' THEN NULL ELSE proposed_version END
-WHERE id = $1 AND review_status = $2::text AND evidence_version = $8`
+// reviewFunction is the database function that makes each move (migration 0009): it checks
+// the rules under the finding's row lock and writes the audit row in the same statement, so
+// a credential that can call it cannot make a move the rules forbid or leave no trail. The
+// arguments are the finding, the person, the OS user, the evidence version seen and the
+// note; a resolve adds the resolution.
+var reviewFunction = map[reconcile.ReviewAction]string{
+	reconcile.ReviewAcknowledge: `SELECT public.payrecon_review_acknowledge($1, $2, $3, $4, $5)`,
+	reconcile.ReviewResolve:     `SELECT public.payrecon_review_resolve($1, $2, $3, $4, $6, $5)`,
+	reconcile.ReviewApprove:     `SELECT public.payrecon_review_approve($1, $2, $3, $4, $5)`,
+	reconcile.ReviewReject:      `SELECT public.payrecon_review_reject($1, $2, $3, $4, $5)`,
+}
 
-const insertAuditSQL = `INSERT INTO reconcile_mismatch_audit
-	(mismatch_id, action, actor, os_user, from_status, to_status, resolution, evidence_version, note)
-	VALUES ($1, $2, $3, NULLIF($4, ''), $5, $6, NULLIF($7, ''), $8, NULLIF($9, ''))
-	RETURNING ` + auditColumns
-
-// move applies one review move and its audit row in one transaction. The row is read FOR
-// UPDATE, so of two reviewers racing the second reads what the first wrote and is refused by
-// the rules; the conditional update keeps the guarantee on its own.
+// move makes one review move through its database function and reads back the finding and
+// the audit row it wrote. The database is the authority; a refusal is explained with the
+// domain's errors (reconcile.DecideReview on the finding as it now stands), so the person is
+// told the same thing whichever side caught it.
 func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewAction, in ReviewInput) (ReviewMove, error) {
+	fn, ok := reviewFunction[action]
+	if !ok {
+		return ReviewMove{}, fmt.Errorf("%w: mismatch %d: unknown review action %q", reconcile.ErrBadReview, id, action)
+	}
 	req := reconcile.ReviewRequest{Action: action, Actor: strings.TrimSpace(in.By), Resolution: in.Resolution,
 		Note: strings.TrimSpace(in.Note), SeenVersion: in.Version}
+	args := []any{id, req.Actor, strings.TrimSpace(in.OSUser), in.Version, req.Note}
+	if action == reconcile.ReviewResolve {
+		// The function knows resolutions by their one spelling: "WRITTEN-OFF" is written_off.
+		res, err := reconcile.ParseResolution(string(in.Resolution))
+		if err != nil {
+			return ReviewMove{}, fmt.Errorf("mismatch %d: %w", id, err)
+		}
+		args = append(args, string(res))
+	}
 	tx, err := r.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return ReviewMove{}, fmt.Errorf("%s mismatch %d: begin: %w", action, id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
-	cur, err := getFinding(ctx, tx, id, true)
+	var auditID int64
+	err = tx.GetContext(ctx, &auditID, fn, args...)
 	if err != nil {
+		tx.Rollback() //nolint:errcheck // the refusal is the error worth reporting; explain reads afresh
+		return ReviewMove{}, r.explainRefusal(ctx, id, req, err)
+	}
+	var move ReviewMove
+	if move.Finding, err = getFinding(ctx, tx, id, false); err != nil {
 		return ReviewMove{}, err
 	}
-	d, err := reconcile.DecideReview(cur.ReviewState(), req)
-	if err != nil {
-		return ReviewMove{}, err
-	}
-	res, err := tx.ExecContext(ctx, reviewUpdateSQL, id, string(d.From), d.Audit, string(d.To), req.Note,
-		string(d.Resolution), req.Actor, cur.EvidenceVersion)
-	if err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", action, id, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: update: %w", action, id, err)
-	} else if n != 1 { // cannot happen under the row lock; refuse rather than write a false audit row
-		return ReviewMove{}, &reconcile.ReviewTransitionError{ID: id, Action: string(action), Current: cur.ReviewStatus,
-			Allowed: reconcile.ReviewMoves[action]}
-	}
-	resolution := ""
-	if d.Audit == reconcile.AuditResolve || d.Audit == reconcile.AuditPropose {
-		resolution = string(d.Resolution)
-	} else if d.Audit == reconcile.AuditApprove || d.Audit == reconcile.AuditReject {
-		resolution = cur.Resolution // what was approved or turned down
-	}
-	var audit AuditEntry
-	err = tx.GetContext(ctx, &audit, insertAuditSQL, id, d.Audit, req.Actor, strings.TrimSpace(in.OSUser),
-		string(d.From), string(d.To), resolution, cur.EvidenceVersion, req.Note)
-	if err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: write audit row: %w", action, id, err)
-	}
-	updated, err := getFinding(ctx, tx, id, false)
-	if err != nil {
-		return ReviewMove{}, err
+	if err := tx.GetContext(ctx, &move.Audit, `SELECT `+auditColumns+` FROM reconcile_mismatch_audit WHERE id = $1`, auditID); err != nil {
+		return ReviewMove{}, fmt.Errorf("%s mismatch %d: read the audit row: %w", action, id, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return ReviewMove{}, fmt.Errorf("%s mismatch %d: commit: %w", action, id, err)
 	}
-	return ReviewMove{Finding: updated, Audit: audit}, nil
+	return move, nil
+}
+
+// Refusals the review functions raise (SQLSTATE class PR, migration 0009).
+const (
+	sqlStateIllegalReview = "PR001"
+	sqlStateStaleEvidence = "PR002"
+	sqlStateSelfApproval  = "PR003"
+	sqlStateBadReview     = "PR004"
+	sqlStateNoFinding     = "PR005"
+)
+
+// explainRefusal turns a review function's refusal into the domain's error. The finding is
+// read again and the rules asked why; when they see nothing wrong (the database refused for
+// a reason the domain does not model, such as an identity that is not normalised) the
+// database's own message is kept under the sentinel its SQLSTATE maps to.
+func (r *Review) explainRefusal(ctx context.Context, id int64, req reconcile.ReviewRequest, dbErr error) error {
+	var pqErr *pq.Error
+	if !errors.As(dbErr, &pqErr) || !strings.HasPrefix(string(pqErr.Code), "PR") {
+		return fmt.Errorf("%s mismatch %d: %w", req.Action, id, dbErr)
+	}
+	if pqErr.Code == sqlStateNoFinding {
+		return fmt.Errorf("mismatch %d: %w", id, reconcile.ErrNotFound)
+	}
+	if cur, err := r.Get(ctx, id); err == nil {
+		if _, err := reconcile.DecideReview(cur.ReviewState(), req); err != nil {
+			return err
+		}
+	}
+	sentinel := map[pq.ErrorCode]error{
+		sqlStateIllegalReview: reconcile.ErrIllegalReview,
+		sqlStateStaleEvidence: reconcile.ErrStaleEvidence,
+		sqlStateSelfApproval:  reconcile.ErrSelfApproval,
+		sqlStateBadReview:     reconcile.ErrBadReview,
+	}[pqErr.Code]
+	if sentinel == nil {
+		sentinel = reconcile.ErrBadReview
+	}
+	return fmt.Errorf("%w: %s", sentinel, pqErr.Message)
 }
 
 // ReviewState is what the review rules need of a finding: the store decides each move on it,

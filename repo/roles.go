@@ -21,17 +21,26 @@ const (
 // Roles lists the roles in the order RolesSQL creates them.
 var Roles = []string{RoleWorker, RoleReviewer, RoleReadonly}
 
-// reviewColumns are the reconcile_mismatches columns only a reviewer writes. The worker
-// writes the evidence columns; the evidence version and a reopen are the database's.
-var reviewColumns = []string{"review_status", "resolution", "note", "resolved_by", "resolved_at",
-	"proposed_by", "proposed_at", "proposed_version", "approved_by"}
-
-// evidenceColumns are the reconcile_mismatches columns the apply path's upsert writes.
+// evidenceColumns are the reconcile_mismatches columns the apply path's upsert writes. The
+// review columns are written only by the review functions (migration 0009); the evidence
+// version and a reopen are the database's triggers'.
 var evidenceColumns = []string{"order_id", "platform_trade_no", "local_amount_minor", "platform_amount_minor",
 	"local_status", "platform_status", "detail", "last_seen_at", "seen_count"}
 
-// reviewTables are the tables the worker may not write as it writes the rest.
-var reviewTables = []string{"reconcile_mismatches", "reconcile_mismatch_audit"}
+// protectedTables are the tables no runtime role writes as a whole: the findings (the
+// worker writes their evidence columns only), the audit trail and the resolution rules
+// (written only by the owner's functions and migrations).
+var protectedTables = []string{"reconcile_mismatches", "reconcile_mismatch_audit", "reconcile_resolutions"}
+
+// ReviewFunctions are the review moves payrecon_reviewer may make, each a SECURITY DEFINER
+// function that checks the rules and writes the audit row in the same statement. Their
+// argument lists are part of the signature a GRANT names.
+var ReviewFunctions = []string{
+	"payrecon_review_acknowledge(bigint, text, text, bigint, text)",
+	"payrecon_review_resolve(bigint, text, text, bigint, text, text)",
+	"payrecon_review_approve(bigint, text, text, bigint, text)",
+	"payrecon_review_reject(bigint, text, text, bigint, text)",
+}
 
 // createRolesSQL creates the roles that do not exist yet, as LOGIN roles without a password
 // (an operator sets one, or maps a certificate or IAM identity). Two migrations racing on
@@ -51,33 +60,51 @@ END $$;
 }
 
 // grantsSQL is the privileges of each role in this database, given the schema's tables.
-// The worker writes every table but the review record, so tables added later (statements)
-// are covered by running migrate again.
+// It first takes every privilege the roles hold here away, so that what a role may do is
+// exactly this list, also on a database an earlier release granted more (the reviewer used
+// to write review columns and audit rows directly). The worker writes every table but the
+// protected ones, so tables added later are covered by running migrate again. Run as one
+// multi-statement string, it applies in one transaction: no moment without the grants.
 func grantsSQL(tables []string) string {
 	q := pq.QuoteIdentifier
 	all := strings.Join([]string{q(RoleWorker), q(RoleReviewer), q(RoleReadonly)}, ", ")
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format+";\n", a...) }
+	w("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM %s", all)
+	w("REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM %s", all)
+	w("REVOKE ALL ON ALL FUNCTIONS IN SCHEMA public FROM %s", all)
 	w("GRANT USAGE ON SCHEMA public TO %s", all)
 	w("GRANT SELECT ON ALL TABLES IN SCHEMA public TO %s", all)
 	var workerTables []string
 	for _, t := range tables {
-		if !slices.Contains(reviewTables, t) {
+		if !slices.Contains(protectedTables, t) {
 			workerTables = append(workerTables, q(t))
 		}
 	}
 	if len(workerTables) > 0 {
 		w("GRANT INSERT, UPDATE ON %s TO %s", strings.Join(workerTables, ", "), q(RoleWorker))
 	}
-	w("GRANT INSERT (platform, merchant_id, out_trade_no, kind, %s) ON reconcile_mismatches TO %s",
+	w("GRANT INSERT (platform, merchant_id, out_trade_no, kind, %s) ON public.reconcile_mismatches TO %s",
 		strings.Join(evidenceColumns, ", "), q(RoleWorker))
-	w("GRANT UPDATE (%s) ON reconcile_mismatches TO %s", strings.Join(evidenceColumns, ", "), q(RoleWorker))
+	w("GRANT UPDATE (%s) ON public.reconcile_mismatches TO %s", strings.Join(evidenceColumns, ", "), q(RoleWorker))
 	w("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s", q(RoleWorker))
-	w("GRANT UPDATE (%s) ON reconcile_mismatches TO %s", strings.Join(reviewColumns, ", "), q(RoleReviewer))
-	w("GRANT INSERT ON reconcile_mismatch_audit TO %s", q(RoleReviewer))
-	w("GRANT USAGE ON SEQUENCE reconcile_mismatch_audit_id_seq TO %s", q(RoleReviewer))
+	for _, fn := range ReviewFunctions {
+		w("GRANT EXECUTE ON FUNCTION public.%s TO %s", fn, q(RoleReviewer))
+	}
 	return b.String()
 }
+
+// revokePublicCreateSQL stops any role from creating objects in the schema the owner's
+// functions live in (PostgreSQL 14 and older let everyone). A planted function or table is
+// how a SECURITY DEFINER function gets subverted; search_path pinning is the first guard,
+// this the second.
+const revokePublicCreateSQL = `REVOKE CREATE ON SCHEMA public FROM PUBLIC`
+
+// publicMayCreateSQL says whether PUBLIC still holds CREATE on the schema: a REVOKE by a
+// role that does not own the schema only warns.
+const publicMayCreateSQL = `SELECT EXISTS (SELECT 1 FROM pg_namespace n,
+	aclexplode(COALESCE(n.nspacl, acldefault('n', n.nspowner))) a
+	WHERE n.nspname = 'public' AND a.grantee = 0 AND a.privilege_type = 'CREATE')`
 
 // RolesOutcome says what SetupRoles did.
 type RolesOutcome struct {
@@ -86,7 +113,14 @@ type RolesOutcome struct {
 	// SQL, when not empty, is what a role with CREATEROLE must run (then migrate again):
 	// the connected role may not create roles and some are missing.
 	SQL string
+	// PublicMayCreate: PUBLIC still holds CREATE on schema public, because the connected
+	// role does not own the schema and its REVOKE had no effect. The schema's owner must run
+	// RevokePublicCreateSQL.
+	PublicMayCreate bool
 }
+
+// RevokePublicCreateSQL is what the schema's owner runs when migrate could not.
+const RevokePublicCreateSQL = revokePublicCreateSQL
 
 // RolesSQL is the whole setup for this database (roles, then grants) as an administrator
 // would run it.
@@ -95,7 +129,7 @@ func RolesSQL(ctx context.Context, db *sqlx.DB) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return createRolesSQL() + grantsSQL(tables), nil
+	return createRolesSQL() + grantsSQL(tables) + revokePublicCreateSQL + ";\n", nil
 }
 
 // SetupRoles creates the roles where the connected role may (superuser or CREATEROLE) and
@@ -119,6 +153,10 @@ func SetupRoles(ctx context.Context, db *sqlx.DB) (RolesOutcome, error) {
 
 func setupRoles(ctx context.Context, db *sqlx.DB) (RolesOutcome, error) {
 	var out RolesOutcome
+	var err error
+	if out.PublicMayCreate, err = revokePublicCreate(ctx, db); err != nil {
+		return out, err
+	}
 	var may bool
 	if err := db.GetContext(ctx, &may, `SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user`); err != nil {
 		return out, fmt.Errorf("roles: read own privileges: %w", err)
@@ -146,6 +184,19 @@ func setupRoles(ctx context.Context, db *sqlx.DB) (RolesOutcome, error) {
 	}
 	out.Granted = true
 	return out, nil
+}
+
+// revokePublicCreate takes CREATE on schema public from PUBLIC and reports whether PUBLIC
+// still has it (the connected role does not own the schema: PostgreSQL only warns).
+func revokePublicCreate(ctx context.Context, db *sqlx.DB) (bool, error) {
+	if _, err := db.ExecContext(ctx, revokePublicCreateSQL); err != nil {
+		return false, fmt.Errorf("roles: revoke CREATE on schema public from PUBLIC: %w", err)
+	}
+	var may bool
+	if err := db.GetContext(ctx, &may, publicMayCreateSQL); err != nil {
+		return false, fmt.Errorf("roles: read schema public's privileges: %w", err)
+	}
+	return may, nil
 }
 
 func missingRoles(ctx context.Context, db *sqlx.DB) ([]string, error) {

@@ -55,8 +55,8 @@ func isDenied(err error) bool {
 }
 
 // TestRolesCanDoExactlyWhatTheyMust runs each statement as each role: the worker writes
-// orders and evidence but no review column and no audit row; the reviewer writes review
-// columns and audit rows but no order; read-only reads.
+// orders and evidence but no review column and no audit row; the reviewer writes nothing
+// directly and moves findings only through the review functions; read-only reads.
 func TestRolesCanDoExactlyWhatTheyMust(t *testing.T) {
 	t.Parallel()
 	db := repotest.NewDB(t)
@@ -78,11 +78,13 @@ func TestRolesCanDoExactlyWhatTheyMust(t *testing.T) {
 		"write an audit row":    fmt.Sprintf(`INSERT INTO reconcile_mismatch_audit (mismatch_id, action, actor) VALUES (%d, 'resolve', 'x')`, fid),
 		"delete a finding":      fmt.Sprintf(`DELETE FROM reconcile_mismatches WHERE id = %d`, fid),
 		"create a table":        `CREATE TABLE sneaky (id int)`,
+		"make a review move":    fmt.Sprintf(`SELECT payrecon_review_acknowledge(%d, 'ann@example.com', '', 0, '')`, fid),
 	}
 	allowed := map[string][]string{
 		repo.RoleWorker: {"read orders", "read findings", "read audit", "read runs", "update an order", "insert an event",
 			"insert a run", "record evidence", "insert a finding"},
-		repo.RoleReviewer: {"read orders", "read findings", "read audit", "read runs", "resolve a finding", "write an audit row"},
+		// The reviewer writes nothing directly: its moves are the review functions'.
+		repo.RoleReviewer: {"read orders", "read findings", "read audit", "read runs", "make a review move"},
 		repo.RoleReadonly: {"read orders", "read findings", "read audit", "read runs"},
 	}
 	ctx := context.Background()
@@ -183,6 +185,15 @@ func TestSetupRolesWithoutCreateRole(t *testing.T) {
 	for _, tbl := range tables {
 		db.MustExec(`ALTER TABLE ` + tbl + ` OWNER TO ` + owner)
 	}
+	// ... and of its functions, which the migrating role created.
+	var funcs []string
+	if err := db.Select(&funcs, `SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = 'public'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range funcs {
+		db.MustExec(`ALTER FUNCTION ` + fn + ` OWNER TO ` + owner)
+	}
 	pool := asRole(t, db, owner)
 	out, err := repo.SetupRoles(context.Background(), pool)
 	if err != nil || !out.Granted || len(out.Created) != 0 {
@@ -193,7 +204,8 @@ func TestSetupRolesWithoutCreateRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"CREATE ROLE \"payrecon_worker\" LOGIN", "CREATE ROLE \"payrecon_reviewer\" LOGIN",
-		"CREATE ROLE \"payrecon_readonly\" LOGIN", "GRANT UPDATE (review_status", "TO \"payrecon_reviewer\""} {
+		"CREATE ROLE \"payrecon_readonly\" LOGIN", "GRANT EXECUTE ON FUNCTION public.payrecon_review_approve(", "TO \"payrecon_reviewer\"",
+		"REVOKE CREATE ON SCHEMA public FROM PUBLIC"} {
 		if !strings.Contains(sql, want) {
 			t.Errorf("roles SQL lacks %q:\n%s", want, sql)
 		}

@@ -20,6 +20,12 @@ func SetupRoles(ctx context.Context, db *sqlx.DB, stdout io.Writer, log zerolog.
 	if err != nil {
 		return err
 	}
+	if out.PublicMayCreate {
+		log.Warn().Msg("PUBLIC may still create objects in schema public: this role does not own the schema")
+		fmt.Fprintf(stdout, "-- Every role may still create objects in schema public (this role does not own it).\n"+
+			"-- A planted function or table is how the review functions would be attacked: run this as the schema's owner:\n%s;\n",
+			repo.RevokePublicCreateSQL)
+	}
 	if out.SQL != "" {
 		log.Warn().Strs("roles", repo.Roles).Msg("cannot create database roles (no CREATEROLE): printing the SQL to run as an administrator")
 		fmt.Fprintf(stdout, "-- The database roles %s are missing and this role may not create them.\n"+
