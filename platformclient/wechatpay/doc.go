@@ -16,8 +16,8 @@
 // signer is accepted.
 //
 // Error answers (non-2xx) are read to classify the failure only. The one error answer that
-// becomes a Result, 404 ORDER_NOT_EXIST, is verified too when it carries signature headers,
-// because "not found" lets the reconciler close an expired order.
+// becomes a Result, 404 ORDER_NOT_EXIST, must carry a signature that verifies, because "not
+// found" lets the reconciler close an expired order: unsigned, it is a bad signature.
 //
 // Errors: every method returns *reconcile.PlatformError. ParseNotify's errors also carry
 // ErrBadSignature (answer 401) or ErrMalformed (answer 400) in their chain.

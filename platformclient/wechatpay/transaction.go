@@ -113,11 +113,13 @@ func (t Transaction) toResult() (reconcile.Result, error) {
 func (c *Client) queryResult(ctx context.Context, a answer, wantOutTradeNo string) (reconcile.Result, error) {
 	if a.status/100 != 2 {
 		if a.status == http.StatusNotFound && a.apiErr.Code == "ORDER_NOT_EXIST" {
-			// Not-found lets the reconciler close an expired order: when signed, it must verify.
-			if hasSignatureHeaders(a.header) {
-				if err := c.verify(ctx, a); err != nil {
-					return reconcile.Result{}, err
-				}
+			// Not-found lets the reconciler close an expired order, so it is evidence only
+			// when it verifies, as Alipay's is: anyone on the path can strip the headers.
+			if !hasSignatureHeaders(a.header) {
+				return reconcile.Result{}, c.badSignature(a, "unsigned ORDER_NOT_EXIST answer")
+			}
+			if err := c.verify(ctx, a); err != nil {
+				return reconcile.Result{}, err
 			}
 			return reconcile.Result{
 				Platform:   reconcile.WechatPay,
