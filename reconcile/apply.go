@@ -38,6 +38,11 @@ type Applied struct {
 	From, To Status
 	// Mismatch is set when Outcome is OutcomeMismatch.
 	Mismatch MismatchKind
+	// Refund is the refund a refund result was about, as last read (nil for payments and
+	// for a refund we do not have).
+	Refund *Refund
+	// RefundFrom and RefundTo are set when a refund moved (Outcome is OutcomeApplied).
+	RefundFrom, RefundTo RefundStatus
 }
 
 // ApplyOptions tune one application of a result.
@@ -73,6 +78,7 @@ type Account struct {
 // callback, a reconciliation query, a backfill or a statement.
 type Applier struct {
 	store    Store
+	refunds  RefundStore // nil: the store cannot apply refunds
 	claims   Claimer
 	settings ApplierSettings
 	log      zerolog.Logger
@@ -84,8 +90,11 @@ type ApplierSettings struct {
 	ClaimLease  time.Duration // PROCESSING lease, default 60s
 	ClaimTTL    time.Duration // DONE retention, default 25h
 	OrderTTL    time.Duration // expiry of orders without expires_at, default 2h
-	Accounts    map[AccountKey]Account
-	Now         func() time.Time
+	// RefundTTL is how long a refund the platform does not know may wait before it is a
+	// REFUND_NOT_AT_PLATFORM finding; default DefaultRefundTTL.
+	RefundTTL time.Duration
+	Accounts  map[AccountKey]Account
+	Now       func() time.Time
 }
 
 func (s *ApplierSettings) fillDefaults() {
@@ -101,6 +110,9 @@ func (s *ApplierSettings) fillDefaults() {
 	if s.OrderTTL <= 0 {
 		s.OrderTTL = 2 * time.Hour
 	}
+	if s.RefundTTL <= 0 {
+		s.RefundTTL = DefaultRefundTTL
+	}
 	if s.Now == nil {
 		s.Now = time.Now
 	}
@@ -112,7 +124,8 @@ func NewApplier(store Store, claims Claimer, settings ApplierSettings, log zerol
 	if claims == nil {
 		claims = NoClaims{}
 	}
-	return &Applier{store: store, claims: claims, settings: settings, log: log}
+	refunds, _ := store.(RefundStore)
+	return &Applier{store: store, refunds: refunds, claims: claims, settings: settings, log: log}
 }
 
 // ClaimKey is the Redis key the callback service and the reconciler share for one payment.

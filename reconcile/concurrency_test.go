@@ -128,8 +128,8 @@ func assertPaidOnce(t *testing.T, b *bundle, id int64, tradeNo string, amount in
 
 const childEnv = "PAYRECON_APPLY_CHILD"
 
-// runChild is the body of a re-executed test binary: "apply" races applies against its
-// siblings and prints the tally; "hang" claims and then blocks forever, to be SIGKILLed.
+// runChild is the body of a re-executed test binary: "apply" (or "apply-refund") races
+// applies against its siblings and prints the tally; "hang" claims and then blocks forever, to be SIGKILLed.
 func runChild() int {
 	ctx := context.Background()
 	db, err := repo.Open(ctx, os.Getenv("CHILD_DB"))
@@ -150,6 +150,12 @@ func runChild() int {
 	}
 	a := reconcile.NewApplier(store, repo.NewRedisClaimer(rc, repo.RedisOptions{}, zerolog.Nop()), settings, zerolog.Nop())
 	r := paid(os.Getenv("CHILD_OTN"), os.Getenv("CHILD_TRADE_NO"), 8880, reconcile.SourceNotify)
+	apply := func() (reconcile.Applied, error) { return a.ApplyResult(ctx, r, reconcile.ApplyOptions{}) }
+	if os.Getenv(childEnv) == "apply-refund" {
+		// The refund of the whole order: its number is the order's with "-1".
+		rr := refundResult(r.OutTradeNo, r.PlatformTradeNo, r.OutTradeNo+"-1", 8880, reconcile.RefundStateSuccess, reconcile.SourceNotify)
+		apply = func() (reconcile.Applied, error) { return a.ApplyRefundResult(ctx, rr, reconcile.ApplyOptions{}) }
+	}
 
 	if os.Getenv(childEnv) == "hang" {
 		a.ApplyResult(ctx, r, reconcile.ApplyOptions{}) //nolint:errcheck // never returns
@@ -166,7 +172,7 @@ func runChild() int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := a.ApplyResult(ctx, r, reconcile.ApplyOptions{})
+			res, err := apply()
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -140,10 +140,12 @@ type Order struct {
 	Status          Status
 	PlatformTradeNo string
 	PaidAmountMinor int64
-	PaidAt          time.Time
-	CreatedAt       time.Time
-	ExpiresAt       time.Time // zero: created_at + configured order TTL
-	Version         int64
+	// RefundedMinor is the sum of the order's SUCCESS refunds (payment_orders.refunded_minor).
+	RefundedMinor int64
+	PaidAt        time.Time
+	CreatedAt     time.Time
+	ExpiresAt     time.Time // zero: created_at + configured order TTL
+	Version       int64
 	// CheckCount is how many consecutive checks left the order pending: the re-check
 	// backoff exponent.
 	CheckCount int
@@ -174,11 +176,14 @@ const (
 // Mismatch is one finding for finance. Recording the same finding again (same platform,
 // merchant, out_trade_no and kind) bumps its seen count instead of adding a row.
 type Mismatch struct {
-	OrderID             int64 // 0 when no order matched
-	Platform            Platform
-	MerchantID          string
-	OutTradeNo          string
-	PlatformTradeNo     string
+	OrderID         int64 // 0 when no order matched
+	Platform        Platform
+	MerchantID      string
+	OutTradeNo      string
+	PlatformTradeNo string
+	// OutRefundNo names the refund a refund finding is about ("" for payment findings): an
+	// order's refunds each have findings of their own.
+	OutRefundNo         string
 	Kind                MismatchKind
 	LocalAmountMinor    int64 // 0: unknown
 	PlatformAmountMinor int64

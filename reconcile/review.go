@@ -37,6 +37,7 @@ var MismatchKinds = []MismatchKind{
 	MismatchAmount, MismatchCurrency, MismatchMerchant,
 	MismatchUnknownOrder, MismatchPaidAfterClose, MismatchDuplicatePayment,
 	MismatchLocalPaidPlatformNot, MismatchRefundedAtPlatform,
+	MismatchUnknownRefund, MismatchRefundAmount, MismatchOverRefunded, MismatchRefundAbnormal, MismatchRefundNotAtPlatform,
 }
 
 // ParseMismatchKind accepts a finding kind in any letter case.

@@ -122,6 +122,11 @@ var labels = map[string]label{
 	"DUPLICATE_PAYMENT":          {"Paid twice", "重复支付"},
 	"LOCAL_PAID_PLATFORM_UNPAID": {"Paid here, not at platform", "我方已付平台未付"},
 	"REFUNDED_AT_PLATFORM":       {"Refunded at platform", "平台已退款"},
+	"UNKNOWN_REFUND":             {"Refund we do not have", "未知退款"},
+	"REFUND_AMOUNT_MISMATCH":     {"Refund amount differs", "退款金额不符"},
+	"OVER_REFUNDED":              {"Refunded more than paid", "超额退款"},
+	"REFUND_ABNORMAL":            {"Refund not paid back (abnormal)", "退款异常"},
+	"REFUND_NOT_AT_PLATFORM":     {"Refund not at platform", "平台无此退款"},
 	// Review statuses.
 	"OPEN":             {"Open", "待处理"},
 	"ACKNOWLEDGED":     {"Acknowledged", "已确认"},

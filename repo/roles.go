@@ -84,7 +84,7 @@ func grantsSQL(tables []string) string {
 	if len(workerTables) > 0 {
 		w("GRANT INSERT, UPDATE ON %s TO %s", strings.Join(workerTables, ", "), q(RoleWorker))
 	}
-	w("GRANT INSERT (platform, merchant_id, out_trade_no, kind, %s) ON public.reconcile_mismatches TO %s",
+	w("GRANT INSERT (platform, merchant_id, out_trade_no, kind, out_refund_no, %s) ON public.reconcile_mismatches TO %s",
 		strings.Join(evidenceColumns, ", "), q(RoleWorker))
 	w("GRANT UPDATE (%s) ON public.reconcile_mismatches TO %s", strings.Join(evidenceColumns, ", "), q(RoleWorker))
 	w("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s", q(RoleWorker))

@@ -58,6 +58,7 @@ type orderRow struct {
 	Status          string         `db:"status"`
 	PlatformTradeNo sql.NullString `db:"platform_trade_no"`
 	PaidAmountMinor sql.NullInt64  `db:"paid_amount_minor"`
+	RefundedMinor   int64          `db:"refunded_minor"`
 	PaidAt          sql.NullTime   `db:"paid_at"`
 	CreatedAt       time.Time      `db:"created_at"`
 	ExpiresAt       sql.NullTime   `db:"expires_at"`
@@ -66,14 +67,14 @@ type orderRow struct {
 
 // orderColumns matches orderRow.
 const orderColumns = `id, platform, merchant_id, out_trade_no, amount_minor, currency, status,
-	platform_trade_no, paid_amount_minor, paid_at, created_at, expires_at, version`
+	platform_trade_no, paid_amount_minor, refunded_minor, paid_at, created_at, expires_at, version`
 
 func (r orderRow) order() reconcile.Order {
 	return reconcile.Order{
 		ID: r.ID, Platform: reconcile.Platform(r.Platform), MerchantID: r.MerchantID,
 		OutTradeNo: r.OutTradeNo, AmountMinor: r.AmountMinor, Currency: r.Currency,
 		Status: reconcile.Status(r.Status), PlatformTradeNo: r.PlatformTradeNo.String,
-		PaidAmountMinor: r.PaidAmountMinor.Int64, PaidAt: r.PaidAt.Time, CreatedAt: r.CreatedAt,
+		PaidAmountMinor: r.PaidAmountMinor.Int64, RefundedMinor: r.RefundedMinor, PaidAt: r.PaidAt.Time, CreatedAt: r.CreatedAt,
 		ExpiresAt: r.ExpiresAt.Time, Version: r.Version,
 	}
 }
@@ -163,10 +164,10 @@ func (s *Store) ApplyTransition(ctx context.Context, t reconcile.Transition) (bo
 // RESOLVED finding then (finance resolved what they saw, not whatever may come later).
 const recordMismatchSQL = `
 INSERT INTO reconcile_mismatches AS m (order_id, platform, merchant_id, out_trade_no, platform_trade_no, kind,
-	local_amount_minor, platform_amount_minor, local_status, platform_status, detail)
+	local_amount_minor, platform_amount_minor, local_status, platform_status, detail, out_refund_no)
 VALUES (NULLIF($1::bigint, 0), $2, $3, $4, NULLIF($5::text, ''), $6, NULLIF($7::bigint, 0), NULLIF($8::bigint, 0),
-	NULLIF($9::text, ''), NULLIF($10::text, ''), $11::jsonb)
-ON CONFLICT (platform, merchant_id, out_trade_no, kind) DO UPDATE SET
+	NULLIF($9::text, ''), NULLIF($10::text, ''), $11::jsonb, $12::text)
+ON CONFLICT (platform, merchant_id, out_trade_no, kind, out_refund_no) DO UPDATE SET
 	seen_count   = m.seen_count + 1,
 	last_seen_at = now(),
 	order_id     = COALESCE(EXCLUDED.order_id, m.order_id),
@@ -188,7 +189,7 @@ func (s *Store) RecordMismatch(ctx context.Context, m reconcile.Mismatch) error 
 	}
 	_, err = s.db.ExecContext(ctx, recordMismatchSQL, m.OrderID, string(m.Platform), m.MerchantID, m.OutTradeNo,
 		m.PlatformTradeNo, string(m.Kind), m.LocalAmountMinor, m.PlatformAmountMinor, string(m.LocalStatus),
-		m.PlatformStatus, string(detail))
+		m.PlatformStatus, string(detail), m.OutRefundNo)
 	if err != nil {
 		return fmt.Errorf("record mismatch %s %s/%s: %w", m.Kind, m.Platform, m.OutTradeNo, err)
 	}
