@@ -60,13 +60,17 @@ demo:
 #                     (peak RSS at any size: go run ./statement/internal/billrss -format alipay-zip -lines 1000000)
 #   Statement:        statement --file of a 1,000,000-line Alipay bill against 1,000,000 orders:
 #                     lines/s next to a bare COPY of the same lines, peak RSS of the run
+#   Report:           a year's report of 100,000 findings from the database to io.Discard in
+#                     csv, json, xlsx and html: seconds and peak RSS growth per format (the
+#                     target is under 100 MiB each; -report.findings N for another size)
 bench:
 	$(SERVICES) sh -c '$(GO) test -run "^$$" -bench "ApplyResult" -benchmem -count=1 ./reconcile/ && \
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./platformclient/... && \
 	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
 	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/ && \
 	  $(GO) test -run "^$$" -bench "Read" -benchtime 3x -benchmem -count=1 ./statement/ && \
-	  $(GO) test -run "^$$" -bench "Statement" -benchtime 1x -count=1 -timeout 30m ./statementrun/ -statement.lines 1000000'
+	  $(GO) test -run "^$$" -bench "Statement" -benchtime 1x -count=1 -timeout 30m ./statementrun/ -statement.lines 1000000 && \
+	  $(GO) test -run "^$$" -bench "Report" -benchtime 1x -count=1 -timeout 20m ./render/'
 
 # The review console as a person sees it: TestBrowserReview's screenshots (the findings list,
 # a finding after maker-checker, the HTML report) kept under out/screenshots; it prints their paths.

@@ -31,6 +31,7 @@ type Config struct {
 	Grace           time.Duration
 	Lookback        time.Duration
 	OrderTTL        time.Duration
+	RefundTTL       time.Duration // a refund unknown at the platform is a finding after this
 	Concurrency     int
 	DryRun          bool
 	LogLevel        string
@@ -58,14 +59,14 @@ type Config struct {
 	Console               Console
 }
 
-// Console holds the review console's settings (the admin port's /review/ pages).
+// Console holds the review console's settings (`reconciler console`'s /review/ pages). It
+// connects with DatabaseURL like every command: in production, the payrecon_reviewer role's.
 type Console struct {
 	IdentityHeader string         // the header the authenticating proxy names the person in
 	TrustedProxies []netip.Prefix // peers whose identity header is believed
 	Reviewers      []string       // lower-case addresses or *@domain
 	Approvers      []string       // lower-case addresses or *@domain
 	CSRFKeyFile    string         // "": a random key per process
-	DatabaseURL    string         // "": the database URL (the console then acts as the worker's role)
 }
 
 // Relay holds the fulfilment hand-off's settings (`reconciler relay`, `serve --relay`).
@@ -119,6 +120,7 @@ func (c Config) Redacted() string {
 		"grace":                c.Grace.String(),
 		"lookback":             c.Lookback.String(),
 		"order-ttl":            c.OrderTTL.String(),
+		"refund-ttl":           c.RefundTTL.String(),
 		"concurrency":          fmt.Sprint(c.Concurrency),
 		"dry-run":              fmt.Sprint(c.DryRun),
 		"pushgateway-url":      RedactURL(c.PushgatewayURL),
@@ -131,7 +133,6 @@ func (c Config) Redacted() string {
 		"relay-url":            RedactURLs(c.Relay.URL),
 		"relay-subject-prefix": c.Relay.SubjectPrefix,
 		"reviewers":            strings.Join(c.Console.Reviewers, ","),
-		"review-database-url":  RedactURL(c.Console.DatabaseURL),
 		"approvers":            strings.Join(c.Console.Approvers, ","),
 	}
 	if c.Timezone != nil {

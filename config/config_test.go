@@ -73,6 +73,7 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"claim-lease":                  {"30s", "45s", func(c Config) any { return c.ClaimLease }, 30 * time.Second},
 		"claim-ttl":                    {"48h", "30h", func(c Config) any { return c.ClaimTTL }, 48 * time.Hour},
 		"order-ttl":                    {"30m", "1h", func(c Config) any { return c.OrderTTL }, 30 * time.Minute},
+		"refund-ttl":                   {"45m", "2h", func(c Config) any { return c.RefundTTL }, 45 * time.Minute},
 		"grace":                        {"0s", "5m", func(c Config) any { return c.Grace }, time.Duration(0)},
 		"lookback":                     {"24h", "12h", func(c Config) any { return c.Lookback }, 24 * time.Hour},
 		"recheck-min":                  {"0s", "10s", func(c Config) any { return c.RecheckMin }, time.Duration(0)},
@@ -119,8 +120,6 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"relay-ack-timeout":            {"3s", "4s", func(c Config) any { return c.Relay.AckTimeout }, 3 * time.Second},
 		"relay-poll":                   {"250ms", "1s", func(c Config) any { return c.Relay.Poll }, 250 * time.Millisecond},
 		"relay-retry-horizon":          {"15m", "10m", func(c Config) any { return c.Relay.RetryHorizon }, 15 * time.Minute},
-		"review-database-url-file":     {"", "", nil, nil}, // TestConsoleSettings
-		"review-database-url":          {"postgres://rev@h/db", "postgres://r2@h/db", func(c Config) any { return c.Console.DatabaseURL }, "postgres://rev@h/db"},
 		"admin-identity-header":        {"X-Auth-Request-Email", "X-Email", func(c Config) any { return c.Console.IdentityHeader }, "X-Auth-Request-Email"},
 		"admin-trusted-proxies":        {"10.0.0.0/8, 192.0.2.7", "::1/128", func(c Config) any { return fmt.Sprint(c.Console.TrustedProxies) }, "[10.0.0.0/8 192.0.2.7/32]"},
 		"reviewers":                    {"Ann@Example.com,*@finance.example.com", "b@x.y", func(c Config) any { return strings.Join(c.Console.Reviewers, ",") }, "ann@example.com,*@finance.example.com"},
@@ -377,7 +376,7 @@ func TestConsoleSettings(t *testing.T) {
 	load := func(env map[string]string) (Config, error) {
 		env["RECONCILER_DATABASE_URL"] = "postgres://u@h/db"
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		l := Register(fs, GroupDatabase|GroupServe, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		l := Register(fs, GroupDatabase|GroupConsole, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 		if err := fs.Parse(nil); err != nil {
 			t.Fatal(err)
 		}
@@ -388,17 +387,15 @@ func TestConsoleSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Console.IdentityHeader != "X-Forwarded-Email" || fmt.Sprint(c.Console.TrustedProxies) != "[127.0.0.0/8 ::1/128]" ||
-		len(c.Console.Reviewers)+len(c.Console.Approvers) != 0 || c.Console.DatabaseURL != "" || c.Console.CSRFKeyFile != "" {
+		len(c.Console.Reviewers)+len(c.Console.Approvers) != 0 || c.Console.CSRFKeyFile != "" {
 		t.Errorf("console defaults: %+v", c.Console)
 	}
 	dir := t.TempDir()
-	short, key, urlFile := filepath.Join(dir, "short"), filepath.Join(dir, "key"), filepath.Join(dir, "url")
+	short, key := filepath.Join(dir, "short"), filepath.Join(dir, "key")
 	os.WriteFile(short, []byte("tiny\n"), 0o600)
 	os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
-	os.WriteFile(urlFile, []byte("postgres://payrecon_reviewer:pw@db/payrecon\n"), 0o600)
-	if c, err := load(map[string]string{"RECONCILER_ADMIN_CSRF_KEY_FILE": key, "RECONCILER_REVIEW_DATABASE_URL_FILE": urlFile}); err != nil ||
-		c.Console.CSRFKeyFile != key || c.Console.DatabaseURL != "postgres://payrecon_reviewer:pw@db/payrecon" {
-		t.Errorf("key and URL files: %+v, %v", c.Console, err)
+	if c, err := load(map[string]string{"RECONCILER_ADMIN_CSRF_KEY_FILE": key}); err != nil || c.Console.CSRFKeyFile != key {
+		t.Errorf("key file: %+v, %v", c.Console, err)
 	}
 	for _, tc := range []struct{ env, value, want string }{
 		{"RECONCILER_ADMIN_TRUSTED_PROXIES", "localhost", "RECONCILER_ADMIN_TRUSTED_PROXIES"},
@@ -407,7 +404,6 @@ func TestConsoleSettings(t *testing.T) {
 		{"RECONCILER_APPROVERS", "a*@example.com", "RECONCILER_APPROVERS"},
 		{"RECONCILER_ADMIN_CSRF_KEY_FILE", short, "at least 16 bytes"},
 		{"RECONCILER_ADMIN_CSRF_KEY_FILE", filepath.Join(dir, "missing"), "RECONCILER_ADMIN_CSRF_KEY_FILE"},
-		{"RECONCILER_REVIEW_DATABASE_URL", "mysql://x", "RECONCILER_REVIEW_DATABASE_URL"},
 	} {
 		if _, err := load(map[string]string{tc.env: tc.value}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s=%q: got %v, want an error naming %s", tc.env, tc.value, err, tc.want)

@@ -29,15 +29,24 @@ const (
 	GroupWorker
 	// GroupPlatforms: the platform accounts and call policy.
 	GroupPlatforms
-	// GroupServe: the HTTP server.
+	// GroupServe: serve's callback server.
 	GroupServe
 	// GroupTime: the time zone dates are read in.
 	GroupTime
 	// GroupRelay: the fulfilment hand-off to NATS JetStream.
 	GroupRelay
+	// GroupAdmin: the admin port (metrics and probes), which serve and console both open.
+	GroupAdmin
+	// GroupConsole: the review console (who is asking, who may act, the form key). Only
+	// `reconciler console` takes it: serve holds no reviewer's settings.
+	GroupConsole
+	// GroupPeople: who may review and approve (RECONCILER_REVIEWERS, RECONCILER_APPROVERS),
+	// which the console and the CLI's review moves both check.
+	GroupPeople
 
 	// GroupAll is every setting.
-	GroupAll = GroupDatabase | GroupLog | GroupApply | GroupWorker | GroupPlatforms | GroupServe | GroupTime | GroupRelay
+	GroupAll = GroupDatabase | GroupLog | GroupApply | GroupWorker | GroupPlatforms | GroupServe | GroupTime | GroupRelay |
+		GroupAdmin | GroupConsole | GroupPeople
 )
 
 type kind int
@@ -116,6 +125,7 @@ var settings = []setting{
 	{"claim-lease", "60s", GroupApply, kString, "PROCESSING lease of a claim", durationInto(func(c *Config) *time.Duration { return &c.ClaimLease }, false)},
 	{"claim-ttl", "25h", GroupApply, kString, "how long the DONE mark sheds repeated callbacks", durationInto(func(c *Config) *time.Duration { return &c.ClaimTTL }, false)},
 	{"order-ttl", "2h", GroupApply, kString, "expiry of orders whose expires_at is null, from created_at", durationInto(func(c *Config) *time.Duration { return &c.OrderTTL }, false)},
+	{"refund-ttl", "1h", GroupApply, kString, "how long a local refund the platform does not know may wait (it may not have reached the platform yet) before it is a REFUND_NOT_AT_PLATFORM finding", durationInto(func(c *Config) *time.Duration { return &c.RefundTTL }, false)},
 	{"grace", "2m", GroupWorker, kString, "orders younger than this are left to their callback", durationInto(func(c *Config) *time.Duration { return &c.Grace }, true)},
 	{"lookback", "72h", GroupWorker, kString, "orders older than this are left to backfill", durationInto(func(c *Config) *time.Duration { return &c.Lookback }, false)},
 	{"recheck-min", "1m", GroupWorker, kString, "first re-check delay of a still-pending order (0s: every run)", durationInto(func(c *Config) *time.Duration { return &c.RecheckMin }, true)},
@@ -181,34 +191,21 @@ var settings = []setting{
 		c.Listen = v
 		return nil
 	}},
-	{"admin-listen", ":9090", GroupServe, kString, "serve's admin HTTP address: /metrics, /healthz, /readyz (keep it off the public network)", func(c *Config, v string) error {
+	{"admin-listen", ":9090", GroupAdmin, kString, "the admin HTTP address: /metrics, /healthz, /readyz, and console's /review/ pages (keep it off the public network)", func(c *Config, v string) error {
 		if !strings.Contains(v, ":") {
 			return fmt.Errorf("must be host:port or :port, got %q", v)
 		}
 		c.AdminListen = v
 		return nil
 	}},
-	{"review-database-url-file", "", GroupServe, kString, "file holding the review console's PostgreSQL URL, as payrecon_reviewer (default: the database URL)", urlFileInto(func(c *Config) *string { return &c.Console.DatabaseURL })},
-	{"review-database-url", "", GroupServe, kString, "the review console's PostgreSQL URL, as payrecon_reviewer (default: the database URL)", func(c *Config, v string) error {
-		if v != "" && c.Console.DatabaseURL != "" {
-			return fmt.Errorf("give either the URL or RECONCILER_REVIEW_DATABASE_URL_FILE, not both")
-		}
-		if v != "" {
-			c.Console.DatabaseURL = v
-		}
-		if c.Console.DatabaseURL == "" {
-			return nil
-		}
-		return checkURL(c.Console.DatabaseURL, "postgres", "postgresql")
-	}},
-	{"admin-identity-header", "X-Forwarded-Email", GroupServe, kString, "header naming the signed-in person on the admin port's /review/ console (set by an authenticating proxy such as oauth2-proxy)", func(c *Config, v string) error {
+	{"admin-identity-header", "X-Forwarded-Email", GroupConsole, kString, "header naming the signed-in person on the console's /review/ pages (set by an authenticating proxy such as oauth2-proxy)", func(c *Config, v string) error {
 		if v == "" || strings.ContainsAny(v, " \t:") {
 			return fmt.Errorf("must be an HTTP header name such as X-Forwarded-Email, got %q", v)
 		}
 		c.Console.IdentityHeader = v
 		return nil
 	}},
-	{"admin-trusted-proxies", "127.0.0.0/8,::1/128", GroupServe, kString, "CIDRs whose identity header the console believes (comma-separated); any other peer gets 401", func(c *Config, v string) error {
+	{"admin-trusted-proxies", "127.0.0.0/8,::1/128", GroupConsole, kString, "CIDRs whose identity header the console believes (comma-separated); any other peer gets 401", func(c *Config, v string) error {
 		c.Console.TrustedProxies = nil
 		for _, part := range splitList(v) {
 			p, err := netip.ParsePrefix(part)
@@ -223,9 +220,9 @@ var settings = []setting{
 		}
 		return nil
 	}},
-	{"reviewers", "", GroupServe, kString, "who may acknowledge and resolve findings in the console: comma-separated addresses or *@domain", peopleInto(func(c *Config) *[]string { return &c.Console.Reviewers })},
-	{"approvers", "", GroupServe, kString, "who may also approve or reject proposed resolutions: comma-separated addresses or *@domain", peopleInto(func(c *Config) *[]string { return &c.Console.Approvers })},
-	{"admin-csrf-key-file", "", GroupServe, kString, "file holding the key the console's form tokens are signed with (share it between replicas); empty: a random key per process", func(c *Config, v string) error {
+	{"reviewers", "", GroupConsole | GroupPeople, kString, "who may acknowledge and resolve findings in the console, and with the mismatches commands once this or approvers is set: comma-separated addresses or *@domain", peopleInto(func(c *Config) *[]string { return &c.Console.Reviewers })},
+	{"approvers", "", GroupConsole | GroupPeople, kString, "who may also approve or reject proposed resolutions, in the console and (once set) with the mismatches commands: comma-separated addresses or *@domain", peopleInto(func(c *Config) *[]string { return &c.Console.Approvers })},
+	{"admin-csrf-key-file", "", GroupConsole, kString, "file holding the key the console's form tokens are signed with (share it between replicas); empty: a random key per process", func(c *Config, v string) error {
 		c.Console.CSRFKeyFile = v
 		if v == "" {
 			return nil

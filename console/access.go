@@ -2,13 +2,13 @@ package console
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
+	"strconv"
+
+	"github.com/payrecon/payrecon/reconcile/identity"
 )
 
 // Role is what a signed-in person may do in the console.
@@ -25,9 +25,11 @@ const (
 
 // viewer is the person behind a request, as the trusted proxy named them.
 type viewer struct {
-	Email string
+	Email string // identity.Normalize's spelling: what the review stores and compares
 	Role  Role
-	CSRF  string // the form token of this person
+	CSRF  string // a form token for this person, issued with this request's page
+
+	tokens *csrfTokens // checks the token a POST brings back
 }
 
 func (v viewer) CanReview() bool  { return v.Role >= RoleReviewer }
@@ -38,21 +40,6 @@ type viewerKey struct{}
 func viewerFrom(ctx context.Context) viewer {
 	v, _ := ctx.Value(viewerKey{}).(viewer)
 	return v
-}
-
-// matchPerson reports whether email is on a list of exact addresses or *@domain (both lower
-// case, as config stores them).
-func matchPerson(list []string, email string) bool {
-	email = strings.ToLower(email)
-	for _, p := range list {
-		if p == email {
-			return true
-		}
-		if dom, ok := strings.CutPrefix(p, "*"); ok && strings.HasSuffix(email, dom) && len(email) > len(dom) {
-			return true
-		}
-	}
-	return false
 }
 
 // trustedPeer reports whether the TCP peer (never a forwarded-for header: that is what an
@@ -75,50 +62,62 @@ func (h *handler) trustedPeer(r *http.Request) bool {
 	return false
 }
 
-// identify answers 401 unless a trusted peer names exactly one person, and 403 when that
-// person is on neither list; otherwise it puts the viewer in the request's context.
+// identify answers 401 unless a trusted peer names exactly one person in a form
+// identity.Normalize accepts, and 403 when that person is on neither list; otherwise it puts
+// the viewer, under the normalised address, in the request's context.
 func (h *handler) identify(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		vals := r.Header.Values(h.cfg.IdentityHeader)
-		if !h.trustedPeer(r) || len(vals) != 1 || !plausibleEmail(vals[0]) {
+		email, err := h.person(r)
+		if err != nil {
+			// The error is bounded and escaped (identity clips what it repeats).
 			h.log.Info().Str("peer", r.RemoteAddr).Str("path", r.URL.Path).Bool("trusted_peer", h.trustedPeer(r)).
-				Msg("review console: request without a trusted identity refused")
+				AnErr("identity", err).Msg("review console: request without a trusted identity refused")
 			w.Header().Set("Cache-Control", "no-store")
 			http.Error(w, "401 unauthorized: sign in through the finance sign-in proxy", http.StatusUnauthorized)
 			return
 		}
-		email := strings.ToLower(strings.TrimSpace(vals[0]))
-		v := viewer{Email: email, CSRF: h.csrfToken(email)}
+		v := viewer{Email: email, CSRF: h.tokens.issue(email), tokens: h.tokens}
 		switch {
-		case matchPerson(h.cfg.Approvers, email):
+		case identity.Match(h.cfg.Approvers, email):
 			v.Role = RoleApprover
-		case matchPerson(h.cfg.Reviewers, email):
+		case identity.Match(h.cfg.Reviewers, email):
 			v.Role = RoleReviewer
 		}
 		if v.Role == RoleNone {
 			h.log.Info().Str("person", email).Str("path", r.URL.Path).Msg("review console: person not listed as reviewer or approver")
-			http.Error(w, "403 forbidden: "+email+" is not a reviewer (RECONCILER_REVIEWERS) or approver (RECONCILER_APPROVERS)", http.StatusForbidden)
+			// Quoted to ASCII: a look-alike letter (a Cyrillic а) shows as what it is.
+			http.Error(w, "403 forbidden: "+strconv.QuoteToASCII(email)+" is not a reviewer (RECONCILER_REVIEWERS) or approver (RECONCILER_APPROVERS)", http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
 	})
 }
 
-func plausibleEmail(s string) bool {
-	s = strings.TrimSpace(s)
-	return s != "" && len(s) <= 254 && !strings.ContainsAny(s, " \t\r\n<>\"")
+// person is the normalised address a trusted peer names in exactly one identity header.
+func (h *handler) person(r *http.Request) (string, error) {
+	vals := r.Header.Values(h.cfg.IdentityHeader)
+	switch {
+	case !h.trustedPeer(r):
+		return "", errUntrustedPeer
+	case len(vals) != 1:
+		return "", errNotOneIdentity // none, or two: which of them would be the person?
+	}
+	return identity.Normalize(vals[0])
 }
 
-// csrfToken is the form token of one person: an HMAC of their identity, so it needs no
-// server-side session and a token taken from one person's page is worthless to another.
-func (h *handler) csrfToken(email string) string {
-	m := hmac.New(sha256.New, h.cfg.CSRFKey)
-	m.Write([]byte("payrecon review console csrf\x00" + email))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
+var (
+	errUntrustedPeer  = errors.New("the peer is not a trusted proxy")
+	errNotOneIdentity = errors.New("not exactly one identity header")
+)
 
-// csrfOK checks a POST's form token against the viewer's.
+// csrfOK checks that a POST brings back a form token issued to the viewer and still good.
 func csrfOK(r *http.Request, v viewer) bool {
-	got := r.PostFormValue("csrf")
-	return got != "" && hmac.Equal([]byte(got), []byte(v.CSRF))
+	if v.tokens == nil {
+		return false
+	}
+	if err := v.tokens.check(v.Email, r.PostFormValue("csrf")); err != nil {
+		v.tokens.log.Info().Str("person", v.Email).Str("reason", err.Error()).Msg("review console: form token refused")
+		return false
+	}
+	return true
 }

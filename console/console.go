@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/reconcile/identity"
 	"github.com/payrecon/payrecon/repo"
 )
 
@@ -27,28 +28,37 @@ type Store interface {
 	Resolve(ctx context.Context, id int64, in repo.ReviewInput) (repo.ReviewMove, error)
 	Approve(ctx context.Context, id int64, in repo.ReviewInput) (repo.ReviewMove, error)
 	Reject(ctx context.Context, id int64, in repo.ReviewInput) (repo.ReviewMove, error)
-	Report(ctx context.Context, from, to time.Time) (repo.Report, error)
+	// Report reads the report of [from, to) in one snapshot and hands it to fn, its findings
+	// streamed from the database while fn writes them.
+	Report(ctx context.Context, from, to time.Time, fn func(repo.Report) error) error
 	// StatementDays lists the statement days with bill dates in [from, to) (YYYY-MM-DD).
 	StatementDays(ctx context.Context, from, to string) ([]repo.StatementDayRow, error)
 }
 
 // Config is the console's settings.
 type Config struct {
-	IdentityHeader string         // e.g. X-Forwarded-Email
-	TrustedProxies []netip.Prefix // peers whose IdentityHeader is believed
-	Reviewers      []string       // lower-case addresses or *@domain
-	Approvers      []string       // lower-case addresses or *@domain
-	CSRFKey        []byte         // signs the form tokens
-	Location       *time.Location // times are shown, and dates read, in this zone
+	IdentityHeader string             // e.g. X-Forwarded-Email
+	TrustedProxies []netip.Prefix     // peers whose IdentityHeader is believed
+	Reviewers      []identity.Pattern // RECONCILER_REVIEWERS, parsed
+	Approvers      []identity.Pattern // RECONCILER_APPROVERS, parsed
+	CSRFKey        []byte             // signs the form tokens
+	Location       *time.Location     // times are shown, and dates read, in this zone
 	Log            zerolog.Logger
 	Now            func() time.Time // nil: time.Now
 }
 
 // FromSettings builds a Config from the process settings; without a CSRF key file the key is
-// random, so form tokens are good for this process only.
+// random, so form tokens are good for this process only. The lists of people are read here,
+// once: an entry that is no address or *@domain is a *config.Error naming its setting.
 func FromSettings(c config.Console, loc *time.Location, log zerolog.Logger) (Config, error) {
-	cfg := Config{IdentityHeader: c.IdentityHeader, TrustedProxies: c.TrustedProxies, Reviewers: c.Reviewers,
-		Approvers: c.Approvers, Location: loc, Log: log}
+	cfg := Config{IdentityHeader: c.IdentityHeader, TrustedProxies: c.TrustedProxies, Location: loc, Log: log}
+	var err error
+	if cfg.Reviewers, err = identity.ParseList(c.Reviewers); err != nil {
+		return Config{}, &config.Error{Setting: "RECONCILER_REVIEWERS", Msg: err.Error()}
+	}
+	if cfg.Approvers, err = identity.ParseList(c.Approvers); err != nil {
+		return Config{}, &config.Error{Setting: "RECONCILER_APPROVERS", Msg: err.Error()}
+	}
 	if c.CSRFKeyFile != "" {
 		b, err := os.ReadFile(c.CSRFKeyFile)
 		if err != nil {
@@ -65,9 +75,10 @@ func FromSettings(c config.Console, loc *time.Location, log zerolog.Logger) (Con
 }
 
 type handler struct {
-	cfg   Config
-	store Store
-	log   zerolog.Logger
+	cfg    Config
+	store  Store
+	log    zerolog.Logger
+	tokens *csrfTokens
 }
 
 // New is the console's handler; it serves paths under /review/ (mount it there, unstripped).
@@ -84,14 +95,14 @@ func New(cfg Config, store Store) http.Handler {
 	if len(cfg.CSRFKey) == 0 {
 		panic("console.New: no CSRF key") // FromSettings always sets one; a caller that forgets must not run keyless
 	}
-	h := &handler{cfg: cfg, store: store, log: cfg.Log}
+	h := &handler{cfg: cfg, store: store, log: cfg.Log, tokens: &csrfTokens{key: cfg.CSRFKey, now: cfg.Now, log: cfg.Log}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /review/{$}", h.list)
 	mux.HandleFunc("GET /review/findings/{id}", h.finding)
 	mux.HandleFunc("POST /review/findings/{id}/{action}", h.act)
 	mux.HandleFunc("GET /review/report", h.report)
 	mux.HandleFunc("GET /review/statements", h.statements)
-	return securityHeaders(h.identify(mux))
+	return securityHeaders(h.identify(h.textOnly(mux)))
 }
 
 // securityHeaders keeps the pages out of frames and caches and away from any script: the

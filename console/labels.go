@@ -55,10 +55,11 @@ var labels = map[string]map[string]string{
 		"look_again": "The evidence changed since you read it: look again.", "self_approval": "You proposed this resolution; a second person must approve it.",
 		"illegal": "Someone else already moved this finding; here is where it stands now.", "bad_request": "The form is incomplete:",
 		"forbidden_approve": "Only approvers may approve or reject.", "not_found": "No such finding.",
-		"csrf":        "The form expired or did not come from this console; reload the page and try again.",
+		"csrf":        "The form expired (forms are good for 12 hours) or did not come from this console; reload the page and try again.",
 		"resolved_at": "Resolved at", "none": "—", "id": "Number",
 		"statements":      "Daily statements",
 		"statements_note": "Fees and net to five decimals, as the platforms' bills state them; one row per business day and merchant account.",
+		"bad_bytes":       "A filter holds bytes that are not text (a NUL byte or invalid UTF-8): clear it and type it again.",
 	},
 	"zh": {
 		"title": "支付对账复核", "findings": "差异列表", "finding": "差异", "signed_in_as": "当前用户",
@@ -87,10 +88,11 @@ var labels = map[string]map[string]string{
 		"look_again": "证据在您查看后已变化，请重新查看。", "self_approval": "这是您的提议，须由另一人审批。",
 		"illegal": "其他人已处理该差异，以下为最新状态。", "bad_request": "表单不完整：",
 		"forbidden_approve": "只有审批人可以批准或驳回。", "not_found": "没有这条差异。",
-		"csrf":        "表单已过期或并非来自本系统，请刷新页面后重试。",
+		"csrf":        "表单已过期（表单有效期为 12 小时）或并非来自本系统，请刷新页面后重试。",
 		"resolved_at": "处理时间", "none": "—", "id": "编号",
 		"statements":      "每日对账单",
 		"statements_note": "手续费与结算净额按平台账单保留五位小数；每个账单日、每个商户号一行。",
+		"bad_bytes":       "筛选条件中含有非文本字节（空字节或无效的 UTF-8 编码），请清除后重新输入。",
 	},
 }
 

@@ -374,7 +374,15 @@ func (h *handler) refused(w http.ResponseWriter, r *http.Request, p page, action
 	h.renderFinding(w, r, p, status)
 }
 
-// report downloads the period's report: csv, xlsx or html (the html one opens in the browser).
+// reportDownloadTimeout bounds one report download, database work and writing. The
+// server's write timeout (httpapi.WriteTimeout, 15 s) is for pages; a year's report of
+// 100,000 findings takes longer (an XLSX sends its first byte only once every row is in its
+// sheet), so a download extends its own write deadline to this.
+const reportDownloadTimeout = 10 * time.Minute
+
+// report downloads the period's report: csv, xlsx or html (the html one opens in the
+// browser), streamed from the database to the client: no copy of the whole file is held.
+// Until its first byte a failure is an error page; after it the response is cut off.
 func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 	p := h.newPage(r)
 	q := r.URL.Query()
@@ -389,35 +397,69 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	since, until, err := h.period(from, to)
+	if err == nil {
+		err = reconcile.CheckReportPeriod(since, until)
+	}
 	if err != nil {
 		http.Error(w, "400 bad request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	rep, err := h.store.Report(r.Context(), since, until)
-	if err != nil {
-		h.serverError(w, r, err)
-		return
+	ctx, cancel := context.WithTimeout(r.Context(), reportDownloadTimeout)
+	defer cancel()
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(reportDownloadTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		h.log.Warn().Err(err).Msg("review console: a report download keeps the server's write timeout")
 	}
-	var buf bytes.Buffer
-	doc := render.ReportDoc{Report: rep, Loc: h.cfg.Location, Generated: h.cfg.Now().Truncate(time.Second), Lang: render.Lang(p.Lang)}
-	if err := doc.Write(&buf, format); err != nil {
-		h.serverError(w, r, fmt.Errorf("render %s report: %w", format, err))
-		return
-	}
-	file := fmt.Sprintf("payrecon-report-%s-to-%s.%s", from, to, format)
-	switch format {
-	case "csv":
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+file+`"`)
-	case "xlsx":
-		w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+file+`"`)
+	out := &reportResponse{w: w, format: format, file: fmt.Sprintf("payrecon-report-%s-to-%s.%s", from, to, format)}
+	err = h.store.Report(ctx, since, until, func(rep repo.Report) error {
+		doc := render.ReportDoc{Report: rep, Loc: h.cfg.Location, Generated: h.cfg.Now().Truncate(time.Second), Lang: render.Lang(p.Lang)}
+		return doc.Write(out, format)
+	})
+	var input *reconcile.InputError
+	switch {
+	case err == nil:
+		h.log.Info().Str("person", p.Viewer.Email).Str("format", format).Str("from", from).Str("to", to).Msg("review console: report downloaded")
+	case !out.started && errors.As(err, &input):
+		http.Error(w, "400 bad request: "+err.Error(), http.StatusBadRequest)
+	case !out.started:
+		h.serverError(w, r, fmt.Errorf("%s report: %w", format, err))
 	default:
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Disposition", `inline; filename="`+file+`"`)
+		// The status and part of the file are out. Ending the response normally would hand
+		// the client a file that looks complete; aborting it cuts the connection, so the
+		// browser reports the download as failed.
+		h.log.Error().Err(err).Str("person", p.Viewer.Email).Str("format", format).Str("from", from).Str("to", to).
+			Int64("bytes", out.written).Msg("review console: report download cut off")
+		panic(http.ErrAbortHandler)
 	}
-	h.log.Info().Str("person", p.Viewer.Email).Str("format", format).Str("from", from).Str("to", to).Msg("review console: report downloaded")
-	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}
+
+// reportResponse is a report download's body: it sets the download's headers at the first
+// byte, so that a failure before it is still a plain error page.
+type reportResponse struct {
+	w            http.ResponseWriter
+	format, file string
+	started      bool
+	written      int64
+}
+
+func (o *reportResponse) Write(b []byte) (int, error) {
+	if !o.started {
+		o.started = true
+		hdr := o.w.Header()
+		switch o.format {
+		case "csv":
+			hdr.Set("Content-Type", "text/csv; charset=utf-8")
+			hdr.Set("Content-Disposition", `attachment; filename="`+o.file+`"`)
+		case "xlsx":
+			hdr.Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+			hdr.Set("Content-Disposition", `attachment; filename="`+o.file+`"`)
+		default:
+			hdr.Set("Content-Type", "text/html; charset=utf-8")
+			hdr.Set("Content-Disposition", `inline; filename="`+o.file+`"`)
+		}
+	}
+	n, err := o.w.Write(b)
+	o.written += int64(n)
+	return n, err
 }
 
 func (h *handler) serverError(w http.ResponseWriter, r *http.Request, err error) {

@@ -300,6 +300,7 @@ const demoNextSteps = `
    reconciler backfill --from 2026-11-28 --to 2026-11-29
    reconciler statement                       # the CronJob at 10:30 China time: yesterday's bills
    reconciler mismatches list                 # finance review; ack / resolve with --by
+   reconciler console                         # finance's review in the browser: :9090/review/, behind a sign-in proxy
    reconciler report --format html --out report.html
    List your accounts (app ids, mchids, key files, QPS) in RECONCILER_ACCOUNTS_FILE; every
    process calling for an account shares its QPS through Redis. See README.md and

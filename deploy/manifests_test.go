@@ -40,21 +40,21 @@ var knownSettings = func() []string {
 
 // subcommands a container may run, and the flags they take beyond the settings.
 var (
-	knownSubcommands = []string{"run", "serve", "backfill", "migrate", "statement"}
+	knownSubcommands = []string{"run", "serve", "console", "backfill", "migrate", "statement"}
 	commandFlags     = []string{"from", "to", "resume", "schedule"}
 )
 
 // The binary's image as the manifests name it; kustomization.yaml pins the real one.
 const imageName = "payrecon/reconciler"
 
-// The review console's sign-in sidecar in the serve pods (serve-deployment.yaml): the one
+// The review console's sign-in sidecar in the console pods (console-deployment.yaml): the one
 // container that is not payrecon's image, pinned in kustomization.yaml too.
 const (
 	proxyImage     = "quay.io/oauth2-proxy/oauth2-proxy"
 	proxyContainer = "oauth2-proxy"
 )
 
-// isReviewProxy tells the serve pods' oauth2-proxy sidecar from payrecon's own containers.
+// isReviewProxy tells the console pods' oauth2-proxy sidecar from payrecon's own containers.
 func isReviewProxy(c corev1.Container) bool { return c.Name == proxyContainer && c.Image == proxyImage }
 
 // Files deliberately left out of kustomization.yaml (see its comment).
@@ -374,11 +374,50 @@ func TestCronJob(t *testing.T) {
 	if len(main.Args) == 0 || main.Args[0] != "run" {
 		t.Errorf("reconciler args = %q, want run", main.Args)
 	}
-	init := container(t, pod.InitContainers, "migrate")
-	if len(init.Args) == 0 || init.Args[0] != "migrate" {
-		t.Errorf("migrate args = %q", init.Args)
+	// The schema is migrate-job.yaml's: a migrate initContainer would put the owner's
+	// credential in every pass (TestEachPodHoldsOnlyItsCredentials).
+	if len(pod.InitContainers) != 0 {
+		t.Errorf("initContainers %v: migrating is the migrate Job's alone", pod.InitContainers)
 	}
 	checkExitCodePolicy(t, js.PodFailurePolicy)
+}
+
+// The migrate Job: `reconciler migrate` once, as the schema owner; bad configuration (exit 2)
+// fails at once, a failed database (exit 1) is retried, a disruption is not counted; bounded
+// in time, and removing itself once finished so that the next apply runs it again.
+func TestMigrateJob(t *testing.T) {
+	ms := loadManifests(t)
+	job := only[batchv1.Job](t, ms, "migrate-job.yaml")
+	s := job.Spec
+	c := container(t, s.Template.Spec.Containers, "reconciler")
+	if !slices.Equal(c.Args, []string{"migrate"}) || len(s.Template.Spec.Containers) != 1 || len(s.Template.Spec.InitContainers) != 0 {
+		t.Errorf("containers %+v, want one running [migrate]", s.Template.Spec.Containers)
+	}
+	if s.ActiveDeadlineSeconds == nil || s.BackoffLimit == nil || s.TTLSecondsAfterFinished == nil {
+		t.Errorf("activeDeadlineSeconds %v, backoffLimit %v, ttlSecondsAfterFinished %v: set all three",
+			s.ActiveDeadlineSeconds, s.BackoffLimit, s.TTLSecondsAfterFinished)
+	}
+	if s.PodFailurePolicy == nil {
+		t.Fatal("no podFailurePolicy")
+	}
+	for _, tc := range []struct {
+		code   int32
+		cond   corev1.PodConditionType
+		action batchv1.PodFailurePolicyAction
+	}{{2, "", batchv1.PodFailurePolicyActionFailJob}, {137, corev1.DisruptionTarget, batchv1.PodFailurePolicyActionIgnore}, {1, "", ""}} {
+		if got := firstMatch(s.PodFailurePolicy, "reconciler", tc.code, tc.cond); got != tc.action {
+			t.Errorf("exit %d (condition %q) -> %q, want %q", tc.code, tc.cond, got, tc.action)
+		}
+	}
+	// It runs before anything else exists on a first install: nothing but its Secret.
+	for _, ef := range c.EnvFrom {
+		if ef.ConfigMapRef != nil {
+			t.Errorf("migrate reads ConfigMap %s: `apply -l app.kubernetes.io/component=migrate` on a first install would not create it", ef.ConfigMapRef.Name)
+		}
+	}
+	if job.Labels["app.kubernetes.io/component"] != "migrate" {
+		t.Errorf("labels %v: the release steps select the Job by app.kubernetes.io/component=migrate", job.Labels)
+	}
 }
 
 // checkExitCodePolicy: exit 2 fails the Job, disruptions and exit 3 are ignored (see the
@@ -606,8 +645,8 @@ func pods(t *testing.T, ms []manifest) []pod {
 			out = append(out, pod{m.String(), o.Spec.Template.Spec, nil})
 		}
 	}
-	if len(out) != 4 {
-		t.Fatalf("found %d pod templates, want 4 (the run and statement CronJobs, the backfill Job, the serve Deployment)", len(out))
+	if len(out) != 6 {
+		t.Fatalf("found %d pod templates, want 6 (the run and statement CronJobs, the backfill and migrate Jobs, the serve and console Deployments)", len(out))
 	}
 	return out
 }
@@ -1048,8 +1087,9 @@ func loadAccounts(dir, content string) (config.Accounts, error) {
 }
 
 // keyFileProblems: in a container that mounts volumes, every *_FILE setting it sees points at
-// a file of a mount that the volume really provides: RECONCILER_ACCOUNTS_FILE a key of a
-// mounted ConfigMap, which must load as an accounts file; every other setting, and every key
+// a file of a mount that the volume really provides: RECONCILER_ACCOUNTS_FILE (in a command
+// that calls the platforms) a key of a mounted ConfigMap, which must load as an accounts
+// file; every other setting, and every key
 // or certificate file the accounts name, a key of a mounted Secret. used lists the Secret
 // keys read, by Secret name; dir is scratch space for the accounts file.
 func keyFileProblems(dir string, c corev1.Container, cms map[string]*corev1.ConfigMap, secrets map[string]*corev1.Secret, volumes map[string]corev1.Volume) (problems []string, used map[string]map[string]bool) {
@@ -1060,6 +1100,8 @@ func keyFileProblems(dir string, c corev1.Container, cms map[string]*corev1.Conf
 	fail := func(format string, args ...any) {
 		problems = append(problems, c.Name+": "+fmt.Sprintf(format, args...))
 	}
+	// The console reads the shared settings ConfigMap too, but never the accounts file it names.
+	readsAccounts := len(c.Args) > 0 && slices.Contains(callsPlatforms, c.Args[0])
 	secretFile := func(what, path string) {
 		v, key, ok := mountedFile(c, volumes, path)
 		switch {
@@ -1091,6 +1133,9 @@ func keyFileProblems(dir string, c corev1.Container, cms map[string]*corev1.Conf
 		found++
 		if name != "RECONCILER_ACCOUNTS_FILE" {
 			secretFile(name, path)
+			continue
+		}
+		if !readsAccounts {
 			continue
 		}
 		v, key, ok := mountedFile(c, volumes, path)

@@ -17,9 +17,10 @@ import (
 )
 
 // TestAdminPortAndNetworkPolicy: serve listens for callbacks on http (8080) and for
-// monitoring on admin (9090, RECONCILER_ADMIN_LISTEN); a separate Service fronts each; the
+// monitoring on admin (9090, RECONCILER_ADMIN_LISTEN); a separate Service fronts each; one
 // NetworkPolicy selects the serve pods and admits the ingress controller to http only and
-// monitoring to admin only, nothing else.
+// monitoring to admin only, nothing else. Another selects the console pods and admits the
+// ingress controller to the sign-in sidecar's review port only and monitoring to admin only.
 func TestAdminPortAndNetworkPolicy(t *testing.T) {
 	ms := loadManifests(t)
 	d := only[appsv1.Deployment](t, ms, "serve-deployment.yaml")
@@ -51,33 +52,71 @@ func TestAdminPortAndNetworkPolicy(t *testing.T) {
 		t.Errorf("admin Service type %s: it must stay inside the cluster", admin.Spec.Type)
 	}
 
-	np := only[networkingv1.NetworkPolicy](t, ms, "network-policy.yaml")
-	if !selects(np.Spec.PodSelector.MatchLabels, tmpl.Labels) || len(np.Spec.PodSelector.MatchLabels) == 0 {
-		t.Fatalf("NetworkPolicy does not select the serve pods")
+	np := policyFor(t, ms, tmpl.Labels)
+	if want := map[string]string{"http": "ingress-nginx", "admin": "monitoring"}; !reflect.DeepEqual(admitted(t, np), want) {
+		t.Errorf("callback pods: admitted %v, want %v", admitted(t, np), want)
 	}
-	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
-		t.Errorf("policyTypes %v, want Ingress", np.Spec.PolicyTypes)
+
+	console := only[appsv1.Deployment](t, ms, "console-deployment.yaml").Spec.Template
+	consolePorts := map[string]int32{}
+	for _, c := range console.Spec.Containers {
+		for _, p := range c.Ports {
+			consolePorts[p.Name] = p.ContainerPort
+		}
 	}
-	admitted := map[string]string{} // port name -> namespace
+	if consolePorts["admin"] != 9090 || consolePorts["review"] == 0 || len(consolePorts) != 2 {
+		t.Errorf("console pod ports %v, want admin 9090 and the sidecar's review", consolePorts)
+	}
+	np = policyFor(t, ms, console.Labels)
+	if want := map[string]string{"review": "ingress-nginx", "admin": "monitoring"}; !reflect.DeepEqual(admitted(t, np), want) {
+		t.Errorf("console pods: admitted %v, want %v", admitted(t, np), want)
+	}
+}
+
+// policyFor is the one NetworkPolicy of network-policy.yaml that selects pods with labels.
+func policyFor(t *testing.T, ms []manifest, labels map[string]string) *networkingv1.NetworkPolicy {
+	t.Helper()
+	var found *networkingv1.NetworkPolicy
+	for _, m := range ms {
+		np, ok := m.obj.(*networkingv1.NetworkPolicy)
+		if !ok || m.file != "network-policy.yaml" || len(np.Spec.PodSelector.MatchLabels) == 0 || !selects(np.Spec.PodSelector.MatchLabels, labels) {
+			continue
+		}
+		if found != nil {
+			t.Fatalf("two NetworkPolicies select the pods %v: %s and %s", labels, found.Name, np.Name)
+		}
+		found = np
+	}
+	if found == nil {
+		t.Fatalf("no NetworkPolicy selects the pods %v", labels)
+	}
+	if !slices.Equal(found.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("%s: policyTypes %v, want Ingress", found.Name, found.Spec.PolicyTypes)
+	}
+	return found
+}
+
+// admitted maps each port name a NetworkPolicy opens to the one namespace it opens it to;
+// a rule with another shape (pods, IP blocks, several sources or ports) is an error.
+func admitted(t *testing.T, np *networkingv1.NetworkPolicy) map[string]string {
+	t.Helper()
+	out := map[string]string{} // port name -> namespace
 	for i, rule := range np.Spec.Ingress {
 		if len(rule.From) != 1 || rule.From[0].NamespaceSelector == nil || rule.From[0].PodSelector != nil || rule.From[0].IPBlock != nil {
-			t.Errorf("ingress rule %d: want exactly one namespace as its source, got %+v", i, rule.From)
+			t.Errorf("%s ingress rule %d: want exactly one namespace as its source, got %+v", np.Name, i, rule.From)
 			continue
 		}
 		if len(rule.Ports) != 1 || rule.Ports[0].Port == nil || rule.Ports[0].Port.StrVal == "" {
-			t.Errorf("ingress rule %d: want exactly one named port, got %+v", i, rule.Ports)
+			t.Errorf("%s ingress rule %d: want exactly one named port, got %+v", np.Name, i, rule.Ports)
 			continue
 		}
 		port := rule.Ports[0].Port.StrVal
-		if _, dup := admitted[port]; dup {
-			t.Errorf("port %s admitted by two rules", port)
+		if _, dup := out[port]; dup {
+			t.Errorf("%s: port %s admitted by two rules", np.Name, port)
 		}
-		admitted[port] = rule.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
+		out[port] = rule.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]
 	}
-	want := map[string]string{"http": "ingress-nginx", "admin": "monitoring", "review": "ingress-nginx"}
-	if !reflect.DeepEqual(admitted, want) {
-		t.Errorf("admitted %v, want %v", admitted, want)
-	}
+	return out
 }
 
 // TestPrometheusRule: the PrometheusRule's groups are rules.yaml's (one rule text, two

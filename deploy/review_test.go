@@ -3,6 +3,7 @@ package deploy
 import (
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,17 +13,20 @@ import (
 )
 
 // TestReviewSidecar: finance reaches the review console only through the oauth2-proxy
-// sidecar: it listens on the review port that review-service.yaml fronts, forwards /review/
-// to the console's admin port over loopback with the person's address in
-// X-Forwarded-Email, and takes its secrets from the payrecon-review Secret; the console
-// believes that header from loopback alone, signs forms with a key every replica shares, and
-// acts on findings as payrecon_reviewer.
+// sidecar of the console pods: it listens on the review port that review-service.yaml fronts
+// (selecting the console pods, never the callback pods), forwards /review/ to the console's
+// admin port over loopback with the person's address in X-Forwarded-Email, and takes its
+// secrets from the payrecon-review Secret; the console believes that header from loopback
+// alone, signs forms with a key every replica shares, and connects as payrecon_reviewer.
 func TestReviewSidecar(t *testing.T) {
 	ms := loadManifests(t)
-	d := only[appsv1.Deployment](t, ms, "serve-deployment.yaml")
+	d := only[appsv1.Deployment](t, ms, "console-deployment.yaml")
 	spec := d.Spec.Template.Spec
 	proxy := container(t, spec.Containers, proxyContainer)
-	serve := container(t, spec.Containers, "reconciler")
+	cons := container(t, spec.Containers, "reconciler")
+	if !slices.Equal(cons.Args, []string{"console"}) {
+		t.Errorf("console-deployment.yaml's reconciler runs %q, want [console]", cons.Args)
+	}
 
 	args := map[string]string{}
 	for _, a := range proxy.Args {
@@ -40,7 +44,7 @@ func TestReviewSidecar(t *testing.T) {
 		t.Errorf("--upstream host %q is not loopback: the console would not believe the sidecar", up.Hostname())
 	}
 	env := map[string]corev1.EnvVar{}
-	for _, e := range serve.Env {
+	for _, e := range cons.Env {
 		env[e.Name] = e
 	}
 	if admin := env["RECONCILER_ADMIN_LISTEN"].Value; !strings.HasSuffix(admin, ":"+up.Port()) {
@@ -105,13 +109,25 @@ func TestReviewSidecar(t *testing.T) {
 	if f := env["RECONCILER_ADMIN_CSRF_KEY_FILE"].Value; f == "" {
 		t.Errorf("no RECONCILER_ADMIN_CSRF_KEY_FILE: with %d replicas a form from one pod would fail on another", *d.Spec.Replicas)
 	}
-	if ref := env["RECONCILER_REVIEW_DATABASE_URL"].ValueFrom; ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != "payrecon-reviewer" {
-		t.Errorf("the console must connect with the payrecon-reviewer Secret's URL")
+	// RECONCILER_DATABASE_URL from the reviewer's Secret, and from nowhere else: a later
+	// envFrom or an env entry would win over it.
+	var urlFrom []string
+	for _, ef := range cons.EnvFrom {
+		if ef.SecretRef != nil {
+			urlFrom = append(urlFrom, ef.SecretRef.Name)
+		}
+	}
+	if _, set := env["RECONCILER_DATABASE_URL"]; set || !slices.Equal(urlFrom, []string{"payrecon-reviewer"}) {
+		t.Errorf("the console must connect with the payrecon-reviewer Secret's RECONCILER_DATABASE_URL alone (envFrom Secrets %v)", urlFrom)
 	}
 
 	svc := only[corev1.Service](t, ms, "review-service.yaml")
 	if !selects(svc.Spec.Selector, d.Spec.Template.Labels) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.StrVal != "review" {
-		t.Errorf("review Service %+v must select the serve pods and target their review port only", svc.Spec)
+		t.Errorf("review Service %+v must select the console pods and target their review port only", svc.Spec)
+	}
+	callbacks := only[appsv1.Deployment](t, ms, "serve-deployment.yaml")
+	if selects(svc.Spec.Selector, callbacks.Spec.Template.Labels) {
+		t.Errorf("review Service selects the callback pods: finance would reach the internet-facing pods")
 	}
 	cm := only[corev1.ConfigMap](t, ms, "configmap.yaml")
 	for _, k := range []string{"RECONCILER_REVIEWERS", "RECONCILER_APPROVERS"} {

@@ -14,10 +14,14 @@ import (
 // header is refused before any handler (or log line) sees it.
 const MaxHeaderBytes = 16 << 10
 
+// WriteTimeout bounds the writing of one answer, so no request outlives it: a process that
+// only answers requests (the console) drains within it.
+const WriteTimeout = 15 * time.Second
+
 // NewServer is an http.Server for h with the bounds every payrecon port keeps.
 func NewServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, MaxHeaderBytes: MaxHeaderBytes,
-		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 15 * time.Second}
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: WriteTimeout}
 }
 
 // Pinger tells whether the database answers: what /readyz reports. *sql.DB is one.
@@ -25,16 +29,25 @@ type Pinger interface {
 	PingContext(ctx context.Context) error
 }
 
-// NewAdminMux is the admin port, for the cluster only (monitoring): /metrics from gatherer,
-// the probes (/readyz only when pinger is not nil) and, when review is not nil, the review
-// console under /review/.
-func NewAdminMux(gatherer prometheus.Gatherer, pinger Pinger, review http.Handler) http.Handler {
+// NewAdminMux is the admin port of serve and the relay, for the cluster only (monitoring):
+// /metrics from gatherer and the probes (/readyz only when pinger is not nil). It takes no
+// review console: the processes that hold the worker's credential never serve one.
+func NewAdminMux(gatherer prometheus.Gatherer, pinger Pinger) http.Handler {
+	return adminMux(gatherer, pinger)
+}
+
+// NewConsoleMux is `reconciler console`'s admin port: what NewAdminMux serves plus the review
+// console under /review/ (unstripped).
+func NewConsoleMux(gatherer prometheus.Gatherer, pinger Pinger, review http.Handler) http.Handler {
+	mux := adminMux(gatherer, pinger)
+	mux.Handle("/review/", review)
+	return mux
+}
+
+func adminMux(gatherer prometheus.Gatherer, pinger Pinger) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	probes(mux, pinger)
-	if review != nil {
-		mux.Handle("/review/", review)
-	}
 	return mux
 }
 

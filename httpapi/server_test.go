@@ -21,8 +21,8 @@ func get(t *testing.T, h http.Handler, method, path string) (int, string) {
 }
 
 // TestPortsServeOnlyTheirPaths: the callback port has the callbacks and the probes and no
-// metrics; the admin port has the metrics and the probes, and the review console only when
-// one is plugged in.
+// metrics; the admin port has the metrics and the probes and no review console; the console's
+// port has both.
 func TestPortsServeOnlyTheirPaths(t *testing.T) {
 	review := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "review "+r.URL.Path) }) //nolint:errcheck
 	var counted []string
@@ -38,11 +38,14 @@ func TestPortsServeOnlyTheirPaths(t *testing.T) {
 		{"callback port: healthz", public, "GET", "/healthz", http.StatusOK, "ok"},
 		{"callback port: no review", public, "GET", "/review/", http.StatusNotFound, ""},
 		{"callback port: alipay without accounts", public, "POST", "/notify/alipay", http.StatusOK, "fail"},
-		{"admin: metrics", NewAdminMux(prometheus.NewRegistry(), nil, nil), "GET", "/metrics", http.StatusOK, ""},
-		{"admin: healthz", NewAdminMux(prometheus.NewRegistry(), nil, nil), "GET", "/healthz", http.StatusOK, "ok"},
-		{"admin without a pinger: no readyz", NewAdminMux(prometheus.NewRegistry(), nil, nil), "GET", "/readyz", http.StatusNotFound, ""},
-		{"admin without review", NewAdminMux(prometheus.NewRegistry(), nil, nil), "GET", "/review/", http.StatusNotFound, ""},
-		{"admin with review", NewAdminMux(prometheus.NewRegistry(), nil, review), "GET", "/review/findings/7", http.StatusOK, "review /review/findings/7"},
+		{"admin: metrics", NewAdminMux(prometheus.NewRegistry(), nil), "GET", "/metrics", http.StatusOK, ""},
+		{"admin: healthz", NewAdminMux(prometheus.NewRegistry(), nil), "GET", "/healthz", http.StatusOK, "ok"},
+		{"admin without a pinger: no readyz", NewAdminMux(prometheus.NewRegistry(), nil), "GET", "/readyz", http.StatusNotFound, ""},
+		{"admin: no review", NewAdminMux(prometheus.NewRegistry(), nil), "GET", "/review/", http.StatusNotFound, ""},
+		{"console: review", NewConsoleMux(prometheus.NewRegistry(), nil, review), "GET", "/review/findings/7", http.StatusOK, "review /review/findings/7"},
+		{"console: metrics", NewConsoleMux(prometheus.NewRegistry(), nil, review), "GET", "/metrics", http.StatusOK, ""},
+		{"console: healthz", NewConsoleMux(prometheus.NewRegistry(), nil, review), "GET", "/healthz", http.StatusOK, "ok"},
+		{"console: no callbacks", NewConsoleMux(prometheus.NewRegistry(), nil, review), "POST", "/notify/alipay", http.StatusNotFound, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -176,6 +176,15 @@ func (c *instrumentedClient) Close(ctx context.Context, outTradeNo string) error
 	return err
 }
 
+// Runtime is a registry of the Go and process collectors alone: `reconciler console`'s
+// /metrics. The console checks no order, so it exports none of the worker's instruments,
+// whose zeros would sit beside the real figures of serve and the passes.
+func Runtime() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
 // Registry is where every instrument is registered: what /metrics and the Pushgateway get.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 

@@ -90,7 +90,7 @@ type FindingReviewState struct {
 // ReviewRequest is one reviewer's move as a console or the CLI asks for it.
 type ReviewRequest struct {
 	Action     ReviewAction
-	Actor      string     // the person (required)
+	Actor      string     // the person (required), normalised by the caller (identity.Normalize)
 	Resolution Resolution // resolve only
 	Note       string     // required for reject: the reason goes back to the proposer
 	// SeenVersion is the evidence version the reviewer read; 0 means "not named" (the CLI
@@ -141,7 +141,11 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 			d.Audit, d.To = AuditPropose, ReviewPendingApproval
 		}
 	case ReviewApprove:
-		if strings.EqualFold(strings.TrimSpace(req.Actor), strings.TrimSpace(cur.ProposedBy)) {
+		// Exact: the console and the CLI pass people in identity.Normalize's one spelling
+		// (case folded, invisible characters out) and store them so, and the database's
+		// review functions compare the same way. Folding here as well would hide a caller
+		// that forgot.
+		if req.Actor == cur.ProposedBy {
 			return ReviewDecision{}, fmt.Errorf("mismatch %d: %w (%s proposed it; a second person must approve)", cur.ID, ErrSelfApproval, cur.ProposedBy)
 		}
 		// The checker approves what the maker saw: evidence that changed since the proposal
@@ -179,19 +183,22 @@ func AvailableReviewActions(cur FindingReviewState, actor string) []ReviewAction
 }
 
 // AtStakeMinor is the money a finding puts in question, in minor units: the difference for
-// an amount mismatch, the local amount for an order paid locally but not at the platform,
-// and otherwise the amount the platform reports moved (the local amount when it named none).
+// an amount mismatch (of a payment or a refund), the local amount where our books moved
+// money the platform did not (paid here but not there, a refund the platform does not have,
+// a refund beyond what was paid), and otherwise the amount the platform reports moved (the
+// local amount when it named none).
 // Nil amounts are unknown and count as zero. It is never negative. The report's SQL sums
 // the same rule (repo's atStakeSQL); a test holds them equal.
 func AtStakeMinor(kind MismatchKind, localMinor, platformMinor *int64) int64 {
 	l, p := orZero(localMinor), orZero(platformMinor)
 	switch kind {
-	case MismatchAmount:
+	case MismatchAmount, MismatchRefundAmount:
 		if p > l {
 			return p - l
 		}
 		return l - p
-	case MismatchLocalPaidPlatformNot:
+	case MismatchLocalPaidPlatformNot, MismatchRefundNotAtPlatform, MismatchOverRefunded:
+		// Money our books moved that the platform did not (or may not) move.
 		return l
 	}
 	if platformMinor != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"html/template"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,11 @@ var kindColours = map[reconcile.MismatchKind]string{
 	reconcile.MismatchDuplicatePayment:     "#edc948",
 	reconcile.MismatchLocalPaidPlatformNot: "#b07aa1",
 	reconcile.MismatchRefundedAtPlatform:   "#9c755f",
+	reconcile.MismatchUnknownRefund:        "#ff9da7",
+	reconcile.MismatchRefundAmount:         "#bab0ac",
+	reconcile.MismatchOverRefunded:         "#d37295",
+	reconcile.MismatchRefundAbnormal:       "#8cd17d",
+	reconcile.MismatchRefundNotAtPlatform:  "#499894",
 }
 
 // maxChartDays bounds the bars: a longer period shows its last maxChartDays days.
@@ -34,7 +40,11 @@ type dayCounts struct {
 	kinds  []reconcile.MismatchKind // kinds present, in domain order
 }
 
-func countByDay(findings []repo.Finding, from, to time.Time, loc *time.Location) dayCounts {
+// countByDay counts the findings first seen on each day of the period (those first seen
+// before the period start, on its first day, do not count): the days are computed here, in
+// the report's zone, and the counting is the source's (an SQL aggregate for a report read
+// from the database), so no finding is read for the chart.
+func countByDay(src repo.FindingSource, from, to time.Time, loc *time.Location) (dayCounts, error) {
 	var dc dayCounts
 	start := from.In(loc)
 	day := time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, loc)
@@ -44,33 +54,32 @@ func countByDay(findings []repo.Finding, from, to time.Time, loc *time.Location)
 	if len(dc.days) > maxChartDays {
 		dc.days = dc.days[len(dc.days)-maxChartDays:]
 	}
-	dc.counts = make([]map[reconcile.MismatchKind]int, len(dc.days))
-	index := make(map[int64]int, len(dc.days)) // a day's midnight (Unix seconds) -> its bar
-	for i, day := range dc.days {
-		index[day.Unix()] = i
+	if len(dc.days) == 0 {
+		return dc, nil
 	}
+	// Each bar counts from its midnight (the period start on the first day) to the next
+	// midnight (the period end on the last).
+	bounds := append(slices.Clone(dc.days), to)
+	if bounds[0].Before(from) {
+		bounds[0] = from
+	}
+	counts, err := src.CountFirstSeen(bounds)
+	if err != nil {
+		return dayCounts{}, err
+	}
+	dc.counts = counts
 	present := map[reconcile.MismatchKind]bool{}
-	for _, f := range findings {
-		if f.FirstSeenAt.Before(from) || !f.FirstSeenAt.Before(to) {
-			continue
+	for _, c := range counts {
+		for k, n := range c {
+			present[k] = present[k] || n > 0
 		}
-		t := f.FirstSeenAt.In(loc)
-		i, ok := index[time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc).Unix()]
-		if !ok {
-			continue // before the last maxChartDays days
-		}
-		if dc.counts[i] == nil {
-			dc.counts[i] = map[reconcile.MismatchKind]int{}
-		}
-		dc.counts[i][f.Kind]++
-		present[f.Kind] = true
 	}
 	for _, k := range reconcile.MismatchKinds {
 		if present[k] {
 			dc.kinds = append(dc.kinds, k)
 		}
 	}
-	return dc
+	return dc, nil
 }
 
 // chartSVG draws findings first seen per day as stacked bars by kind, with a tooltip per bar

@@ -18,7 +18,7 @@ func TestCountByDay(t *testing.T) {
 		return repo.Finding{Kind: kind, FirstSeenAt: seen}
 	}
 	from, to := at(22, 0), at(29, 0)
-	dc := countByDay([]repo.Finding{
+	dc, err := countByDay(repo.FindingList{
 		f(reconcile.MismatchUnknownOrder, at(28, 23)), // late on the 28th, China time
 		f(reconcile.MismatchAmount, at(28, 0)),        // its first second
 		f(reconcile.MismatchAmount, at(25, 10)),
@@ -26,6 +26,9 @@ func TestCountByDay(t *testing.T) {
 		f(reconcile.MismatchAmount, at(29, 0)),               // the period's end is not in it
 		f(reconcile.MismatchPaidAfterClose, at(22, 0).UTC()), // another zone, same instant
 	}, from, to, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(dc.days) != 7 || !dc.days[0].Equal(from) {
 		t.Fatalf("days %v, want the 7 days from %s", dc.days, from)
 	}
@@ -47,7 +50,10 @@ func TestCountByDay(t *testing.T) {
 
 	// A long period draws its last maxChartDays days; older findings count nowhere.
 	longFrom := to.AddDate(0, 0, -maxChartDays-10)
-	dc = countByDay([]repo.Finding{f(reconcile.MismatchAmount, longFrom.Add(time.Hour)), f(reconcile.MismatchAmount, at(28, 1))}, longFrom, to, loc)
+	dc, err = countByDay(repo.FindingList{f(reconcile.MismatchAmount, longFrom.Add(time.Hour)), f(reconcile.MismatchAmount, at(28, 1))}, longFrom, to, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	total := 0
 	for i := range dc.days {
 		total += dc.counts[i][reconcile.MismatchAmount]

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"bufio"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -18,23 +20,43 @@ var ReportFormats = []string{"csv", "json", "xlsx", "html"}
 // ReportDoc is a report ready to render: the data, the zone times are shown in, when it was
 // made, and the language of the labels in the formats people read (HTML, XLSX).
 type ReportDoc struct {
-	Report    repo.Report
+	Report    repo.Report // its Findings are read once per Write, as they are written
 	Loc       *time.Location
 	Generated time.Time
 	Lang      Lang // "" is English
 }
 
-// Write renders the report in format (one of ReportFormats; anything else is CSV).
+// Write renders the report in format (one of ReportFormats; anything else is CSV). The
+// findings go out as they are read, never all held: CSV, JSON and HTML write each one
+// as it comes, and XLSX streams its sheets to a temporary file that becomes the zip written
+// to w. An error from w stops the reading.
 func (d ReportDoc) Write(w io.Writer, format string) error {
+	// One buffer for the many small writes of every format (a terminal or a file pays a
+	// system call for each).
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var err error
 	switch format {
 	case "json":
-		return d.writeJSON(w)
+		err = d.writeJSON(bw)
 	case "xlsx":
-		return d.writeXLSX(w)
+		err = d.writeXLSX(bw)
 	case "html":
-		return d.writeHTML(w)
+		err = d.writeHTML(bw)
+	default:
+		err = d.writeCSV(bw)
 	}
-	return d.writeCSV(w)
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// findings is the report's FindingSource; a report built without one has no findings.
+func (d ReportDoc) findings() repo.FindingSource {
+	if d.Report.Findings == nil {
+		return repo.FindingList(nil)
+	}
+	return d.Report.Findings
 }
 
 // ---- one tabular form of the report, rendered as CSV, XLSX and HTML ----
@@ -113,46 +135,89 @@ type repSection struct {
 	Title    string // label key of the HTML heading
 	Empty    string // label key of the text shown in HTML when there are no rows
 	Header   []string
-	Rows     [][]repCell
+	Count    int64     // how many rows Rows yields, known before they are read (the HTML heading)
+	Rows     rowSource // the rows in order, read as they are written
 	Totals   []repCell // nil: no totals row
 	HTMLCols []htmlCol
 	Filter   bool // the XLSX sheet gets an autofilter over the table
 }
 
+// rowSource calls yield with each row of a section in order and stops at the first error,
+// yield's or its own, which it returns.
+type rowSource func(yield func([]repCell) error) error
+
+// rowsOf is the rowSource of rows already in memory (the short tables).
+func rowsOf(rows [][]repCell) rowSource {
+	return func(yield func([]repCell) error) error {
+		for _, r := range rows {
+			if err := yield(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// section is a table of rows already in memory.
+func section(s repSection, rows [][]repCell) repSection {
+	s.Count, s.Rows = int64(len(rows)), rowsOf(rows)
+	return s
+}
+
 // sections are the report's tables; lang labels the few composed texts ("" for CSV).
 func (d ReportDoc) sections(lang Lang) []repSection {
+	return []repSection{d.summarySection(), d.findingSection(), d.runSection(lang), d.statementSection()}
+}
+
+// summarySection is the period's findings by kind and review status, with their totals.
+func (d ReportDoc) summarySection() repSection {
 	r := d.Report
 	summary := repSection{Key: "summary", Sheet: "report.sheet.summary", Title: "report.summary", Empty: "report.summary.empty",
 		Header:   []string{"kind", "review_status", "findings", "sightings", "local_amount", "platform_amount", "at_stake"},
 		HTMLCols: []htmlCol{{0, 22}, {1, 14}, {2, 10}, {3, 10}, {4, 14}, {5, 14}, {6, 16}}}
+	var rows [][]repCell
 	for _, s := range r.Summary {
-		summary.Rows = append(summary.Rows, []repCell{rcCode(string(s.Kind)), rcStatus(s.ReviewStatus), rcInt(s.Count),
+		rows = append(rows, []repCell{rcCode(string(s.Kind)), rcStatus(s.ReviewStatus), rcInt(s.Count),
 			rcInt(s.SeenCount), rcYuan(s.LocalAmountMinor), rcYuan(s.PlatformAmountMinor), rcYuan(s.AtStakeMinor)})
 	}
 	t := r.Totals
 	summary.Totals = []repCell{rcCode("TOTAL"), rcText(""), rcInt(t.Count), rcInt(t.SeenCount), rcYuan(t.LocalAmountMinor),
 		rcYuan(t.PlatformAmountMinor), rcYuan(t.AtStakeMinor)}
+	return section(summary, rows)
+}
 
-	findings := repSection{Key: "finding", Sheet: "report.sheet.findings", Title: "report.findings", Empty: "report.findings.empty",
-		Header: FindingCSVHeader, Filter: true,
+// findingSection streams the findings from the report's source: the one table that can be
+// long. Its count is the summary's total, read in the same snapshot as the findings.
+func (d ReportDoc) findingSection() repSection {
+	return repSection{Key: "finding", Sheet: "report.sheet.findings", Title: "report.findings", Empty: "report.findings.empty",
+		Header: FindingCSVHeader, Filter: true, Count: d.Report.Totals.Count,
+		Rows: func(yield func([]repCell) error) error {
+			return d.findings().Each(func(f repo.Finding) error { return yield(findingCells(f)) })
+		},
 		// id, kind, platform, merchant, our order, platform trade, ours, theirs, at stake,
 		// review status, seen, first seen, resolution: what fits a page at widths where no
 		// word, merchant account (16 digits), amount or date breaks; only a 28-digit trade
 		// number may, inside its cell (the XLSX has every column).
 		HTMLCols: []htmlCol{{0, 3}, {1, 8}, {2, 7}, {3, 12}, {4, 9}, {5, 10}, {6, 7}, {7, 7}, {8, 7},
 			{14, 9}, {11, 5}, {12, 8}, {15, 8}}}
-	for _, f := range r.Findings {
-		order := rcText("")
-		if f.OrderID != nil {
-			order = rcInt(*f.OrderID)
-		}
-		findings.Rows = append(findings.Rows, []repCell{rcInt(f.ID), rcCode(string(f.Kind)), rcCode(string(f.Platform)),
-			rcText(f.MerchantID), rcText(f.OutTradeNo), rcText(f.PlatformTradeNo), rcYuanOpt(f.LocalAmountMinor),
-			rcYuanOpt(f.PlatformAmountMinor), rcYuan(f.AtStakeMinor()), rcText(f.LocalStatus), rcText(f.PlatformStatus),
-			rcInt(f.SeenCount), rcTime(f.FirstSeenAt), rcTime(f.LastSeenAt), rcStatus(f.ReviewStatus), rcCode(f.Resolution),
-			rcText(f.ResolvedBy), rcTimeOpt(f.ResolvedAt), rcText(f.Note), order})
-	}
+}
 
+// findingCells is one finding as a row of the report, in FindingCSVHeader's order.
+func findingCells(f repo.Finding) []repCell {
+	order := rcText("")
+	if f.OrderID != nil {
+		order = rcInt(*f.OrderID)
+	}
+	return []repCell{rcInt(f.ID), rcCode(string(f.Kind)), rcCode(string(f.Platform)),
+		rcText(f.MerchantID), rcText(f.OutTradeNo), rcText(f.PlatformTradeNo), rcYuanOpt(f.LocalAmountMinor),
+		rcYuanOpt(f.PlatformAmountMinor), rcYuan(f.AtStakeMinor()), rcText(f.LocalStatus), rcText(f.PlatformStatus),
+		rcInt(f.SeenCount), rcTime(f.FirstSeenAt), rcTime(f.LastSeenAt), rcStatus(f.ReviewStatus), rcCode(f.Resolution),
+		rcText(f.ResolvedBy), rcTimeOpt(f.ResolvedAt), rcText(f.Note), order}
+}
+
+// runSection is the runs that started in the period, with their counters added up.
+func (d ReportDoc) runSection(lang Lang) repSection {
+	r := d.Report
 	runs := repSection{Key: "run", Sheet: "report.sheet.runs", Title: "report.runs", Empty: "report.runs.empty", Filter: true,
 		// The page leaves out the finish time and the window (the XLSX has them) so that
 		// every heading fits its column.
@@ -160,8 +225,9 @@ func (d ReportDoc) sections(lang Lang) []repSection {
 			{14, 7}, {15, 7}, {16, 6}, {17, 12}},
 		Header: []string{"id", "mode", "status", "shard", "dry_run", "started_at", "finished_at", "window_from", "window_to",
 			"scanned", "repaired", "closed", "unchanged", "still_pending", "mismatches", "claimed_elsewhere", "errors", "error"}}
+	var rows [][]repCell
 	for _, run := range r.Runs {
-		runs.Rows = append(runs.Rows, []repCell{rcInt(run.ID), rcCode(run.Mode), rcCode(run.Status), rcText(run.Shard),
+		rows = append(rows, []repCell{rcInt(run.ID), rcCode(run.Mode), rcCode(run.Status), rcText(run.Shard),
 			rcText(strconv.FormatBool(run.DryRun)), rcTime(run.StartedAt), rcTimeOpt(run.FinishedAt), rcTimeOpt(run.WindowFrom),
 			rcTimeOpt(run.WindowTo), rcInt(run.Scanned), rcInt(run.Repaired), rcInt(run.Closed), rcInt(run.Unchanged),
 			rcInt(run.StillPending), rcInt(run.Mismatches), rcInt(run.ClaimedElsewhere), rcInt(run.Errors), rcText(run.Error)})
@@ -170,7 +236,7 @@ func (d ReportDoc) sections(lang Lang) []repSection {
 	runs.Totals = []repCell{rcCode("TOTAL"), rcText(""), rcText(runStatusCounts(rt, lang)), rcText(""), rcText(""), rcText(""), rcText(""), rcText(""),
 		rcText(""), rcInt(rt.Scanned), rcInt(rt.Repaired), rcInt(rt.Closed), rcInt(rt.Unchanged), rcInt(rt.StillPending),
 		rcInt(rt.Mismatches), rcInt(rt.ClaimedElsewhere), rcInt(rt.Errors), rcText("")}
-	return []repSection{summary, findings, runs, d.statementSection()}
+	return section(runs, rows)
 }
 
 // statementSection is the settlement figures finance signs off, per business day and account.
@@ -186,8 +252,9 @@ func (d ReportDoc) statementSection() repSection {
 		HTMLCols: []htmlCol{{0, 9}, {1, 8}, {2, 11}, {3, 8}, {4, 9}, {5, 7}, {6, 9}, {8, 8}, {9, 10},
 			{11, 7}, {12, 7}, {13, 7}}}
 	var tot repo.StatementDayRow
+	var rows [][]repCell
 	for _, s := range d.Report.Statements {
-		sec.Rows = append(sec.Rows, []repCell{rcText(s.BillDate), rcCode(s.Platform), rcText(s.MerchantID), rcInt(int64(s.Payments)),
+		rows = append(rows, []repCell{rcText(s.BillDate), rcCode(s.Platform), rcText(s.MerchantID), rcInt(int64(s.Payments)),
 			rcYuan(s.PaymentsMinor), rcInt(int64(s.Refunds)), rcYuan(s.RefundsMinor), rcYuan(s.ReceivedMinor),
 			rcMilliFen(s.FeeMilliFen), rcMilliFen(s.NetMilliFen),
 			rcInt(int64(s.Lines)), rcInt(int64(s.Matched)), rcInt(int64(s.Repaired)), rcInt(int64(s.Found)), rcInt(int64(s.Held)),
@@ -196,13 +263,13 @@ func (d ReportDoc) statementSection() repSection {
 		tot.ReceivedMinor, tot.FeeMilliFen, tot.NetMilliFen = tot.ReceivedMinor+s.ReceivedMinor, tot.FeeMilliFen+s.FeeMilliFen, tot.NetMilliFen+s.NetMilliFen
 		tot.Lines, tot.Matched, tot.Repaired, tot.Found, tot.Held = tot.Lines+s.Lines, tot.Matched+s.Matched, tot.Repaired+s.Repaired, tot.Found+s.Found, tot.Held+s.Held
 	}
-	if len(sec.Rows) > 0 {
+	if len(rows) > 0 {
 		sec.Totals = []repCell{rcCode("TOTAL"), rcText(""), rcText(""), rcInt(int64(tot.Payments)), rcYuan(tot.PaymentsMinor),
 			rcInt(int64(tot.Refunds)), rcYuan(tot.RefundsMinor), rcYuan(tot.ReceivedMinor), rcMilliFen(tot.FeeMilliFen),
 			rcMilliFen(tot.NetMilliFen), rcInt(int64(tot.Lines)), rcInt(int64(tot.Matched)),
 			rcInt(int64(tot.Repaired)), rcInt(int64(tot.Found)), rcInt(int64(tot.Held)), rcText(""), rcText("")}
 	}
-	return sec
+	return section(sec, rows)
 }
 
 // runStatusCounts renders "2 succeeded, 1 failed" in a fixed order.
@@ -240,8 +307,10 @@ func (d ReportDoc) writeCSV(w io.Writer) error {
 	for _, s := range d.sections("") {
 		cw.Write(nil)                                      //nolint:errcheck
 		cw.Write(append([]string{"section"}, s.Header...)) //nolint:errcheck
-		for _, row := range s.Rows {
-			cw.Write(d.csvRecord(s.Key, row)) //nolint:errcheck
+		// A row's error is the writer's, once its buffer fills: it stops the reading.
+		err := s.Rows(func(row []repCell) error { return cw.Write(d.csvRecord(s.Key, row)) })
+		if err != nil {
+			return err
 		}
 		if s.Totals != nil {
 			cw.Write(d.csvRecord(s.Key+"_total", s.Totals)) //nolint:errcheck
@@ -285,19 +354,6 @@ func newSummaryView(s repo.SummaryRow) summaryView {
 		PlatformAmount: reconcile.FormatYuan(s.PlatformAmountMinor), AtStake: reconcile.FormatYuan(s.AtStakeMinor)}
 }
 
-type reportJSON struct {
-	From        time.Time       `json:"from"`
-	To          time.Time       `json:"to"`
-	Timezone    string          `json:"timezone"`
-	GeneratedAt time.Time       `json:"generated_at"`
-	Summary     []summaryView   `json:"summary"`
-	Totals      summaryView     `json:"totals"`
-	Findings    []FindingView   `json:"findings"`
-	Runs        []repo.RunRow   `json:"runs"`
-	RunTotals   repo.RunTotals  `json:"run_totals"`
-	Statements  []statementView `json:"statements"`
-}
-
 // statementView is a day's figures with its amounts also written as yuan (fees and net to
 // five decimals).
 type statementView struct {
@@ -309,28 +365,118 @@ type statementView struct {
 	Net            string `json:"net"`
 }
 
+// writeJSON writes the report as one indented JSON object (from, to, timezone, generated_at,
+// summary, totals, findings, runs, run_totals, statements), the findings one at a time.
 func (d ReportDoc) writeJSON(w io.Writer) error {
 	r, loc := d.Report, d.Loc
-	out := reportJSON{From: r.From.In(loc), To: r.To.In(loc), Timezone: loc.String(), GeneratedAt: d.Generated.In(loc),
-		Summary: make([]summaryView, len(r.Summary)), Totals: newSummaryView(r.Totals),
-		Findings: make([]FindingView, len(r.Findings)), Runs: make([]repo.RunRow, len(r.Runs)), RunTotals: r.RunTotals}
+	o := &jsonObject{w: w}
+	o.field("from", r.From.In(loc))
+	o.field("to", r.To.In(loc))
+	o.field("timezone", loc.String())
+	o.field("generated_at", d.Generated.In(loc))
+	summary := make([]summaryView, len(r.Summary))
 	for i, s := range r.Summary {
-		out.Summary[i] = newSummaryView(s)
+		summary[i] = newSummaryView(s)
 	}
-	for i, f := range r.Findings {
-		out.Findings[i] = NewFindingView(f, loc)
-	}
-	out.Statements = make([]statementView, len(r.Statements))
-	for i, s := range r.Statements {
-		s.ReconciledAt = s.ReconciledAt.In(loc)
-		out.Statements[i] = statementView{StatementDayRow: s, PaymentsAmount: reconcile.FormatYuan(s.PaymentsMinor),
-			RefundsAmount: reconcile.FormatYuan(s.RefundsMinor), Received: reconcile.FormatYuan(s.ReceivedMinor),
-			Fees: reconcile.FormatYuanMilliFen(s.FeeMilliFen), Net: reconcile.FormatYuanMilliFen(s.NetMilliFen)}
-	}
+	o.field("summary", summary)
+	o.field("totals", newSummaryView(r.Totals))
+	o.array("findings", func(item func(any) error) error {
+		return d.findings().Each(func(f repo.Finding) error { return item(NewFindingView(f, loc)) })
+	})
+	runs := make([]repo.RunRow, len(r.Runs))
 	for i, run := range r.Runs {
 		run.StartedAt = run.StartedAt.In(loc)
 		run.FinishedAt, run.WindowFrom, run.WindowTo = timeInLoc(run.FinishedAt, loc), timeInLoc(run.WindowFrom, loc), timeInLoc(run.WindowTo, loc)
-		out.Runs[i] = run
+		runs[i] = run
 	}
-	return WriteJSON(w, out)
+	o.field("runs", runs)
+	o.field("run_totals", r.RunTotals)
+	statements := make([]statementView, len(r.Statements))
+	for i, s := range r.Statements {
+		s.ReconciledAt = s.ReconciledAt.In(loc)
+		statements[i] = statementView{StatementDayRow: s, PaymentsAmount: reconcile.FormatYuan(s.PaymentsMinor),
+			RefundsAmount: reconcile.FormatYuan(s.RefundsMinor), Received: reconcile.FormatYuan(s.ReceivedMinor),
+			Fees: reconcile.FormatYuanMilliFen(s.FeeMilliFen), Net: reconcile.FormatYuanMilliFen(s.NetMilliFen)}
+	}
+	o.field("statements", statements)
+	return o.close()
+}
+
+// jsonObject writes one JSON object a field at a time, laid out exactly as WriteJSON lays
+// out a whole value (two-space indent, a newline at the end), so that a long array can be
+// written an element at a time. The first error sticks and ends the writing.
+type jsonObject struct {
+	w      io.Writer
+	fields int
+	err    error
+}
+
+func (o *jsonObject) write(parts ...[]byte) {
+	for _, p := range parts {
+		if o.err == nil {
+			_, o.err = o.w.Write(p)
+		}
+	}
+}
+
+// key opens the next field.
+func (o *jsonObject) key(name string) {
+	sep := []byte(",\n  ")
+	if o.fields == 0 {
+		sep = []byte("{\n  ")
+	}
+	o.fields++
+	k, _ := json.Marshal(name) // a string always marshals
+	o.write(sep, k, []byte(": "))
+}
+
+func (o *jsonObject) field(name string, v any) {
+	o.key(name)
+	if o.err != nil {
+		return
+	}
+	b, err := json.MarshalIndent(v, "  ", "  ")
+	if err != nil {
+		o.err = fmt.Errorf("json %s: %w", name, err)
+		return
+	}
+	o.write(b)
+}
+
+// array writes the field name as an array of what each hands to item, in order.
+func (o *jsonObject) array(name string, each func(item func(any) error) error) {
+	o.key(name)
+	if o.err != nil {
+		return
+	}
+	n := 0
+	err := each(func(v any) error {
+		b, err := json.MarshalIndent(v, "    ", "  ")
+		if err != nil {
+			return fmt.Errorf("json %s[%d]: %w", name, n, err)
+		}
+		sep := []byte(",\n    ")
+		if n == 0 {
+			sep = []byte("[\n    ")
+		}
+		n++
+		o.write(sep, b)
+		return o.err
+	})
+	switch {
+	case err != nil:
+		o.err = err
+	case n == 0:
+		o.write([]byte("[]"))
+	default:
+		o.write([]byte("\n  ]"))
+	}
+}
+
+func (o *jsonObject) close() error {
+	if o.fields == 0 {
+		o.write([]byte("{"))
+	}
+	o.write([]byte("\n}\n"))
+	return o.err
 }

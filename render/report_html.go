@@ -29,9 +29,8 @@ type htmlSection struct {
 	Title   string
 	Empty   string
 	Columns []htmlColumn
-	Rows    [][]htmlCell
 	Totals  []htmlCell
-	Count   int
+	Count   int64
 }
 
 type htmlPage struct {
@@ -41,7 +40,6 @@ type htmlPage struct {
 	Findings, Stake, Runs     string
 	Errors                    string
 	Chart                     template.HTML
-	Sections                  []htmlSection
 }
 
 // htmlTime is a time for people on the page: to the minute, in the report's zone.
@@ -68,12 +66,12 @@ func (d ReportDoc) htmlCells(row []repCell, cols []htmlCol) []htmlCell {
 }
 
 // htmlColumns are the section's columns on the page: people's labels and widths; numbers
-// (and amounts) align right.
-func (d ReportDoc) htmlColumns(s repSection) []htmlColumn {
+// (and amounts) align right, as the first row's cells say.
+func (d ReportDoc) htmlColumns(s repSection, first []repCell) []htmlColumn {
 	out := make([]htmlColumn, len(s.HTMLCols))
 	for j, col := range s.HTMLCols {
 		class := ""
-		if len(s.Rows) > 0 && (s.Rows[0][col.i].Kind == cellInt || s.Rows[0][col.i].Kind == cellAmount || s.Rows[0][col.i].Kind == cellMilliFen) {
+		if k := first[col.i].Kind; k == cellInt || k == cellAmount || k == cellMilliFen {
 			class = "num"
 		}
 		out[j] = htmlColumn{Label: Label(d.lang(), s.Header[col.i]), Width: col.width, Class: class}
@@ -81,25 +79,62 @@ func (d ReportDoc) htmlColumns(s repSection) []htmlColumn {
 	return out
 }
 
+// writeHTML writes the page a piece at a time: the head with the headline figures and the
+// chart (its bars are counted by the finding source, not from the findings), then each
+// table as its rows come.
 func (d ReportDoc) writeHTML(w io.Writer) error {
 	r, lang := d.Report, d.lang()
+	dc, err := countByDay(d.findings(), r.From, r.To, d.Loc)
+	if err != nil {
+		return err
+	}
 	page := htmlPage{Lang: lang.HTMLTag(), T: func(key string) string { return Label(lang, key) },
 		From: r.From.In(d.Loc).Format(htmlTime), To: r.To.In(d.Loc).Format(htmlTime),
 		Zone: d.Loc.String(), Generated: d.Generated.In(d.Loc).Format("2006-01-02 15:04:05 MST"),
 		Findings: strconv.FormatInt(r.Totals.Count, 10), Stake: Yuan(r.Totals.AtStakeMinor),
 		Runs: strconv.FormatInt(r.RunTotals.Runs, 10), Errors: strconv.FormatInt(r.RunTotals.Errors, 10),
-		Chart: chartSVG(countByDay(r.Findings, r.From, r.To, d.Loc), lang)}
-	for _, s := range d.sections(d.lang()) {
-		hs := htmlSection{Title: Label(lang, s.Title), Empty: Label(lang, s.Empty), Columns: d.htmlColumns(s), Count: len(s.Rows)}
-		for _, row := range s.Rows {
-			hs.Rows = append(hs.Rows, d.htmlCells(row, s.HTMLCols))
-		}
-		if s.Totals != nil && len(s.Rows) > 0 {
-			hs.Totals = d.htmlCells(s.Totals, s.HTMLCols)
-		}
-		page.Sections = append(page.Sections, hs)
+		Chart: chartSVG(dc, lang)}
+	if err := reportPageTemplate.ExecuteTemplate(w, "head", page); err != nil {
+		return err
 	}
-	return reportPageTemplate.Execute(w, page)
+	for _, s := range d.sections(lang) {
+		if err := d.htmlSection(w, s); err != nil {
+			return err
+		}
+	}
+	return reportPageTemplate.ExecuteTemplate(w, "foot", page)
+}
+
+// htmlSection writes one table: its heading, then the table, opened at the first row (whose
+// cells set the columns' alignment) and written a row at a time, or the text saying it has
+// no rows.
+func (d ReportDoc) htmlSection(w io.Writer, s repSection) error {
+	lang := d.lang()
+	hs := htmlSection{Title: Label(lang, s.Title), Empty: Label(lang, s.Empty), Count: s.Count}
+	if err := reportPageTemplate.ExecuteTemplate(w, "section", hs); err != nil {
+		return err
+	}
+	rows := 0
+	err := s.Rows(func(row []repCell) error {
+		if rows == 0 {
+			hs.Columns = d.htmlColumns(s, row)
+			if err := reportPageTemplate.ExecuteTemplate(w, "table", hs); err != nil {
+				return err
+			}
+		}
+		rows++
+		return reportPageTemplate.ExecuteTemplate(w, "row", d.htmlCells(row, s.HTMLCols))
+	})
+	if err != nil {
+		return err
+	}
+	if rows == 0 {
+		return reportPageTemplate.ExecuteTemplate(w, "empty", hs)
+	}
+	if s.Totals != nil {
+		hs.Totals = d.htmlCells(s.Totals, s.HTMLCols)
+	}
+	return reportPageTemplate.ExecuteTemplate(w, "end", hs)
 }
 
 // reportPageTemplate is one self-contained page: inline CSS, inline SVG, no script, no
@@ -107,8 +142,10 @@ func (d ReportDoc) writeHTML(w io.Writer) error {
 // offline). Tables use a fixed layout at 100% of the page with set column shares, so they
 // never run off the right edge and a narrow column cannot squeeze a word to one letter per
 // line; long trade numbers break inside their cell. html/template escapes every value:
-// finding text comes from the platforms.
-var reportPageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// finding text comes from the platforms. The page is written in pieces (head, then per
+// table: section, table, a row at a time, end or empty; then foot) so that a table's rows
+// need not all be held; each piece starts and ends between elements.
+var reportPageTemplate = template.Must(template.New("report").Parse(`{{define "head"}}<!DOCTYPE html>
 <html lang="{{.Lang}}">
 <head>
 <meta charset="utf-8">
@@ -153,21 +190,30 @@ var reportPageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE h
 </div>
 <h2>{{call .T "report.chart"}}</h2>
 {{if .Chart}}{{.Chart}}{{else}}<p class="muted">{{call .T "report.chart.empty"}}</p>{{end}}
-{{range .Sections}}
+{{end}}
+
+{{- define "section"}}
 <h2>{{.Title}} ({{.Count}})</h2>
-{{if .Rows -}}
-<table>
+{{end}}
+
+{{- define "table"}}<table>
 <colgroup>{{range .Columns}}<col style="width: {{.Width}}%">{{end}}</colgroup>
 <thead><tr>{{range .Columns}}<th{{with .Class}} class="{{.}}"{{end}}>{{.Label}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr>{{range .}}<td{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr>
-{{end}}</tbody>
+{{end}}
+
+{{- define "row"}}<tr>{{range .}}<td{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{end}}
+
+{{- define "end"}}</tbody>
 {{with .Totals}}<tfoot><tr>{{range .}}<td{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr></tfoot>{{end}}
 </table>
-{{- else -}}
-<p class="muted">{{.Empty}}</p>
-{{- end}}
 {{end}}
+
+{{- define "empty"}}<p class="muted">{{.Empty}}</p>
+{{end}}
+
+{{- define "foot"}}
 </body>
 </html>
-`))
+{{end}}`))

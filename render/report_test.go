@@ -38,7 +38,7 @@ func sampleReport() repo.Report {
 		f(5, reconcile.MismatchAmount, from.Add(-48*time.Hour), p(1), p(2), reconcile.ReviewAcknowledged),
 	}
 	findings[4].LastSeenAt = from.Add(time.Hour)
-	rep := repo.Report{From: from, To: from.Add(72 * time.Hour), Findings: findings,
+	rep := repo.Report{From: from, To: from.Add(72 * time.Hour), Findings: repo.FindingList(findings),
 		Summary: []repo.SummaryRow{
 			{Kind: reconcile.MismatchAmount, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1, LocalAmountMinor: 123456, PlatformAmountMinor: 100, AtStakeMinor: 123356},
 			{Kind: reconcile.MismatchUnknownOrder, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1, PlatformAmountMinor: 99900, AtStakeMinor: 99900},

@@ -1,9 +1,15 @@
 package render
 
 import (
+	"archive/zip"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -41,151 +47,249 @@ func newXLSXStyles(f *excelize.File) (xlsxStyles, error) {
 	return st, nil
 }
 
+// xlsxWidthSample is how many rows of a table set its column widths: a streamed sheet fixes
+// its widths before its first row, so they follow the first rows, not all of them.
+const xlsxWidthSample = 1000
+
 // writeXLSX writes a Summary sheet (the period and the headline figures above the summary
-// table), a Findings sheet and a Runs sheet. Each table's header row is frozen and labelled
-// for people, the findings and runs carry an autofilter, amounts are numeric cells with a ¥
-// money format (written from their exact decimal text: no float in between), and columns
-// are as wide as their content. Text is always a string cell, never a formula, whatever the
-// platform sent; times are text in the report's zone, named on the Summary sheet.
+// table), a Findings sheet, a Runs sheet and a Statements sheet. Each table's header row is
+// frozen and labelled for people, the findings and runs carry an autofilter, amounts are
+// numeric cells with a ¥ money format (numbers only when the number is exactly their
+// decimal text), and columns are as wide as their content (of the first xlsxWidthSample
+// rows). Text is always a string cell, never a formula, whatever the platform sent; times
+// are text in the report's zone, named on the Summary sheet.
+//
+// Every sheet goes through excelize's StreamWriter, which keeps up to 16 MiB of a sheet in
+// memory and the rest in a temporary file (os.TempDir; about 1 KiB per finding); the zip is
+// written straight to w.
 func (d ReportDoc) writeXLSX(w io.Writer) error {
+	if err := checkTempDir(); err != nil {
+		return err
+	}
 	f := excelize.NewFile()
 	defer f.Close()
+	// excelize builds the whole file in a buffer before handing it over; a zip writer on w
+	// instead writes it out as it is compressed.
+	f.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(w) })
 	st, err := newXLSXStyles(f)
 	if err != nil {
 		return err
 	}
-	lang := d.lang()
 	for i, s := range d.sections(d.lang()) {
-		name := Label(lang, s.Sheet)
-		if i == 0 {
-			err = f.SetSheetName("Sheet1", name)
-		} else {
-			_, err = f.NewSheet(name)
-		}
-		if err != nil {
-			return err
-		}
-		sw := &xlsxSheet{f: f, sheet: name, loc: d.Loc, lang: lang, money: st.money, widths: map[int]int{}}
-		if i == 0 {
-			d.xlsxHeadline(sw, st)
-		}
-		if err := sw.table(s, st); err != nil {
-			return err
+		if err := d.xlsxSheet(f, i, s, st); err != nil {
+			return fmt.Errorf("xlsx sheet %s: %w", s.Key, err)
 		}
 	}
 	f.SetActiveSheet(0)
-	_, err = f.WriteTo(w)
+	buf, err := f.WriteToBuffer()
+	if err == nil && buf.Len() > 0 {
+		err = errors.New("xlsx: excelize wrote into its own buffer instead of the zip writer")
+	}
 	return err
 }
 
-// xlsxHeadline writes the report's period and headline figures above the summary table.
-func (d ReportDoc) xlsxHeadline(sw *xlsxSheet, st xlsxStyles) {
-	r, lang := d.Report, sw.lang
-	sw.row(st.title, []repCell{rcText(Label(lang, "report.title"))})
-	sw.row(0, []repCell{rcText(Label(lang, "report.from")), rcTime(r.From)})
-	sw.row(0, []repCell{rcText(Label(lang, "report.to")), rcTime(r.To)})
-	sw.row(0, []repCell{rcText(Label(lang, "report.zone")), rcText(d.Loc.String())})
-	sw.row(0, []repCell{rcText(Label(lang, "report.generated")), rcTime(d.Generated)})
-	sw.row(0, []repCell{rcText(Label(lang, "report.card.findings")), rcInt(r.Totals.Count)})
-	sw.row(0, []repCell{rcText(Label(lang, "report.card.stake")), rcYuan(r.Totals.AtStakeMinor)})
-	sw.row(0, []repCell{rcText(Label(lang, "report.card.runs")), rcInt(r.RunTotals.Runs)})
-	sw.next++
+// checkTempDir makes sure a sheet can spill to a temporary file: excelize keeps the whole
+// sheet in memory, silently, when it cannot create one, which is what streaming must avoid.
+func checkTempDir() error {
+	probe, err := os.CreateTemp("", "payrecon-xlsx-")
+	if err != nil {
+		return fmt.Errorf("xlsx: a report spreadsheet needs a writable temporary folder (TMPDIR): %w", err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
+// xlsxSheet writes section s on the i-th sheet, the headline above the first one's table.
+func (d ReportDoc) xlsxSheet(f *excelize.File, i int, s repSection, st xlsxStyles) error {
+	lang := d.lang()
+	name := Label(lang, s.Sheet)
+	var err error
+	if i == 0 {
+		err = f.SetSheetName("Sheet1", name)
+	} else {
+		_, err = f.NewSheet(name)
+	}
+	if err != nil {
+		return err
+	}
+	sw, err := f.NewStreamWriter(name)
+	if err != nil {
+		return err
+	}
+	xs := &xlsxSheet{f: f, sw: sw, sheet: name, loc: d.Loc, lang: lang, widths: map[int]int{}}
+	var top []xlsxRow
+	if i == 0 {
+		top = d.xlsxHeadline(st)
+	}
+	if err := xs.table(top, s, st); err != nil {
+		return err
+	}
+	return sw.Flush()
+}
+
+// xlsxHeadline is the report's period and headline figures above the summary table, and the
+// empty row below them.
+func (d ReportDoc) xlsxHeadline(st xlsxStyles) []xlsxRow {
+	r, lang := d.Report, d.lang()
+	row := func(style int, cells ...repCell) xlsxRow { return xlsxRow{style: style, money: st.money, cells: cells} }
+	return []xlsxRow{
+		row(st.title, rcText(Label(lang, "report.title"))),
+		row(0, rcText(Label(lang, "report.from")), rcTime(r.From)),
+		row(0, rcText(Label(lang, "report.to")), rcTime(r.To)),
+		row(0, rcText(Label(lang, "report.zone")), rcText(d.Loc.String())),
+		row(0, rcText(Label(lang, "report.generated")), rcTime(d.Generated)),
+		row(0, rcText(Label(lang, "report.card.findings")), rcInt(r.Totals.Count)),
+		row(0, rcText(Label(lang, "report.card.stake")), rcYuan(r.Totals.AtStakeMinor)),
+		row(0, rcText(Label(lang, "report.card.runs")), rcInt(r.RunTotals.Runs)),
+		{},
+	}
+}
+
+// xlsxRow is a row to write: style, when not 0, applies to every cell of it; amounts get
+// money.
+type xlsxRow struct {
+	style, money int
+	cells        []repCell
+}
+
+// xlsxSheet is one streamed sheet: rows go out in order, and what must precede the first
+// (column widths, frozen panes) is settled from the rows held back until then.
 type xlsxSheet struct {
 	f      *excelize.File
+	sw     *excelize.StreamWriter
 	sheet  string
 	loc    *time.Location
 	lang   Lang
-	money  int
-	next   int // rows written so far
-	widths map[int]int
-	err    error
+	next   int         // rows written so far
+	widths map[int]int // column -> widest text seen
 }
 
-// table writes one section: labelled header (frozen), rows, totals, filter and widths.
-func (s *xlsxSheet) table(sec repSection, st xlsxStyles) error {
-	headerRow := s.next + 1
+// table writes the rows above the table (top), then the section: labelled header (frozen),
+// rows, totals, filter. The first xlsxWidthSample rows wait until the widths are known.
+func (s *xlsxSheet) table(top []xlsxRow, sec repSection, st xlsxStyles) error {
 	hdr := make([]repCell, len(sec.Header))
 	for j, h := range sec.Header {
 		hdr[j] = rcText(Label(s.lang, h))
 	}
-	s.row(st.head, hdr)
-	for _, r := range sec.Rows {
-		s.row(0, r)
+	held := append(top, xlsxRow{style: st.head, money: st.money, cells: hdr})
+	headerRow := len(held)
+	totals := xlsxRow{style: st.bold, money: st.boldMoney, cells: sec.Totals}
+	started := false
+	start := func() error {
+		started = true
+		return s.start(append(held, totals), headerRow, held)
+	}
+	err := sec.Rows(func(cells []repCell) error {
+		if started {
+			return s.row(xlsxRow{money: st.money, cells: cells})
+		}
+		held = append(held, xlsxRow{money: st.money, cells: cells})
+		if len(held)-headerRow < xlsxWidthSample {
+			return nil
+		}
+		return start()
+	})
+	if err == nil && !started {
+		err = start()
+	}
+	if err != nil {
+		return err
 	}
 	lastRow := s.next
 	if sec.Totals != nil {
-		s.money = st.boldMoney
-		s.row(st.bold, sec.Totals)
-	}
-	if s.err != nil {
-		return s.err
-	}
-	for col, width := range s.widths {
-		name, _ := excelize.ColumnNumberToName(col)
-		if err := s.f.SetColWidth(s.sheet, name, name, float64(min(max(width, 6)+2, 60))); err != nil {
+		if err := s.row(totals); err != nil {
 			return err
 		}
-	}
-	topLeft, _ := excelize.CoordinatesToCellName(1, headerRow+1)
-	if err := s.f.SetPanes(s.sheet, &excelize.Panes{Freeze: true, YSplit: headerRow, TopLeftCell: topLeft,
-		ActivePane: "bottomLeft"}); err != nil {
-		return err
 	}
 	if !sec.Filter {
 		return nil
 	}
+	// Before Flush: the stream writes the sheet's autoFilter element when it ends.
 	first, _ := excelize.CoordinatesToCellName(1, headerRow)
 	last, _ := excelize.CoordinatesToCellName(len(sec.Header), lastRow)
 	return s.f.AutoFilter(s.sheet, first+":"+last, nil)
 }
 
-// row writes one row; style, when not 0, applies to every cell of it (amounts get the money
-// style in any case).
-func (s *xlsxSheet) row(style int, cells []repCell) {
-	if s.err != nil {
-		return
+// start sets the column widths from sample, freezes the rows down to headerRow and writes the
+// rows held so far.
+func (s *xlsxSheet) start(sample []xlsxRow, headerRow int, held []xlsxRow) error {
+	for _, r := range sample {
+		for i, c := range r.cells {
+			s.widths[i+1] = max(s.widths[i+1], displayWidth(s.shown(c)))
+		}
 	}
+	for _, col := range slices.Sorted(maps.Keys(s.widths)) {
+		if err := s.sw.SetColWidth(col, col, float64(min(max(s.widths[col], 6)+2, 60))); err != nil {
+			return err
+		}
+	}
+	topLeft, _ := excelize.CoordinatesToCellName(1, headerRow+1)
+	err := s.sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: headerRow, TopLeftCell: topLeft, ActivePane: "bottomLeft"})
+	if err != nil {
+		return err
+	}
+	for _, r := range held {
+		if err := s.row(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// row writes the next row (an empty one leaves the row blank).
+func (s *xlsxSheet) row(r xlsxRow) error {
 	s.next++
-	for i, c := range cells {
-		ref, err := excelize.CoordinatesToCellName(i+1, s.next)
-		if err != nil {
-			s.err = err
-			return
-		}
-		var shown string
-		st := style
-		switch c.Kind {
-		case cellInt:
-			err = s.f.SetCellInt(s.sheet, ref, c.N)
-			shown = strconv.FormatInt(c.N, 10)
-		case cellAmount:
-			// The exact decimal text becomes a numeric cell: no float in between.
-			err = s.f.SetCellDefault(s.sheet, ref, reconcile.FormatYuan(c.N))
-			shown = Yuan(c.N)
-			st = s.money
-		case cellMilliFen:
-			shown = reconcile.FormatYuanMilliFen(c.N)
-			err = s.f.SetCellStr(s.sheet, ref, shown)
-		case cellTime:
-			shown = c.T.In(s.loc).Format(time.DateTime)
-			err = s.f.SetCellStr(s.sheet, ref, shown)
-		default:
-			shown = c.text(s.lang)
-			err = s.f.SetCellStr(s.sheet, ref, shown)
-		}
-		if err == nil && st != 0 {
-			err = s.f.SetCellStyle(s.sheet, ref, ref, st)
-		}
-		if err != nil {
-			s.err = fmt.Errorf("sheet %s cell %s: %w", s.sheet, ref, err)
-			return
-		}
-		if n := displayWidth(shown); n > s.widths[i+1] {
-			s.widths[i+1] = n
-		}
+	if len(r.cells) == 0 {
+		return nil
 	}
+	values := make([]any, len(r.cells))
+	for i, c := range r.cells {
+		values[i] = s.value(c, r.style, r.money)
+	}
+	ref, _ := excelize.CoordinatesToCellName(1, s.next)
+	if err := s.sw.SetRow(ref, values); err != nil {
+		return fmt.Errorf("row %d: %w", s.next, err)
+	}
+	return nil
+}
+
+// value is a cell as the stream writes it: integers and amounts as numbers, everything else
+// as the text shown (a string cell: never a formula).
+func (s *xlsxSheet) value(c repCell, style, money int) excelize.Cell {
+	switch c.Kind {
+	case cellInt:
+		return excelize.Cell{StyleID: style, Value: c.N}
+	case cellAmount:
+		return excelize.Cell{StyleID: money, Value: xlsxAmount(c.N)}
+	}
+	return excelize.Cell{StyleID: style, Value: s.shown(c)}
+}
+
+// shown is the cell's text as a person sees it, which sets its column's width.
+func (s *xlsxSheet) shown(c repCell) string {
+	switch c.Kind {
+	case cellInt:
+		return strconv.FormatInt(c.N, 10)
+	case cellAmount:
+		return Yuan(c.N)
+	case cellMilliFen:
+		return reconcile.FormatYuanMilliFen(c.N)
+	case cellTime:
+		return c.T.In(s.loc).Format(time.DateTime)
+	}
+	return c.text(s.lang)
+}
+
+// xlsxAmount is an amount in fen as the cell's value: the number in yuan when the float64 a
+// spreadsheet stores is exactly the amount's decimal text (every amount below 10^13 yuan),
+// else that text, so no amount is ever rounded.
+func xlsxAmount(fen int64) any {
+	text := reconcile.FormatYuan(fen)
+	v, err := strconv.ParseFloat(text, 64)
+	if err == nil && strconv.FormatFloat(v, 'f', -1, 64) == strings.TrimSuffix(strings.TrimRight(text, "0"), ".") {
+		return v
+	}
+	return text
 }
 
 // displayWidth counts a wide (CJK) character as two columns, as spreadsheets draw them.

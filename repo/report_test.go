@@ -2,8 +2,9 @@ package repo_test
 
 import (
 	"context"
-	"github.com/lib/pq"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,10 +57,7 @@ func TestReportAggregates(t *testing.T) {
 	insertRun(t, db, "once", "succeeded", to, [8]int64{99, 99, 99, 99, 99, 99, 99, 99})
 	insertRun(t, db, "once", "succeeded", from.Add(-time.Second), [8]int64{99, 99, 99, 99, 99, 99, 99, 99})
 
-	rep, err := repo.NewReview(db.DB).Report(context.Background(), from, to)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, findings := readReport(t, repo.NewReview(db.DB), from, to)
 	if !rep.From.Equal(from) || !rep.To.Equal(to) {
 		t.Fatalf("period %v - %v", rep.From, rep.To)
 	}
@@ -80,21 +78,20 @@ func TestReportAggregates(t *testing.T) {
 	if rep.Totals != wantTotals {
 		t.Fatalf("totals %+v, want %+v", rep.Totals, wantTotals)
 	}
-	if got, want := otns(rep.Findings), []string{"amt-3", "amt-2", "amt-1", "unk-1", "lpu-1"}; !slices.Equal(got, want) {
+	if got, want := otns(findings), []string{"amt-3", "amt-2", "amt-1", "unk-1", "lpu-1"}; !slices.Equal(got, want) {
 		t.Fatalf("findings %q, want %q (first seen order)", got, want)
 	}
-	// The report sums the money rule in Go; the database's own copy of the rule (the
-	// console's filters and sorting) must come to the same total over the same findings.
-	ids := make([]int64, len(rep.Findings))
-	for i, f := range rep.Findings {
-		ids[i] = f.ID
+	// The report sums in SQL (atStakeSQL); the domain's rule summed in Go over the very
+	// findings it lists must come to the same summary, group by group.
+	if got, want := rep.Summary, summariseInGo(findings); !slices.Equal(got, want) {
+		t.Fatalf("SQL and the domain disagree on the summary\n SQL %+v\n  Go %+v", got, want)
 	}
 	var stake int64
-	if err := db.Get(&stake, `SELECT COALESCE(sum(`+repo.AtStakeSQL+`), 0) FROM reconcile_mismatches WHERE id = ANY($1)`, pq.Array(ids)); err != nil {
-		t.Fatal(err)
+	for _, f := range findings {
+		stake += f.AtStakeMinor()
 	}
 	if stake != rep.Totals.AtStakeMinor {
-		t.Fatalf("Go and SQL disagree on the amount at stake: %d vs %d", rep.Totals.AtStakeMinor, stake)
+		t.Fatalf("SQL and the domain disagree on the amount at stake: %d vs %d", rep.Totals.AtStakeMinor, stake)
 	}
 	if len(rep.Runs) != 2 || rep.Runs[0].ID != r1 || rep.Runs[1].ID != r2 {
 		t.Fatalf("runs %+v, want %d and %d", rep.Runs, r1, r2)
@@ -116,16 +113,72 @@ func TestReportEmptyAndInvalidPeriods(t *testing.T) {
 	t.Parallel()
 	db := repotest.NewDB(t)
 	rv := repo.NewReview(db.DB)
-	rep, err := rv.Report(context.Background(), reviewBase, reviewBase.Add(time.Hour))
+	rep, findings := readReport(t, rv, reviewBase, reviewBase.Add(time.Hour))
+	if len(rep.Summary) != 0 || len(findings) != 0 || len(rep.Runs) != 0 || rep.Totals != (repo.SummaryRow{}) {
+		t.Fatalf("empty period: %+v", rep)
+	}
+	// A leap year's 366 days is the longest period (calendar days in from's zone).
+	readReport(t, rv, reviewBase, reviewBase.AddDate(0, 0, reconcile.MaxReportPeriodDays))
+	for _, to := range []time.Time{reviewBase, reviewBase.Add(-time.Hour),
+		reviewBase.AddDate(0, 0, reconcile.MaxReportPeriodDays).Add(time.Second), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)} {
+		called := false
+		err := rv.Report(context.Background(), reviewBase, to, func(repo.Report) error { called = true; return nil })
+		var input *reconcile.InputError
+		if !errors.As(err, &input) || called {
+			t.Errorf("report of [%v, %v): %v (read: %t), want an input error before any reading", reviewBase, to, err, called)
+		}
+	}
+	if err := rv.Report(context.Background(), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC),
+		func(repo.Report) error { return nil }); err == nil || !strings.Contains(err.Error(), "366 days") {
+		t.Errorf("the report of all time: %v, want the limit named", err)
+	}
+}
+
+// readReport reads the report of [from, to) and all its findings.
+func readReport(t testing.TB, rv *repo.Review, from, to time.Time) (repo.Report, []repo.Finding) {
+	t.Helper()
+	var rep repo.Report
+	findings := []repo.Finding{}
+	err := rv.Report(context.Background(), from, to, func(r repo.Report) error {
+		rep = r
+		return r.Findings.Each(func(f repo.Finding) error {
+			findings = append(findings, f)
+			return nil
+		})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Summary) != 0 || len(rep.Findings) != 0 || len(rep.Runs) != 0 || rep.Totals != (repo.SummaryRow{}) {
-		t.Fatalf("empty period: %+v", rep)
-	}
-	for _, to := range []time.Time{reviewBase, reviewBase.Add(-time.Hour)} {
-		if _, err := rv.Report(context.Background(), reviewBase, to); err == nil {
-			t.Errorf("report of [%v, %v) accepted", reviewBase, to)
+	return rep, findings
+}
+
+// summariseInGo groups findings by kind and review status in the domain's order, summing
+// with the domain's money rule: what the report's SQL summary must come to.
+func summariseInGo(findings []repo.Finding) []repo.SummaryRow {
+	out := []repo.SummaryRow{}
+	for _, kind := range reconcile.MismatchKinds {
+		for _, st := range reconcile.ReviewStatuses {
+			g := repo.SummaryRow{Kind: kind, ReviewStatus: st}
+			for _, f := range findings {
+				if f.Kind == kind && f.ReviewStatus == st {
+					g.Count++
+					g.SeenCount += f.SeenCount
+					g.LocalAmountMinor += orZero(f.LocalAmountMinor)
+					g.PlatformAmountMinor += orZero(f.PlatformAmountMinor)
+					g.AtStakeMinor += f.AtStakeMinor()
+				}
+			}
+			if g.Count > 0 {
+				out = append(out, g)
+			}
 		}
 	}
+	return out
+}
+
+func orZero(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

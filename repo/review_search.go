@@ -17,7 +17,10 @@ import (
 // TestSearchAtStakeMatchesTheDomain holds the two equal for every kind.
 const atStakeSQL = `CASE kind
 	WHEN 'AMOUNT_MISMATCH' THEN abs(COALESCE(platform_amount_minor, 0) - COALESCE(local_amount_minor, 0))
+	WHEN 'REFUND_AMOUNT_MISMATCH' THEN abs(COALESCE(platform_amount_minor, 0) - COALESCE(local_amount_minor, 0))
 	WHEN 'LOCAL_PAID_PLATFORM_UNPAID' THEN COALESCE(local_amount_minor, 0)
+	WHEN 'REFUND_NOT_AT_PLATFORM' THEN COALESCE(local_amount_minor, 0)
+	WHEN 'OVER_REFUNDED' THEN COALESCE(local_amount_minor, 0)
 	ELSE COALESCE(platform_amount_minor, local_amount_minor, 0) END`
 
 // SearchSort is a column the review console sorts findings by.

@@ -81,6 +81,13 @@ func TestReviewerMovesOnlyThroughTheFunctions(t *testing.T) {
 			t.Errorf("%s: %v, want SQLSTATE %s", r.name, err, r.state)
 		}
 	}
+	// A proposal recorded before identities were normalised is still its proposer's.
+	legacy := insertFinding(t, db, seedFinding{otn: "trust-3", status: reconcile.ReviewPendingApproval})
+	db.MustExec(`UPDATE reconcile_mismatches SET proposed_by = ' Alice@Example.COM', proposed_version = 1,
+		resolution = 'written_off' WHERE id = $1`, legacy)
+	if err := call(`SELECT payrecon_review_approve($1, $2, '', 0, '')`, legacy, "alice@example.com"); sqlState(err) != "PR003" {
+		t.Errorf("approving an old-spelling proposal of one's own: %v, want PR003", err)
+	}
 	if a := auditRows(t, db, proposed); len(a) != 1 {
 		t.Fatalf("refused moves left audit rows: %+v", a)
 	}

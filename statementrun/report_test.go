@@ -25,32 +25,39 @@ func TestReportShowsStatementFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	next, _ := ParseDay("2026-11-29", shanghai)
-	rep, err := repo.NewReview(e.db.DB).Report(context.Background(), testDay.Start, next.Start)
+	err := repo.NewReview(e.db.DB).Report(context.Background(), testDay.Start, next.Start, func(rep repo.Report) error {
+		if len(rep.Statements) != 1 || rep.Statements[0].BillDate != "2026-11-28" || rep.Statements[0].FeeMilliFen != 74070 {
+			t.Fatalf("report statements %+v", rep.Statements)
+		}
+		doc := render.ReportDoc{Report: rep, Loc: shanghai, Generated: testDay.End}
+		for _, format := range render.ReportFormats {
+			var b bytes.Buffer
+			if err := doc.Write(&b, format); err != nil {
+				t.Fatalf("%s: %v", format, err)
+			}
+			if format == "xlsx" {
+				continue // binary; the sheet list is checked by the report command's tests
+			}
+			// net = 123.45 received less 0.74070 in fees
+			for _, want := range []string{"0.74070", "122.70930", "2026-11-28"} {
+				if !strings.Contains(b.String(), want) {
+					t.Errorf("%s report lacks %q", format, want)
+				}
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Statements) != 1 || rep.Statements[0].BillDate != "2026-11-28" || rep.Statements[0].FeeMilliFen != 74070 {
-		t.Fatalf("report statements %+v", rep.Statements)
-	}
-	doc := render.ReportDoc{Report: rep, Loc: shanghai, Generated: testDay.End}
-	for _, format := range render.ReportFormats {
-		var b bytes.Buffer
-		if err := doc.Write(&b, format); err != nil {
-			t.Fatalf("%s: %v", format, err)
-		}
-		if format == "xlsx" {
-			continue // binary; the sheet list is checked by the report command's tests
-		}
-		// net = 123.45 received less 0.74070 in fees
-		for _, want := range []string{"0.74070", "122.70930", "2026-11-28"} {
-			if !strings.Contains(b.String(), want) {
-				t.Errorf("%s report lacks %q", format, want)
-			}
-		}
-	}
 	// A period that ends before the day starts shows no statement.
-	rep, err = repo.NewReview(e.db.DB).Report(context.Background(), testDay.Start.Add(-time.Hour), testDay.Start)
-	if err != nil || len(rep.Statements) != 0 {
-		t.Errorf("a period before the day shows %+v (%v)", rep.Statements, err)
+	err = repo.NewReview(e.db.DB).Report(context.Background(), testDay.Start.Add(-time.Hour), testDay.Start, func(rep repo.Report) error {
+		if len(rep.Statements) != 0 {
+			t.Errorf("a period before the day shows %+v", rep.Statements)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
@@ -41,8 +40,6 @@ type App struct {
 	wechat  []httpapi.WechatNotifyReader          // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics.Metrics
-	// consoleDB is the review console's own connection, when it has one (ReviewConsole).
-	consoleDB *sqlx.DB
 }
 
 // New connects to the database (and Redis), loads the platform keys and builds the apply
@@ -92,7 +89,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatfor
 	}
 	a.applier = reconcile.NewApplier(a.store, claimer, reconcile.ApplierSettings{
 		ClaimPrefix: cfg.ClaimPrefix, ClaimLease: cfg.ClaimLease, ClaimTTL: cfg.ClaimTTL,
-		OrderTTL: cfg.OrderTTL, Accounts: accounts,
+		OrderTTL: cfg.OrderTTL, RefundTTL: cfg.RefundTTL, Accounts: accounts,
 	}, log)
 	return a, nil
 }
@@ -110,9 +107,6 @@ func (a *App) Close() {
 	}
 	if a.store != nil {
 		a.store.DB().Close()
-	}
-	if a.consoleDB != nil {
-		a.consoleDB.Close()
 	}
 }
 

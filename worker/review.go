@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"strconv"
 	"strings"
 
+	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/reconcile/identity"
 	"github.com/payrecon/payrecon/repo"
 )
 
@@ -15,15 +18,26 @@ import (
 type ReviewRequest struct {
 	By, Note, Resolution string
 	Version              int64
+	// Reviewers and Approvers are RECONCILER_REVIEWERS and RECONCILER_APPROVERS as config read
+	// them (config.Console): the console's lists, which hold for the CLI too once either is set.
+	Reviewers, Approvers []string
 }
 
 // ReviewInput checks the request for the move name into a repo.ReviewInput with the
-// operating-system user beside the reviewer's name. What is missing or does not read is a
-// reconcile.InputError.
+// operating-system user beside the reviewer's name. The name is an address, recorded in
+// identity.Normalize's spelling, so the proposer typing it another way is still the proposer.
+// What is missing, does not read or is not allowed is a reconcile.InputError; a list entry
+// that is no address is a *config.Error.
 func ReviewInput(name string, r ReviewRequest) (repo.ReviewInput, error) {
-	by := strings.TrimSpace(r.By)
-	if by == "" {
+	if strings.TrimSpace(r.By) == "" {
 		return repo.ReviewInput{}, reconcile.Inputf("mismatches %s: --by is required: name the reviewer (or set RECONCILER_REVIEWER)", name)
+	}
+	by, err := identity.Normalize(r.By)
+	if err != nil {
+		return repo.ReviewInput{}, reconcile.Inputf("mismatches %s: --by must be the reviewer's address as the review console knows them: %v", name, err)
+	}
+	if err := mayMove(name, by, r.Reviewers, r.Approvers); err != nil {
+		return repo.ReviewInput{}, err
 	}
 	in := repo.ReviewInput{By: by, OSUser: OSUser(), Version: r.Version, Note: r.Note}
 	if r.Version < 0 {
@@ -45,6 +59,36 @@ func ReviewInput(name string, r ReviewRequest) (repo.ReviewInput, error) {
 		}
 	}
 	return in, nil
+}
+
+// mayMove holds the CLI to the console's lists once either is set: every move needs a
+// reviewer or an approver, and approving or rejecting a proposal needs an approver when
+// RECONCILER_APPROVERS is set. With neither set the CLI names whom it is told (the
+// operating-system user beside it), as before the lists existed.
+func mayMove(name, by string, reviewers, approvers []string) error {
+	if len(reviewers) == 0 && len(approvers) == 0 {
+		return nil
+	}
+	rev, err := identity.ParseList(reviewers)
+	if err != nil {
+		return &config.Error{Setting: "RECONCILER_REVIEWERS", Msg: err.Error()}
+	}
+	app, err := identity.ParseList(approvers)
+	if err != nil {
+		return &config.Error{Setting: "RECONCILER_APPROVERS", Msg: err.Error()}
+	}
+	// Quoted to ASCII: a look-alike letter (a Cyrillic а) shows as what it is.
+	who := strconv.QuoteToASCII(by)
+	if (name == "approve" || name == "reject") && len(app) > 0 {
+		if !identity.Match(app, by) {
+			return reconcile.Inputf("mismatches %s: --by %s is not on RECONCILER_APPROVERS: only an approver may approve or reject a proposal", name, who)
+		}
+		return nil
+	}
+	if !identity.Match(app, by) && !identity.Match(rev, by) {
+		return reconcile.Inputf("mismatches %s: --by %s is on neither RECONCILER_REVIEWERS nor RECONCILER_APPROVERS", name, who)
+	}
+	return nil
 }
 
 // OSUser is the operating-system account running the CLI, recorded beside --by: the name a

@@ -82,7 +82,7 @@ func ServeMetrics(addr string, reg *prometheus.Registry, log zerolog.Logger) (st
 	if err != nil {
 		return nil, reconcile.Inputf("relay: --metrics-listen %s: %v", addr, err)
 	}
-	srv := httpapi.NewServer(httpapi.NewAdminMux(reg, nil, nil))
+	srv := httpapi.NewServer(httpapi.NewAdminMux(reg, nil))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("relay: metrics server")

@@ -51,6 +51,7 @@ func commands() map[string]command {
 		"report":     {"mismatch and run report for a period as csv, json, xlsx or html", cmdReport},
 		"run":        {"one reconciliation pass over due PENDING orders, then exit (the CronJob entry point)", cmdRun},
 		"serve":      {"callback endpoints and probes; /metrics on the admin port; with --schedule, passes on a cron spec", cmdServe},
+		"console":    {"the finance review console (/review/) with /metrics and probes on the admin port, as the reviewer role", cmdConsole},
 		"demo":       {"the whole story on this machine: sandbox, seeded orders, a pass racing callbacks, findings, the next morning's bills", cmdDemo},
 		"sandbox":    {"run the platform simulator (Alipay + WeChat Pay v3) on a local port, for staging and demos", sandbox.Main},
 		"backfill":   {"re-check every order created in [--from, --to) against the platform; resumable", cmdBackfill},

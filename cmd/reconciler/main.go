@@ -1,6 +1,7 @@
-// Command reconciler is payrecon's one binary: migrate, run, serve, backfill, mismatches,
-// report, sandbox and demo. main only wires signals and maps errors to exit codes; every
-// command is a function of (ctx, args, stdout, stderr) so tests can call it.
+// Command reconciler is payrecon's one binary: migrate, run, serve, console, backfill,
+// mismatches, report, relay, statement, sandbox and demo. main only wires signals and maps
+// errors to exit codes; every command is a function of (ctx, args, stdout, stderr) so tests
+// can call it.
 package main
 
 import (

@@ -17,7 +17,11 @@ func TestMigrateSetsUpRoles(t *testing.T) {
 		t.Fatalf("migrate: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	var ok bool
-	if err := db.Get(&ok, `SELECT has_column_privilege('payrecon_reviewer', 'reconcile_mismatches', 'review_status', 'UPDATE')
+	// The reviewer moves findings only through the review functions; nobody writes the
+	// review columns directly.
+	if err := db.Get(&ok, `SELECT has_function_privilege('payrecon_reviewer', 'payrecon_review_approve(bigint, text, text, bigint, text)', 'EXECUTE')
+		AND NOT has_column_privilege('payrecon_reviewer', 'reconcile_mismatches', 'review_status', 'UPDATE')
+		AND NOT has_function_privilege('payrecon_worker', 'payrecon_review_approve(bigint, text, text, bigint, text)', 'EXECUTE')
 		AND NOT has_column_privilege('payrecon_worker', 'reconcile_mismatches', 'review_status', 'UPDATE')
 		AND NOT has_table_privilege('payrecon_readonly', 'payment_orders', 'UPDATE')`); err != nil || !ok {
 		t.Fatalf("grants after migrate: %v %v", ok, err)

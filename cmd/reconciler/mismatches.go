@@ -13,32 +13,40 @@ import (
 	"github.com/payrecon/payrecon/repo"
 )
 
-// reviewGroups are the settings the review and report commands take.
-const reviewGroups = config.GroupDatabase | config.GroupLog | config.GroupTime
+// reviewGroups are the settings the review and report commands take; the moves also take
+// the lists of who may review and approve.
+const (
+	reviewGroups = config.GroupDatabase | config.GroupLog | config.GroupTime
+	moveGroups   = reviewGroups | config.GroupPeople
+)
 
 const mismatchesUsage = `Usage: reconciler mismatches <command> [flags]
 
 The finance review workflow. Every move is recorded in the append-only audit trail with the
-named reviewer (--by), the operating-system user who ran the command, the time (the
-database's clock) and the evidence version seen.
+named reviewer (--by: their address, recorded in one spelling: case folded, invisible
+characters removed), the operating-system user who ran the command, the time (the
+database's clock) and the evidence version seen. Once RECONCILER_REVIEWERS or
+RECONCILER_APPROVERS is set, the reviewer must be on one of them, and on
+RECONCILER_APPROVERS (when set) to approve or reject.
 
 Commands:
   list      list findings (default: OPEN, ACKNOWLEDGED, PENDING_APPROVAL); page with --after-id
   show ID   one finding in full: detail, evidence version, audit trail, the order and its events
-  ack ID --by NAME [--note TEXT] [--version V]
+  ack ID --by EMAIL [--note TEXT] [--version V]
             acknowledge an OPEN finding (OPEN -> ACKNOWLEDGED)
-  resolve ID --by NAME --resolution R [--note TEXT] [--version V]
+  resolve ID --by EMAIL --resolution R [--note TEXT] [--version V]
             resolve an OPEN or ACKNOWLEDGED finding. accepted and false_positive -> RESOLVED;
             refunded, adjusted and written_off move money -> PENDING_APPROVAL (a second person
             approves)
-  approve ID --by NAME [--note TEXT] [--version V]
+  approve ID --by EMAIL [--note TEXT] [--version V]
             approve a PENDING_APPROVAL resolution (-> RESOLVED); refused for its proposer
-  reject ID --by NAME --note TEXT
+  reject ID --by EMAIL --note TEXT
             turn down a PENDING_APPROVAL resolution (-> ACKNOWLEDGED)
 
 Exit codes: 0 done; 1 database failure, unknown id, a move the status does not allow (another
 reviewer got there first), or evidence that changed since the version named (look again with
-show); 2 bad usage, or the proposer approving their own resolution.
+show); 2 bad usage, a reviewer not on the lists, or the proposer approving their own
+resolution.
 
 Run 'reconciler mismatches <command> --help' for its flags.
 `
@@ -80,17 +88,17 @@ func cmdMismatches(ctx context.Context, args []string, stdout, stderr io.Writer)
 // so a first pass over a throwaway flag set with the same flags separates the flags from
 // the positional arguments; the real parse then sees the flags first and the rest after
 // "--", where fs.Args() returns them.
-func parseWithID(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
+func parseWithID(name string, groups config.Group, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
 	dry := flag.NewFlagSet(name, flag.ContinueOnError)
 	dry.SetOutput(io.Discard)
-	config.Register(dry, reviewGroups, func(string) (string, bool) { return "", false })
+	config.Register(dry, groups, func(string) (string, bool) { return "", false })
 	extra(dry)
 	var flags, positional []string
 	rest := args
 	for {
 		if err := dry.Parse(rest); err != nil {
 			// A bad flag or --help: the real parse, given the same flags, reports it.
-			return parse(name, rest, reviewGroups, stderr, extra)
+			return parse(name, rest, groups, stderr, extra)
 		}
 		consumed := rest[:len(rest)-dry.NArg()]
 		flags = append(flags, consumed...)
@@ -108,7 +116,7 @@ func parseWithID(name string, args []string, stderr io.Writer, extra func(*flag.
 	if len(positional) > 0 {
 		flags = append(append(flags, "--"), positional...)
 	}
-	return parse(name, flags, reviewGroups, stderr, extra)
+	return parse(name, flags, groups, stderr, extra)
 }
 
 // findingID reads the one positional argument of show/ack/resolve.
@@ -197,7 +205,7 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 
 func mismatchesShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var format string
-	cfg, fs, err := parseWithID("mismatches show", args, stderr, func(fs *flag.FlagSet) {
+	cfg, fs, err := parseWithID("mismatches show", reviewGroups, args, stderr, func(fs *flag.FlagSet) {
 		setReviewUsage(fs, "reconciler mismatches show ID [flags]",
 			"Shows one finding in full: every column, the detail, the audit trail, and the order's current state and payment events.")
 		fs.StringVar(&format, "format", "text", "text or json")

@@ -15,6 +15,12 @@ import (
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
+// The reviewers of the CLI tests, by the addresses the review console knows them by.
+const (
+	annAddr = "ann@example.com"
+	bobAddr = "bob@example.com"
+)
+
 // reviewDay is the seeded data's day: 28 November 2026, China time (UTC+8).
 var reviewDay = time.Date(2026, 11, 28, 0, 0, 0, 0, time.FixedZone("CST", 8*3600))
 
@@ -292,17 +298,17 @@ func TestMismatchesExitCodes(t *testing.T) {
 	}{
 		{"no command", []string{"mismatches"}, 2, "name a command"},
 		{"unknown command", []string{"mismatches", "bogus"}, 2, `unknown command "bogus"`},
-		{"bad resolution", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--by", "ann", "--resolution", "paid back"}, 2, "unknown resolution"},
-		{"reject without a note", []string{"mismatches", "reject", id(openID), "--database-url", u, "--by", "ann"}, 2, "--note is required"},
+		{"bad resolution", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--by", annAddr, "--resolution", "paid back"}, 2, "unknown resolution"},
+		{"reject without a note", []string{"mismatches", "reject", id(openID), "--database-url", u, "--by", annAddr}, 2, "--note is required"},
 		{"approve without --by", []string{"mismatches", "approve", id(openID), "--database-url", u}, 2, "--by is required"},
-		{"approve an open finding", []string{"mismatches", "approve", id(openID), "--database-url", u, "--by", "ann"}, 1,
+		{"approve an open finding", []string{"mismatches", "approve", id(openID), "--database-url", u, "--by", annAddr}, 1,
 			fmt.Sprintf("mismatch %d is OPEN", openID)},
-		{"resolve naming a stale version", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--by", "ann",
+		{"resolve naming a stale version", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--by", annAddr,
 			"--resolution", "accepted", "--version", "7"}, 1, "evidence changed, look again"},
 		{"help", []string{"mismatches", "--help"}, 0, ""},
 		{"list help", []string{"mismatches", "list", "--help"}, 0, "-status"},
 		{"help after the id", []string{"mismatches", "resolve", "1", "--help"}, 0, "Usage: reconciler mismatches resolve ID"},
-		{"bad flag after the id", []string{"mismatches", "ack", "1", "--by", "ann", "--bogus"}, 2, "bogus"},
+		{"bad flag after the id", []string{"mismatches", "ack", "1", "--by", annAddr, "--bogus"}, 2, "bogus"},
 		{"bad status", []string{"mismatches", "list", "--database-url", u, "--status", "CLOSED"}, 2, "--status"},
 		{"bad kind", []string{"mismatches", "list", "--database-url", u, "--kind", "WRONG"}, 2, "--kind"},
 		{"bad platform", []string{"mismatches", "list", "--database-url", u, "--platform", "paypal"}, 2, "--platform"},
@@ -313,16 +319,18 @@ func TestMismatchesExitCodes(t *testing.T) {
 		{"bad timezone", []string{"mismatches", "list", "--database-url", u, "--timezone", "Mars/Olympus"}, 2, "timezone"},
 		{"ack without --by", []string{"mismatches", "ack", id(openID), "--database-url", u}, 2, "--by is required"},
 		{"resolve without --by", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--resolution", "x"}, 2, "--by is required"},
-		{"resolve without --resolution", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--by", "ann"}, 2, "--resolution is required"},
-		{"ack without an id", []string{"mismatches", "ack", "--database-url", u, "--by", "ann"}, 2, "give the finding's id"},
-		{"ack a non-numeric id", []string{"mismatches", "ack", "abc", "--database-url", u, "--by", "ann"}, 2, "positive whole number"},
+		{"resolve without --resolution", []string{"mismatches", "resolve", id(openID), "--database-url", u, "--by", annAddr}, 2, "--resolution is required"},
+		{"ack without an id", []string{"mismatches", "ack", "--database-url", u, "--by", annAddr}, 2, "give the finding's id"},
+		{"--by that is no address", []string{"mismatches", "ack", id(openID), "--database-url", u, "--by", "ann"}, 2, "--by must be the reviewer's address"},
+		{"--by with a look-alike domain", []string{"mismatches", "ack", id(openID), "--database-url", u, "--by", "ann@ex\u0430mple.com"}, 2, `\u0430`},
+		{"ack a non-numeric id", []string{"mismatches", "ack", "abc", "--database-url", u, "--by", annAddr}, 2, "positive whole number"},
 		{"show two ids", []string{"mismatches", "show", "1", "2", "--database-url", u}, 2, "unexpected argument"},
-		{"ack an unknown id", []string{"mismatches", "ack", "999999", "--database-url", u, "--by", "ann"}, 1, "no finding with id 999999"},
-		{"resolve an unknown id", []string{"mismatches", "resolve", "999999", "--database-url", u, "--by", "ann", "--resolution", "accepted"}, 1, "no finding with id 999999"},
+		{"ack an unknown id", []string{"mismatches", "ack", "999999", "--database-url", u, "--by", annAddr}, 1, "no finding with id 999999"},
+		{"resolve an unknown id", []string{"mismatches", "resolve", "999999", "--database-url", u, "--by", annAddr, "--resolution", "accepted"}, 1, "no finding with id 999999"},
 		{"show an unknown id", []string{"mismatches", "show", "999999", "--database-url", u}, 1, "999999"},
-		{"resolve a resolved finding", []string{"mismatches", "resolve", id(resolvedID), "--database-url", u, "--by", "ann", "--resolution", "accepted"}, 1,
+		{"resolve a resolved finding", []string{"mismatches", "resolve", id(resolvedID), "--database-url", u, "--by", annAddr, "--resolution", "accepted"}, 1,
 			fmt.Sprintf("mismatch %d is RESOLVED", resolvedID)},
-		{"ack a resolved finding", []string{"mismatches", "ack", id(resolvedID), "--database-url", u, "--by", "ann"}, 1,
+		{"ack a resolved finding", []string{"mismatches", "ack", id(resolvedID), "--database-url", u, "--by", annAddr}, 1,
 			fmt.Sprintf("mismatch %d is RESOLVED", resolvedID)},
 		{"database down", []string{"mismatches", "list", "--database-url", "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"}, 1, "database"},
 	}
@@ -359,13 +367,13 @@ func TestMismatchesAckResolveShow(t *testing.T) {
 		detail: `{"reason":"platform paid less","raw":{"total_amount":"99.90"}}`})
 	sid := fmt.Sprint(id)
 
-	code, out, errOut := reviewCLI(t, "mismatches", "ack", sid, "--database-url", db.URL, "--by", "ann", "--note", "asked the merchant")
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("mismatch %d: OPEN -> ACKNOWLEDGED by ann", id)) {
+	code, out, errOut := reviewCLI(t, "mismatches", "ack", sid, "--database-url", db.URL, "--by", annAddr, "--note", "asked the merchant")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("mismatch %d: OPEN -> ACKNOWLEDGED by %s", id, annAddr)) {
 		t.Fatalf("ack: exit %d\n%s\n%s", code, out, errOut)
 	}
 	// The id may also follow the flags.
-	code, out, errOut = reviewCLI(t, "mismatches", "resolve", "--database-url", db.URL, "--by", "bob", "--resolution", "false_positive", sid)
-	if code != 0 || !strings.Contains(out, fmt.Sprintf("mismatch %d: ACKNOWLEDGED -> RESOLVED by bob", id)) {
+	code, out, errOut = reviewCLI(t, "mismatches", "resolve", "--database-url", db.URL, "--by", bobAddr, "--resolution", "false_positive", sid)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("mismatch %d: ACKNOWLEDGED -> RESOLVED by %s", id, bobAddr)) {
 		t.Fatalf("resolve: exit %d\n%s\n%s", code, out, errOut)
 	}
 
@@ -376,11 +384,11 @@ func TestMismatchesAckResolveShow(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("Finding %d: AMOUNT_MISMATCH, RESOLVED", id),
 		"local amount       100.00", "platform amount    99.90", "at stake           0.10",
-		"resolution         false_positive", "evidence version   1", "note               asked the merchant", "resolved by        bob",
+		"resolution         false_positive", "evidence version   1", "note               asked the merchant", "resolved by        " + bobAddr,
 		"first seen         2026-11-28 10:00:00 CST",
 		"\n  {\n    \"raw\": {\n      \"total_amount\": \"99.90\"\n    },\n    \"reason\": \"platform paid less\"\n  }\n",
-		"Audit trail:", "acknowledge  ann    OPEN          ACKNOWLEDGED  asked the merchant",
-		"resolve      bob    ACKNOWLEDGED  RESOLVED      -",
+		"Audit trail:", "acknowledge  " + annAddr + "  OPEN          ACKNOWLEDGED  asked the merchant",
+		"resolve      " + bobAddr + "  ACKNOWLEDGED  RESOLVED      -",
 		fmt.Sprintf("Order %d (current state):", orderID), "status             PAID", "amount             100.00 CNY",
 		"Payment events:", "PAID   reconcile  2026112822009      99.90   feedface",
 	} {
@@ -412,7 +420,7 @@ func TestMismatchesAckResolveShow(t *testing.T) {
 		t.Fatalf("decode show json: %v\n%s", err, out)
 	}
 	if d.Finding.ID != id || d.Finding.ReviewStatus != "RESOLVED" || d.Finding.AtStake != "0.10" || len(d.Audit) != 2 ||
-		d.Audit[1].Actor != "bob" || d.Order == nil || d.Order.ID != orderID || len(d.Events) != 1 || d.Events[0].EventType != "PAID" ||
+		d.Audit[1].Actor != bobAddr || d.Order == nil || d.Order.ID != orderID || len(d.Events) != 1 || d.Events[0].EventType != "PAID" ||
 		!strings.Contains(string(d.Finding.Detail), "platform paid less") {
 		t.Fatalf("show json %+v", d)
 	}
@@ -423,15 +431,15 @@ func TestMismatchesReviewerFromEnvironment(t *testing.T) {
 	db := repotest.NewDB(t)
 	a := seedReview(t, db, reviewSeed{otn: "ENV-1"})
 	b := seedReview(t, db, reviewSeed{otn: "ENV-2"})
-	t.Setenv("RECONCILER_REVIEWER", "env-reviewer")
+	t.Setenv("RECONCILER_REVIEWER", "env-reviewer@example.com")
 	t.Setenv("RECONCILER_DATABASE_URL", db.URL)
 
 	code, out, errOut := reviewCLI(t, "mismatches", "ack", fmt.Sprint(a))
-	if code != 0 || !strings.Contains(out, "by env-reviewer") {
+	if code != 0 || !strings.Contains(out, "by env-reviewer@example.com") {
 		t.Fatalf("ack with RECONCILER_REVIEWER: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, errOut = reviewCLI(t, "mismatches", "ack", fmt.Sprint(b), "--by", "flag-reviewer")
-	if code != 0 || !strings.Contains(out, "by flag-reviewer") {
+	code, out, errOut = reviewCLI(t, "mismatches", "ack", fmt.Sprint(b), "--by", "Flag-Reviewer@Example.com")
+	if code != 0 || !strings.Contains(out, "by flag-reviewer@example.com") {
 		t.Fatalf("the flag must win over the environment: exit %d\n%s\n%s", code, out, errOut)
 	}
 	t.Setenv("RECONCILER_STATUS", "ACKNOWLEDGED")
@@ -443,7 +451,7 @@ func TestMismatchesReviewerFromEnvironment(t *testing.T) {
 	if err := db.Select(&actors, `SELECT actor FROM reconcile_mismatch_audit ORDER BY id`); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(actors, []string{"env-reviewer", "flag-reviewer"}) {
+	if !slices.Equal(actors, []string{"env-reviewer@example.com", "flag-reviewer@example.com"}) {
 		t.Fatalf("audit actors %q", actors)
 	}
 }
@@ -465,23 +473,25 @@ func TestMismatchesMakerChecker(t *testing.T) {
 		// status after the step
 		status string
 	}{
-		{"propose a refund", []string{"resolve", sid, "--by", "ann", "--resolution", "refunded", "--version", "1"}, 0,
-			"OPEN -> PENDING_APPROVAL by ann", "PENDING_APPROVAL"},
-		{"the proposer approves", []string{"approve", sid, "--by", "ann"}, 2, "cannot approve their own", "PENDING_APPROVAL"},
-		{"the proposer approves, other case", []string{"approve", sid, "--by", "ANN"}, 2, "cannot approve their own", "PENDING_APPROVAL"},
-		{"resolve again while pending", []string{"resolve", sid, "--by", "bob", "--resolution", "accepted"}, 1, "is PENDING_APPROVAL", "PENDING_APPROVAL"},
-		{"reject", []string{"reject", sid, "--by", "bob", "--note", "refund not in the bank file"}, 0,
-			"PENDING_APPROVAL -> ACKNOWLEDGED by bob", "ACKNOWLEDGED"},
-		{"propose a write-off", []string{"resolve", sid, "--by", "ann", "--resolution", "written_off"}, 0,
+		{"propose a refund", []string{"resolve", sid, "--by", annAddr, "--resolution", "refunded", "--version", "1"}, 0,
+			"OPEN -> PENDING_APPROVAL by " + annAddr, "PENDING_APPROVAL"},
+		{"the proposer approves", []string{"approve", sid, "--by", annAddr}, 2, "cannot approve their own", "PENDING_APPROVAL"},
+		{"the proposer approves, other case", []string{"approve", sid, "--by", "ANN@Example.com"}, 2, "cannot approve their own", "PENDING_APPROVAL"},
+		{"the proposer approves, zero-width space", []string{"approve", sid, "--by", annAddr + "\u200b"}, 2, "cannot approve their own", "PENDING_APPROVAL"},
+		{"the proposer approves, fullwidth", []string{"approve", sid, "--by", "ＡＮＮ@example.com"}, 2, "cannot approve their own", "PENDING_APPROVAL"},
+		{"resolve again while pending", []string{"resolve", sid, "--by", bobAddr, "--resolution", "accepted"}, 1, "is PENDING_APPROVAL", "PENDING_APPROVAL"},
+		{"reject", []string{"reject", sid, "--by", bobAddr, "--note", "refund not in the bank file"}, 0,
+			"PENDING_APPROVAL -> ACKNOWLEDGED by " + bobAddr, "ACKNOWLEDGED"},
+		{"propose a write-off", []string{"resolve", sid, "--by", annAddr, "--resolution", "written_off"}, 0,
 			"ACKNOWLEDGED -> PENDING_APPROVAL", "PENDING_APPROVAL"},
 		{"new evidence arrives", nil, 0, "", "PENDING_APPROVAL"},
-		{"approve the old evidence", []string{"approve", sid, "--by", "bob"}, 1, "evidence changed", "PENDING_APPROVAL"},
-		{"approve naming the old version", []string{"approve", sid, "--by", "bob", "--version", "1"}, 1, "evidence changed", "PENDING_APPROVAL"},
-		{"reject the stale proposal", []string{"reject", sid, "--by", "bob", "--note", "figures changed"}, 0, "-> ACKNOWLEDGED", "ACKNOWLEDGED"},
-		{"propose on the new evidence", []string{"resolve", sid, "--by", "ann", "--resolution", "adjusted", "--version", "2"}, 0,
+		{"approve the old evidence", []string{"approve", sid, "--by", bobAddr}, 1, "evidence changed", "PENDING_APPROVAL"},
+		{"approve naming the old version", []string{"approve", sid, "--by", bobAddr, "--version", "1"}, 1, "evidence changed", "PENDING_APPROVAL"},
+		{"reject the stale proposal", []string{"reject", sid, "--by", bobAddr, "--note", "figures changed"}, 0, "-> ACKNOWLEDGED", "ACKNOWLEDGED"},
+		{"propose on the new evidence", []string{"resolve", sid, "--by", annAddr, "--resolution", "adjusted", "--version", "2"}, 0,
 			"PENDING_APPROVAL", "PENDING_APPROVAL"},
-		{"a second person approves", []string{"approve", sid, "--by", "bob", "--version", "2"}, 0,
-			"PENDING_APPROVAL -> RESOLVED by bob", "RESOLVED"},
+		{"a second person approves", []string{"approve", sid, "--by", bobAddr, "--version", "2"}, 0,
+			"PENDING_APPROVAL -> RESOLVED by " + bobAddr, "RESOLVED"},
 	}
 	for _, st := range steps {
 		if st.args == nil { // the apply path sees different figures: the database bumps the version
@@ -506,17 +516,93 @@ func TestMismatchesMakerChecker(t *testing.T) {
 	if err := db.Get(&f, `SELECT resolution, resolved_by, approved_by, evidence_version FROM reconcile_mismatches WHERE id = $1`, id); err != nil {
 		t.Fatal(err)
 	}
-	if f.Resolution != "adjusted" || f.ResolvedBy != "ann" || f.ApprovedBy != "bob" || f.Version != 2 {
-		t.Fatalf("resolved finding %+v, want adjusted, proposed by ann, approved by bob, version 2", f)
+	if f.Resolution != "adjusted" || f.ResolvedBy != annAddr || f.ApprovedBy != bobAddr || f.Version != 2 {
+		t.Fatalf("resolved finding %+v, want adjusted, proposed by annAddr, approved by bobAddr, version 2", f)
 	}
 	var trail []string
 	if err := db.Select(&trail, `SELECT action || ' ' || actor || ' v' || evidence_version || ' ' || (os_user <> '')::text
 		FROM reconcile_mismatch_audit WHERE mismatch_id = $1 ORDER BY id`, id); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"propose ann v1 true", "reject bob v1 true", "propose ann v1 true", "reject bob v2 true",
-		"propose ann v2 true", "approve bob v2 true"}
+	want := []string{"propose " + annAddr + " v1 true", "reject " + bobAddr + " v1 true", "propose " + annAddr + " v1 true",
+		"reject " + bobAddr + " v2 true", "propose " + annAddr + " v2 true", "approve " + bobAddr + " v2 true"}
 	if !slices.Equal(trail, want) {
 		t.Fatalf("audit trail %q, want %q (one row per accepted move, refusals none)", trail, want)
+	}
+}
+
+// TestMismatchesReviewerIdentity: --by goes through the one normaliser, so the proposer in
+// another spelling (a zero-width space, upper case) is still the proposer, and what is stored
+// is the normalised address; once the lists are set, a person on neither is refused, a
+// reviewer may not approve, and a look-alike of an approver (a Cyrillic с) is not one. Every
+// refusal is exit 2 and writes nothing.
+func TestMismatchesReviewerIdentity(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	id := seedReview(t, db, reviewSeed{otn: "ID-1", local: 10000, plat: 9000})
+	other := seedReview(t, db, reviewSeed{otn: "ID-2"})
+	sid, u := fmt.Sprint(id), db.URL
+	lists := []string{"--reviewers", "alice@example.com,bob@example.com", "--approvers", "cfo@example.com,*@approvers.example.com"}
+	steps := []struct {
+		name  string
+		args  []string
+		code  int
+		want  string
+		lists bool // with the lists set
+	}{
+		{"alice proposes", []string{"resolve", sid, "--by", "alice@example.com", "--resolution", "refunded"}, 0, "PENDING_APPROVAL by alice@example.com", false},
+		{"alice approves with a zero-width space", []string{"approve", sid, "--by", "alice@example.com\u200b"}, 2, "cannot approve their own", false},
+		{"alice approves with a BOM and an RTL override", []string{"approve", sid, "--by", "\ufeff\u202eALICE@example.com"}, 2, "cannot approve their own", false},
+		{"not on either list", []string{"ack", fmt.Sprint(other), "--by", "zed@example.com"}, 2, "neither RECONCILER_REVIEWERS nor RECONCILER_APPROVERS", true},
+		{"a reviewer approves", []string{"reject", sid, "--by", "bob@example.com", "--note", "no"}, 2, "not on RECONCILER_APPROVERS", true},
+		{"a Cyrillic с approves", []string{"reject", sid, "--by", "\u0441fo@example.com", "--note", "no"}, 2, `"\u0441fo@example.com" is not on RECONCILER_APPROVERS`, true},
+		{"a subdomain of the approvers' domain", []string{"reject", sid, "--by", "eve@x.approvers.example.com", "--note", "no"}, 2, "not on RECONCILER_APPROVERS", true},
+		{"two @ ending in the approvers' domain", []string{"reject", sid, "--by", "eve@evil.com@approvers.example.com", "--note", "no"}, 2, "2 @ signs", true},
+		{"a bad list entry", []string{"ack", fmt.Sprint(other), "--by", "bob@example.com", "--approvers", "*@evil.com@approvers.example.com"}, 2, "RECONCILER_APPROVERS", false},
+		{"alice approves with the lists set", []string{"approve", sid, "--by", "alice@example.com\u200b"}, 2, "not on RECONCILER_APPROVERS", true},
+		{"the approver in capitals", []string{"approve", sid, "--by", "CFO@Example.com"}, 0, "PENDING_APPROVAL -> RESOLVED by cfo@example.com", true},
+		{"a reviewer in capitals", []string{"ack", fmt.Sprint(other), "--by", "ALICE@Example.com"}, 0, "OPEN -> ACKNOWLEDGED by alice@example.com", true},
+	}
+	for _, st := range steps {
+		args := append(append([]string{"mismatches"}, st.args...), "--database-url", u)
+		if st.lists {
+			args = append(args, lists...)
+		}
+		code, out, errOut := reviewCLI(t, args...)
+		if code != st.code || !strings.Contains(out+errOut, st.want) {
+			t.Fatalf("%s: exit %d (want %d), output lacks %q\nstdout: %s\nstderr: %s", st.name, code, st.code, st.want, out, errOut)
+		}
+	}
+	// Only the accepted moves left audit rows, each under the normalised address.
+	var trail []string
+	if err := db.Select(&trail, `SELECT action || ' ' || actor FROM reconcile_mismatch_audit ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"propose alice@example.com", "approve cfo@example.com", "acknowledge alice@example.com"}
+	if !slices.Equal(trail, want) {
+		t.Fatalf("audit trail %q, want %q", trail, want)
+	}
+}
+
+// Not parallel: it sets the process environment. The lists come from RECONCILER_APPROVERS as
+// in a deployment; an approver look-alike is refused and the real approver is not.
+func TestMismatchesListsFromEnvironment(t *testing.T) {
+	db := repotest.NewDB(t)
+	id := seedReview(t, db, reviewSeed{otn: "ENVLIST-1", local: 10000, plat: 9000})
+	t.Setenv("RECONCILER_DATABASE_URL", db.URL)
+	if code, out, errOut := reviewCLI(t, "mismatches", "resolve", fmt.Sprint(id), "--by", annAddr, "--resolution", "refunded"); code != 0 {
+		t.Fatalf("propose without lists: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Setenv("RECONCILER_REVIEWERS", annAddr)
+	t.Setenv("RECONCILER_APPROVERS", "cfo@example.com")
+	for _, by := range []string{"\u0441fo@example.com", "cfo@examp1e.com", annAddr} {
+		code, out, errOut := reviewCLI(t, "mismatches", "approve", fmt.Sprint(id), "--by", by)
+		if code != 2 || !strings.Contains(errOut, "not on RECONCILER_APPROVERS") {
+			t.Fatalf("approve --by %+q: exit %d, want 2 naming RECONCILER_APPROVERS\n%s\n%s", by, code, out, errOut)
+		}
+	}
+	code, out, errOut := reviewCLI(t, "mismatches", "approve", fmt.Sprint(id), "--by", "cfo@example.com")
+	if code != 0 || !strings.Contains(out, "PENDING_APPROVAL -> RESOLVED by cfo@example.com") {
+		t.Fatalf("the approver: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

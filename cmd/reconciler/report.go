@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo"
 )
@@ -54,27 +55,31 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	// Refused here, before connecting, as well as by the repository, which refuses it to
+	// anyone.
+	if err := reconcile.CheckReportPeriod(start, end); err != nil {
+		return err
+	}
 
 	db, err := repo.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	rep, err := repo.NewReview(db).Report(ctx, start, end)
-	if err != nil {
-		return err
-	}
-	doc := render.ReportDoc{Report: rep, Loc: cfg.Timezone, Generated: now, Lang: labels}
-	write := func(w io.Writer) error { return doc.Write(w, format) }
-	if out == "" {
-		if err := write(stdout); err != nil {
-			return fmt.Errorf("report: write %s: %w", format, err)
+	// The findings stream from the database to the output inside Report's snapshot.
+	return repo.NewReview(db).Report(ctx, start, end, func(rep repo.Report) error {
+		doc := render.ReportDoc{Report: rep, Loc: cfg.Timezone, Generated: now, Lang: labels}
+		write := func(w io.Writer) error { return doc.Write(w, format) }
+		if out == "" {
+			if err := write(stdout); err != nil {
+				return fmt.Errorf("report: write %s: %w", format, err)
+			}
+			return nil
 		}
+		if err := render.WriteFile(out, write); err != nil {
+			return fmt.Errorf("report: write %s: %w", out, err)
+		}
+		fmt.Fprintf(stderr, "report: wrote %s (%s, %d findings, %d runs)\n", out, format, rep.Totals.Count, len(rep.Runs))
 		return nil
-	}
-	if err := render.WriteFile(out, write); err != nil {
-		return fmt.Errorf("report: write %s: %w", out, err)
-	}
-	fmt.Fprintf(stderr, "report: wrote %s (%s, %d findings, %d runs)\n", out, format, len(rep.Findings), len(rep.Runs))
-	return nil
+	})
 }

@@ -216,10 +216,11 @@ func TestReportXLSX(t *testing.T) {
 	if formula, err := f.GetCellFormula("Findings", otnCell); err != nil || formula != "" {
 		t.Fatalf("cell %s holds formula %q (%v)", otnCell, formula, err)
 	}
-	// Amounts are numeric cells holding the exact decimal, shown with two decimals.
+	// Amounts are numeric cells holding the exact decimal, shown with two decimals. The
+	// streamed sheet writes a number's shortest exact text: 2500 for 2500.00.
 	local, _ := excelize.CoordinatesToCellName(slices.Index(render.FindingCSVHeader, "local_amount")+1, 2)
-	if raw, _ := f.GetCellValue("Findings", local, excelize.Options{RawCellValue: true}); raw != "2500.00" {
-		t.Fatalf("raw amount %q, want 2500.00", raw)
+	if raw, _ := f.GetCellValue("Findings", local, excelize.Options{RawCellValue: true}); raw != "2500" {
+		t.Fatalf("raw amount %q, want 2500", raw)
 	}
 	if shown, _ := f.GetCellValue("Findings", local); shown != "¥2,500.00" {
 		t.Fatalf("shown amount %q, want ¥2,500.00", shown)
@@ -311,7 +312,10 @@ func TestReportUsageAndPeriod(t *testing.T) {
 		{"stray argument", []string{"today"}, 2, "unexpected argument"},
 		{"help", []string{"--help"}, 0, "-format"},
 		{"default period", []string{"--format", "json"}, 0, `"findings": []`},
-		{"to in the future", []string{"--from", "2026-11-28", "--to", "2099-01-01", "--format", "json"}, 0, `"to": "2099-01-01T00:00:00+08:00"`},
+		{"to in the future", []string{"--from", "2098-12-01", "--to", "2099-01-01", "--format", "json"}, 0, `"to": "2099-01-01T00:00:00+08:00"`},
+		{"a leap year", []string{"--from", "2028-01-01", "--to", "2029-01-01", "--format", "json"}, 0, `"to": "2029-01-01T00:00:00+08:00"`},
+		{"over a year", []string{"--from", "2026-01-01", "--to", "2027-01-03"}, 2, "longer than 366 days"},
+		{"all time", []string{"--from", "0001-01-01", "--to", "9999-12-31", "--format", "csv"}, 2, "366 days"},
 		{"rfc 3339", []string{"--from", "2026-11-28T10:00:00Z", "--to", "2026-11-28T12:00:00Z", "--format", "json"}, 0,
 			`"from": "2026-11-28T18:00:00+08:00"`},
 		{"another zone", []string{"--from", "2026-11-28", "--to", "2026-11-29", "--timezone", "UTC", "--format", "json"}, 0,

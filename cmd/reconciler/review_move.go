@@ -17,22 +17,22 @@ import (
 
 // moveUsage is each move command's synopsis and what it does.
 var moveUsage = map[string][2]string{
-	"ack": {"reconciler mismatches ack ID --by NAME [--note TEXT] [--version V]",
+	"ack": {"reconciler mismatches ack ID --by EMAIL [--note TEXT] [--version V]",
 		"Acknowledges an OPEN finding (OPEN -> ACKNOWLEDGED)."},
-	"resolve": {"reconciler mismatches resolve ID --by NAME --resolution R [--note TEXT] [--version V]",
+	"resolve": {"reconciler mismatches resolve ID --by EMAIL --resolution R [--note TEXT] [--version V]",
 		"Resolves an OPEN or ACKNOWLEDGED finding. accepted and false_positive resolve it (-> RESOLVED);\n" +
 			"refunded, adjusted and written_off move money and wait for a second person (-> PENDING_APPROVAL).\n" +
 			"A resolved finding reopens by itself if a later pass sees different evidence."},
-	"approve": {"reconciler mismatches approve ID --by NAME [--note TEXT] [--version V]",
+	"approve": {"reconciler mismatches approve ID --by EMAIL [--note TEXT] [--version V]",
 		"Approves a PENDING_APPROVAL resolution (-> RESOLVED). Its proposer cannot approve it (exit 2)."},
-	"reject": {"reconciler mismatches reject ID --by NAME --note TEXT",
+	"reject": {"reconciler mismatches reject ID --by EMAIL --note TEXT",
 		"Turns down a PENDING_APPROVAL resolution (-> ACKNOWLEDGED); the note tells the proposer why."},
 }
 
 // reviewMove is `mismatches ack|resolve|approve|reject`.
 func reviewMove(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
 	var o worker.ReviewRequest
-	cfg, fs, err := parseWithID("mismatches "+name, args, stderr, func(fs *flag.FlagSet) {
+	cfg, fs, err := parseWithID("mismatches "+name, moveGroups, args, stderr, func(fs *flag.FlagSet) {
 		u := moveUsage[name]
 		setReviewUsage(fs, u[0], u[1]+"\nThe audit trail records who (--by and the operating-system user), when, the evidence version and the note.")
 		if name == "resolve" {
@@ -41,7 +41,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 		if name != "reject" {
 			fs.Int64Var(&o.Version, "version", 0, "the evidence version you read (mismatches show); a changed finding is refused (exit 1: evidence changed)")
 		}
-		fs.StringVar(&o.By, "by", "", "reviewer's name (required; also RECONCILER_REVIEWER)")
+		fs.StringVar(&o.By, "by", "", "the reviewer's address, as the review console knows them (required; also RECONCILER_REVIEWER)")
 		fs.StringVar(&o.Note, "note", "", "note to keep with the finding and the audit row")
 	})
 	if err != nil {
@@ -54,6 +54,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 	if strings.TrimSpace(o.By) == "" {
 		o.By = os.Getenv("RECONCILER_REVIEWER")
 	}
+	o.Reviewers, o.Approvers = cfg.Console.Reviewers, cfg.Console.Approvers
 	in, err := worker.ReviewInput(name, o)
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 	fmt.Fprintf(stdout, "mismatch %d: %s -> %s by %s (%s, evidence version %d)\n", id, mv.Audit.FromStatus,
 		mv.Audit.ToStatus, render.TermCell(mv.Audit.Actor), mv.Audit.Action, mv.Finding.EvidenceVersion)
 	if mv.Finding.ReviewStatus == reconcile.ReviewPendingApproval {
-		fmt.Fprintf(stdout, "waiting for a second person: reconciler mismatches approve %d --by NAME\n", id)
+		fmt.Fprintf(stdout, "waiting for a second person: reconciler mismatches approve %d --by EMAIL\n", id)
 	}
 	return nil
 }

@@ -13,11 +13,15 @@ import (
 	"github.com/payrecon/payrecon/worker"
 )
 
+// serveGroups are every setting but the review console's and the reviewers' lists: serve
+// holds the worker's credential and never serves /review/ (that is `reconciler console`).
+const serveGroups = config.GroupAll &^ (config.GroupConsole | config.GroupPeople)
+
 // cmdServe runs the callback endpoints, health and metrics, and optionally scheduled passes.
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var schedule string
 	var withRelay bool
-	cfg, _, err := parseWithLoader("serve", args, config.GroupAll, stderr, func(fs *flag.FlagSet, l *config.Loader) {
+	cfg, _, err := parseWithLoader("serve", args, serveGroups, stderr, func(fs *flag.FlagSet, l *config.Loader) {
 		fs.StringVar(&schedule, "schedule", "", `run passes on this cron spec (robfig/cron, e.g. "*/5 * * * *", "CRON_TZ=Asia/Shanghai 0 9 * * *" or "@every 5m"; times in TIMEZONE unless CRON_TZ= says otherwise); passes never overlap`)
 		fs.BoolVar(&withRelay, "relay", false, "also relay the fulfilment outbox to NATS JetStream (RECONCILER_RELAY_URL), as relay --follow does")
 		// Only verifying callbacks needs no merchant private key; passes sign requests.
@@ -39,17 +43,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer a.Close()
-	review, err := a.ReviewConsole(ctx)
-	if err != nil {
-		return err
-	}
 
 	public, err := worker.Listen(cfg.Listen, "RECONCILER_LISTEN", a.CallbackMux())
 	if err != nil {
 		return err
 	}
-	// The review console is served on the admin port only, never the public one.
-	admin, err := worker.Listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux(review))
+	admin, err := worker.Listen(cfg.AdminListen, "RECONCILER_ADMIN_LISTEN", a.AdminMux())
 	if err != nil {
 		public.Close()
 		return err

@@ -10,6 +10,7 @@ import (
 // "*" allows everything but what except names.
 var allowed = map[string][]string{
 	"reconcile":              {},
+	"reconcile/identity":     {},
 	"config":                 {"reconcile"},
 	"platformclient":         {"reconcile"},
 	"platformclient/sandbox": {"reconcile", "platformclient", "statement"},

@@ -117,7 +117,9 @@ BEGIN
         v_audit_res := f.resolution; -- what was approved or turned down
     END IF;
     IF p_action = 'approve' THEN
-        IF p_actor = f.proposed_by THEN
+        -- Both sides are normalised identities; the case-blind comparison also holds a
+        -- proposal recorded before identities were normalised ("Alice@Example.com").
+        IF pg_catalog.lower(p_actor) = pg_catalog.lower(pg_catalog.btrim(f.proposed_by)) THEN
             RAISE EXCEPTION 'mismatch %: the proposer cannot approve their own resolution (% proposed it; a second person must approve)',
                 p_id, f.proposed_by USING ERRCODE = 'PR003';
         END IF;
