@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"syscall"
@@ -16,18 +15,7 @@ func (e *e2eEnv) startConsole(extra ...string) (*e2eProc, string) {
 	addr := e2eFreeAddr(e.t)
 	p := e.start(append([]string{"RECONCILER_ADMIN_LISTEN=" + addr}, extra...), "console")
 	base := "http://" + addr
-	client := &http.Client{Timeout: time.Second}
-	e2eEventually(e.t, 30*time.Second, "console to answer /readyz", func() bool {
-		if p.exited() {
-			e.t.Fatalf("console exited early with %d:\n%s", p.exitCode(), e2eTail(p.stderr.String(), 4000))
-		}
-		resp, err := client.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	e.waitReady(p, "console", base)
 	return p, base
 }
 
@@ -43,19 +31,7 @@ func TestE2EConsoleServesTheReviewAndServeDoesNot(t *testing.T) {
 	serve, base := e.startServe("RECONCILER_REVIEWERS=ann@example.com")
 	cons, consoleURL := e.startConsole("RECONCILER_REVIEWERS=ann@example.com",
 		"RECONCILER_ACCOUNTS_FILE=/nonexistent/accounts.yaml", "RECONCILER_ALIPAY_PRIVATE_KEY_FILE=/nonexistent/key.pem")
-	get := func(url, who string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		if who != "" {
-			req.Header.Set("X-Forwarded-Email", who)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(url, who string) (int, string) { return getAs(t, url, who) }
 	for _, c := range []struct {
 		url, who string
 		want     int

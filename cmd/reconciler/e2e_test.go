@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -549,10 +550,18 @@ func (e *e2eEnv) startServe(extra ...string) (*e2eProc, string) {
 	p := e.start(append([]string{"RECONCILER_LISTEN=" + addr, "RECONCILER_ADMIN_LISTEN=" + admin}, extra...), "serve")
 	base := "http://" + addr
 	p.admin = "http://" + admin
+	e.waitReady(p, "serve", base)
+	return p, base
+}
+
+// waitReady waits until the process answers /readyz at base, failing the test when it exits
+// first.
+func (e *e2eEnv) waitReady(p *e2eProc, name, base string) {
+	e.t.Helper()
 	client := &http.Client{Timeout: time.Second}
-	e2eEventually(e.t, 30*time.Second, "serve to answer /readyz", func() bool {
+	e2eEventually(e.t, 30*time.Second, name+" to answer /readyz", func() bool {
 		if p.exited() {
-			e.t.Fatalf("serve exited early with %d:\n%s", p.exitCode(), e2eTail(p.stderr.String(), 4000))
+			e.t.Fatalf("%s exited early with %d:\n%s", name, p.exitCode(), e2eTail(p.stderr.String(), 4000))
 		}
 		resp, err := client.Get(base + "/readyz")
 		if err != nil {
@@ -561,7 +570,23 @@ func (e *e2eEnv) startServe(extra ...string) (*e2eProc, string) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return p, base
+}
+
+// getAs GETs url as the person who (by the identity header; none when empty) and returns
+// the status and body.
+func getAs(t *testing.T, url, who string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if who != "" {
+		req.Header.Set("X-Forwarded-Email", who)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // e2eAgo is now minus d, rounded to the microsecond PostgreSQL keeps.

@@ -316,19 +316,7 @@ func TestReviewConsoleOnlyOnTheConsolePort(t *testing.T) {
 	defer c.Close()
 	cons := httptest.NewServer(c.Handler())
 	defer cons.Close()
-	get := func(url, who string) (int, string) {
-		req, _ := http.NewRequest("GET", url, nil)
-		if who != "" {
-			req.Header.Set("X-Forwarded-Email", who)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(url, who string) (int, string) { return getAs(t, url, who) }
 	for _, c := range []struct {
 		url, who string
 		want     int
