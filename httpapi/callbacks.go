@@ -23,10 +23,11 @@ const maxCallbackBody = 64 << 10
 // callbackDeadline keeps every answer well inside the platforms' 5 s.
 const callbackDeadline = 4 * time.Second
 
-// Settler applies a verified callback and tells whether to acknowledge it:
-// reconcile.Applier.
+// Settler is the apply path a verified callback goes through, a payment's or a refund's,
+// with the callbacks' wait rule for a claim another handler holds: reconcile.Applier.
 type Settler interface {
-	ApplyCallback(ctx context.Context, res reconcile.Result, wait time.Duration) (reconcile.Applied, bool, error)
+	ApplyCallback(ctx context.Context, r reconcile.Result, wait time.Duration) (reconcile.Applied, bool, error)
+	ApplyRefundCallback(ctx context.Context, r reconcile.RefundResult, wait time.Duration) (reconcile.Applied, bool, error)
 }
 
 // Callbacks is what the callback port needs: the readers of each configured account, the
@@ -39,8 +40,8 @@ type Callbacks struct {
 	// order. An account without its private key has a verify-only reader.
 	Alipay map[string]AlipayNotifyReader
 	Wechat []WechatNotifyReader
-	// Count counts every callback by what was answered (payrecon_callbacks_total); nil
-	// counts nothing.
+	// Count counts every callback by what was answered (payrecon_callbacks_total: acked,
+	// ignored, refused_*); nil counts nothing.
 	Count  func(p reconcile.Platform, result string)
 	Pinger Pinger
 	Log    zerolog.Logger
@@ -77,11 +78,28 @@ func readCallback(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// settle applies a verified callback and tells whether to acknowledge it.
-func (h *callbackHandler) settle(ctx context.Context, res reconcile.Result) (reconcile.Applied, bool, error) {
+// settle applies a verified notification and says whether to acknowledge it, and the
+// result to count. An event payrecon does not read is acknowledged: refused, the platform
+// would send it again for a day.
+func (h *callbackHandler) settle(ctx context.Context, p reconcile.Platform, n reconcile.Notification) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, callbackDeadline)
 	defer cancel()
-	return h.Settler.ApplyCallback(ctx, res, h.NotifyWait)
+	switch {
+	case n.Payment != nil:
+		res := *n.Payment
+		res.Source = reconcile.SourceNotify
+		applied, ack, err := h.Settler.ApplyCallback(ctx, res, h.NotifyWait)
+		h.logPayment(res, applied, ack, err)
+		return ack, settledReason(ack, applied, err)
+	case n.Refund != nil:
+		res := *n.Refund
+		res.Source = reconcile.SourceNotify
+		applied, ack, err := h.Settler.ApplyRefundCallback(ctx, res, h.NotifyWait)
+		h.logRefund(res, applied, ack, err)
+		return ack, settledReason(ack, applied, err)
+	}
+	h.Log.Info().Str("platform", string(p)).Str("event_type", clip(n.Ignored)).Msg("callback of an event payrecon does not handle; acknowledged")
+	return true, "ignored"
 }
 
 func (h *callbackHandler) notifyAlipay(w http.ResponseWriter, r *http.Request) {
@@ -99,11 +117,11 @@ func (h *callbackHandler) notifyAlipay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := readCallback(w, r)
-	var res reconcile.Result
+	var n reconcile.Notification
 	if err == nil {
 		var read AlipayNotifyReader
 		if read, err = h.alipayAccountFor(r.PathValue("merchant_id"), body); err == nil {
-			res, err = read(body)
+			n, err = read(body)
 		}
 	}
 	if err != nil {
@@ -111,9 +129,7 @@ func (h *callbackHandler) notifyAlipay(w http.ResponseWriter, r *http.Request) {
 		reply(false, refusalReason(err))
 		return
 	}
-	applied, ack, err := h.settle(r.Context(), res)
-	h.logCallback(res, applied, ack, err)
-	reply(ack, settledReason(ack, err))
+	reply(h.settle(r.Context(), reconcile.Alipay, n))
 }
 
 func (h *callbackHandler) notifyWechatPay(w http.ResponseWriter, r *http.Request) {
@@ -134,11 +150,11 @@ func (h *callbackHandler) notifyWechatPay(w http.ResponseWriter, r *http.Request
 	ctx, cancel := context.WithTimeout(r.Context(), callbackDeadline)
 	defer cancel()
 	body, err := readCallback(w, r)
-	var res reconcile.Result
+	var n reconcile.Notification
 	if err == nil {
 		var c WechatNotifyReader
 		if c, err = h.wechatAccountFor(ctx, r.PathValue("merchant_id"), r.Header.Get(wechatpay.HeaderSerial)); err == nil {
-			res, err = c.ParseNotifyContext(ctx, r.Header, body)
+			n, err = c.ParseNotifyContext(ctx, r.Header, body)
 		}
 	}
 	if err != nil {
@@ -154,13 +170,12 @@ func (h *callbackHandler) notifyWechatPay(w http.ResponseWriter, r *http.Request
 		}
 		return
 	}
-	applied, ack, err := h.settle(ctx, res)
-	h.logCallback(res, applied, ack, err)
+	ack, result := h.settle(ctx, reconcile.WechatPay, n)
 	if ack {
-		reply(http.StatusNoContent, "acked", "")
+		reply(http.StatusNoContent, result, "")
 		return
 	}
-	reply(http.StatusInternalServerError, settledReason(ack, err), "temporarily unable to process; retry")
+	reply(http.StatusInternalServerError, result, "temporarily unable to process; retry")
 }
 
 // errNoAccount refuses a callback no configured account can read, like a bad signature: an
@@ -221,12 +236,14 @@ func refusalReason(err error) string {
 	return "refused_malformed"
 }
 
-func settledReason(ack bool, err error) string {
+func settledReason(ack bool, applied reconcile.Applied, err error) string {
 	switch {
 	case ack:
 		return "acked"
 	case err != nil:
 		return "refused_error"
+	case applied.Outcome == reconcile.OutcomeStillPending:
+		return "refused_pending"
 	}
 	return "refused_busy"
 }
@@ -253,11 +270,21 @@ func (h *callbackHandler) refused(p reconcile.Platform, err error, r *http.Reque
 	ev.Msg("callback refused")
 }
 
-func (h *callbackHandler) logCallback(res reconcile.Result, applied reconcile.Applied, ack bool, err error) {
+func (h *callbackHandler) logPayment(res reconcile.Result, applied reconcile.Applied, ack bool, err error) {
 	ev := h.Log.Info()
 	if err != nil || !ack {
 		ev = h.Log.Warn().Err(err)
 	}
 	ev.Str("platform", string(res.Platform)).Str("out_trade_no", res.OutTradeNo).Str("platform_trade_no", res.PlatformTradeNo).
 		Str("outcome", string(applied.Outcome)).Str("mismatch", string(applied.Mismatch)).Bool("acked", ack).Msg("callback")
+}
+
+func (h *callbackHandler) logRefund(res reconcile.RefundResult, applied reconcile.Applied, ack bool, err error) {
+	ev := h.Log.Info()
+	if err != nil || !ack {
+		ev = h.Log.Warn().Err(err)
+	}
+	ev.Str("platform", string(res.Platform)).Str("out_trade_no", res.OutTradeNo).Str("platform_trade_no", res.PlatformTradeNo).
+		Str("out_refund_no", res.OutRefundNo).Str("refund_state", string(res.State)).Str("outcome", string(applied.Outcome)).
+		Str("mismatch", string(applied.Mismatch)).Bool("acked", ack).Msg("refund callback")
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// AlipayNotifyReader verifies and reads one app's notification: an *alipay.Client's
-// ParseNotify, or one that holds Alipay's public key alone.
-type AlipayNotifyReader func(body []byte) (reconcile.Result, error)
+// AlipayNotifyReader verifies and reads one app's notification (a payment's or a
+// refund's): an *alipay.Client's ParseNotify, or one that holds Alipay's public key alone.
+type AlipayNotifyReader func(body []byte) (reconcile.Notification, error)
 
 // WechatNotifyReader verifies and reads one merchant's callbacks: a *wechatpay.Client, or
 // a WechatVerifier when serve runs without the merchant's private key.
@@ -19,7 +19,7 @@ type WechatNotifyReader interface {
 	MerchantID() string
 	HoldsSerial(serial string) bool
 	KnowsSerial(ctx context.Context, serial string) bool
-	ParseNotifyContext(ctx context.Context, h http.Header, body []byte) (reconcile.Result, error)
+	ParseNotifyContext(ctx context.Context, h http.Header, body []byte) (reconcile.Notification, error)
 }
 
 // WechatVerifier reads a merchant's callbacks with the WeChat Pay public key and the API v3
@@ -45,6 +45,6 @@ func (v *WechatVerifier) KnowsSerial(_ context.Context, serial string) bool {
 	return v.HoldsSerial(serial)
 }
 
-func (v *WechatVerifier) ParseNotifyContext(_ context.Context, h http.Header, body []byte) (reconcile.Result, error) {
+func (v *WechatVerifier) ParseNotifyContext(_ context.Context, h http.Header, body []byte) (reconcile.Notification, error) {
 	return v.verifier.ParseNotify(h, body)
 }

@@ -37,12 +37,12 @@ type Metrics struct {
 func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.checks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_checks_total",
-		Help: "Orders checked by a pass, by outcome (repaired, closed, unchanged, still_pending, mismatch, claimed_elsewhere, error)."},
+		Help: "Orders and refunds checked by a pass, by outcome (repaired, closed, unchanged, still_pending, mismatch, claimed_elsewhere, error, refund_repaired)."},
 		[]string{"platform", "outcome"})
 	m.findings = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_mismatches_total",
 		Help: "Findings recorded (or seen again), by kind."}, []string{"platform", "kind"})
 	m.callbacks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payrecon_callbacks_total",
-		Help: "Callbacks received, by what we answered (acked, refused_signature, refused_malformed, refused_busy, refused_error)."},
+		Help: "Callbacks received, by what we answered (acked, ignored, refused_signature, refused_malformed, refused_busy, refused_pending, refused_error, refused_not_configured)."},
 		[]string{"platform", "result"})
 	m.platformDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payrecon_platform_request_duration_seconds",
 		Help: "Platform calls (with their retries and budget waits), by merchant account and operation.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)},
@@ -64,7 +64,7 @@ func New() *Metrics {
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_last_success_timestamp_seconds",
 		Help: "When the last pass completed successfully (unix seconds)."})
 	m.runCounts = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_last_run_orders",
-		Help: "Counters of the last pass (scanned, repaired, closed, unchanged, still_pending, mismatches, claimed_elsewhere, errors)."},
+		Help: "Counters of the last pass (scanned, repaired, closed, unchanged, still_pending, mismatches, claimed_elsewhere, errors, refunds_repaired)."},
 		[]string{"counter"})
 	m.takenOver = prometheus.NewCounter(prometheus.CounterOpts{Name: "payrecon_runs_taken_over_total",
 		Help: "Runs of dead processes (lock session gone, row still running) whose leases a pass freed at once and marked interrupted."})
@@ -174,6 +174,13 @@ func (c *instrumentedClient) Close(ctx context.Context, outTradeNo string) error
 	err := c.PlatformClient.Close(ctx, outTradeNo)
 	c.observe("close", start, err)
 	return err
+}
+
+func (c *instrumentedClient) QueryRefund(ctx context.Context, outTradeNo, outRefundNo string) (reconcile.RefundResult, error) {
+	start := time.Now()
+	r, err := c.PlatformClient.QueryRefund(ctx, outTradeNo, outRefundNo)
+	c.observe("query_refund", start, err)
+	return r, err
 }
 
 // Runtime is a registry of the Go and process collectors alone: `reconciler console`'s

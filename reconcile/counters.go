@@ -2,9 +2,9 @@ package reconcile
 
 import "sync/atomic"
 
-// RunCounter is one of the eight reconcile_runs counters: its name (the column, the log field
-// and the metric label), the tally that adds to it (none for Scanned, which every check adds
-// to when it starts) and where it sits in Counters and CounterValues.
+// RunCounter is one of the reconcile_runs counters: its name (the column, the log field and
+// the metric label), the tally that adds to it (none for Scanned, which every check adds to
+// when it starts) and where it sits in Counters and CounterValues.
 type RunCounter struct {
 	Name  string
 	Tally Tally
@@ -15,8 +15,9 @@ type RunCounter struct {
 // Value reads the counter from v.
 func (rc RunCounter) Value(v CounterValues) int64 { return *rc.value(&v) }
 
-// RunCounters are the eight counters in reconcile_runs column order: the one table the pass's
-// tally, its log line, the metrics and the summaries name them from.
+// RunCounters are the counters in reconcile_runs column order: the one table the pass's
+// tally, its log line, the metrics, the run row and the summaries name them from, so a
+// counter added here reaches all of them.
 var RunCounters = []RunCounter{
 	{"scanned", "", func(c *Counters) *atomic.Int64 { return &c.Scanned }, func(v *CounterValues) *int64 { return &v.Scanned }},
 	{"repaired", TallyRepaired, func(c *Counters) *atomic.Int64 { return &c.Repaired }, func(v *CounterValues) *int64 { return &v.Repaired }},
@@ -26,6 +27,7 @@ var RunCounters = []RunCounter{
 	{"mismatches", TallyMismatch, func(c *Counters) *atomic.Int64 { return &c.Mismatches }, func(v *CounterValues) *int64 { return &v.Mismatches }},
 	{"claimed_elsewhere", TallyClaimedElsewhere, func(c *Counters) *atomic.Int64 { return &c.ClaimedElsewhere }, func(v *CounterValues) *int64 { return &v.ClaimedElsewhere }},
 	{"errors", TallyError, func(c *Counters) *atomic.Int64 { return &c.Errors }, func(v *CounterValues) *int64 { return &v.Errors }},
+	{"refunds_repaired", TallyRefundRepaired, func(c *Counters) *atomic.Int64 { return &c.RefundsRepaired }, func(v *CounterValues) *int64 { return &v.RefundsRepaired }},
 }
 
 // Snapshot copies the counters.

@@ -7,10 +7,11 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// TestRunCountersTable: the table names the eight reconcile_runs columns once each, every
+// TestRunCountersTable: the table names the reconcile_runs counter columns once each, every
 // tally adds to exactly one of them, and a snapshot reads back what was added.
 func TestRunCountersTable(t *testing.T) {
-	want := []string{"scanned", "repaired", "closed", "unchanged", "still_pending", "mismatches", "claimed_elsewhere", "errors"}
+	want := []string{"scanned", "repaired", "closed", "unchanged", "still_pending", "mismatches", "claimed_elsewhere", "errors",
+		"refunds_repaired"}
 	if len(reconcile.RunCounters) != len(want) {
 		t.Fatalf("%d counters, want %d", len(reconcile.RunCounters), len(want))
 	}
@@ -28,7 +29,8 @@ func TestRunCountersTable(t *testing.T) {
 		}
 	}
 	for _, tl := range []reconcile.Tally{reconcile.TallyRepaired, reconcile.TallyClosed, reconcile.TallyUnchanged,
-		reconcile.TallyStillPending, reconcile.TallyMismatch, reconcile.TallyClaimedElsewhere, reconcile.TallyError} {
+		reconcile.TallyStillPending, reconcile.TallyMismatch, reconcile.TallyClaimedElsewhere, reconcile.TallyError,
+		reconcile.TallyRefundRepaired} {
 		if tallies[tl] != 1 {
 			t.Errorf("tally %q adds to %d counters, want 1", tl, tallies[tl])
 		}
@@ -57,7 +59,7 @@ func TestDefaultOrderLease(t *testing.T) {
 // them (a counter Load forgot would restart from zero and undercount the run).
 func TestCountersLoad(t *testing.T) {
 	want := reconcile.CounterValues{Scanned: 11, Repaired: 12, Closed: 13, Unchanged: 14, StillPending: 15,
-		Mismatches: 16, ClaimedElsewhere: 17, Errors: 18}
+		Mismatches: 16, ClaimedElsewhere: 17, Errors: 18, RefundsRepaired: 19}
 	var c reconcile.Counters
 	c.Load(want)
 	if got := c.Snapshot(); got != want {

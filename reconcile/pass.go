@@ -24,17 +24,24 @@ var ErrPassFailed = errors.New("pass failed")
 // not a backfill, another shard). Bad usage: no retry can help.
 var ErrCannotResume = errors.New("cannot resume")
 
-// Observer hears about every checked order: metrics, the dry-run printout, a progress bar.
+// Observer hears about every checked order and refund: metrics, the dry-run printout, a
+// progress bar.
 type Observer interface {
 	Checked(c Check)
 }
 
-// Check is one order's check, as an Observer sees it.
+// Check is one order's (or one refund's) check, as an Observer sees it.
 type Check struct {
-	RunID   int64
-	Order   Order
-	Result  Result // zero when the platform call failed
-	Applied Applied
+	RunID int64
+	// Order is the order checked; for a refund check, the refunded order as far as the
+	// refund names it (id, platform, account, out_trade_no).
+	Order  Order
+	Result Result // zero when the platform call failed, and for a refund check
+	// Refund is set when the check was of a refund; RefundResult is then the platform's
+	// answer (zero when the call failed).
+	Refund       *Refund
+	RefundResult RefundResult
+	Applied      Applied
 	// ClosedAtPlatform is set when the pass closed the trade at the platform first.
 	ClosedAtPlatform bool
 	Err              error
@@ -103,8 +110,11 @@ func DefaultOrderLease(platformTimeout time.Duration) time.Duration {
 // Runner runs reconciliation passes: it takes due orders, asks their platform, and feeds
 // every definite answer to the shared apply path.
 type Runner struct {
-	applier  *Applier
-	queue    WorkQueue
+	applier *Applier
+	queue   WorkQueue
+	// refunds is the queue's refund half; nil when the queue or the apply path's store
+	// cannot take refunds: passes then check orders only.
+	refunds  RefundQueue
 	runs     RunLog
 	locks    Locker
 	clients  map[AccountKey]PlatformClient
@@ -114,12 +124,16 @@ type Runner struct {
 	log      zerolog.Logger
 }
 
-// NewRunner wires a runner. observer may be nil.
+// NewRunner wires a runner. observer may be nil. A queue that is also a RefundQueue (over a
+// store the applier can apply refunds with) gives passes that check refunds too.
 func NewRunner(applier *Applier, queue WorkQueue, runs RunLog, locks Locker, clients []PlatformClient,
 	settings RunnerSettings, observer Observer, log zerolog.Logger) *Runner {
 	settings.fillDefaults()
 	r := &Runner{applier: applier, queue: queue, runs: runs, locks: locks, clients: map[AccountKey]PlatformClient{},
 		settings: settings, observer: observer, log: log}
+	if rq, ok := queue.(RefundQueue); ok && applier.refunds != nil {
+		r.refunds = rq
+	}
 	for _, c := range clients {
 		k := AccountKey{Platform: c.Platform(), MerchantID: c.MerchantID()}
 		if _, dup := r.clients[k]; !dup {
@@ -169,18 +183,7 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 	run.TakenOver = r.takeOver(ctx, run, log)
 
 	run.Unconfigured = r.countUnconfigured(ctx, run, log)
-	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{}, adopted: map[int64]bool{}}
-	for _, d := range run.TakenOver {
-		if d.Finished {
-			// A finished run released or marked its claims; a claim on its orders now is
-			// someone else's (a callback being applied), to be waited for as any other.
-			continue
-		}
-		for _, id := range d.Orders {
-			p.adopted[id] = true
-		}
-	}
-	p.counters.Load(run.Counts) // a resumed backfill keeps counting
+	p := r.newPass(run, log)
 	checkedBefore := run.Counts.Scanned
 	errorsBefore := run.Counts.Errors
 
@@ -191,7 +194,7 @@ func (r *Runner) Pass(ctx context.Context, spec PassSpec) (Run, error) {
 	checked, failed := run.Counts.Scanned-checkedBefore, run.Counts.Errors-errorsBefore
 	switch {
 	case passErr == nil && checked > 0 && failed == checked:
-		passErr = fmt.Errorf("%w: all %d checked orders failed", ErrPassFailed, checked)
+		passErr = fmt.Errorf("%w: all %d checks of orders and refunds failed", ErrPassFailed, checked)
 		fallthrough
 	case passErr != nil && !errors.Is(passErr, ErrInterrupted):
 		run.Status, run.Error = RunFailed, passErr.Error()
@@ -268,10 +271,10 @@ func (r *Runner) takeOver(ctx context.Context, run Run, log zerolog.Logger) []Ta
 	for _, d := range dead {
 		if d.Finished {
 			log.Warn().Int64("finished_run_id", d.RunID).Int("leases_freed", len(d.Orders)).
-				Msg("freed leases a finished run failed to release")
+				Int("refund_leases_freed", len(d.Refunds)).Msg("freed leases a finished run failed to release")
 			continue
 		}
-		log.Warn().Int64("dead_run_id", d.RunID).Int("leases_freed", len(d.Orders)).
+		log.Warn().Int64("dead_run_id", d.RunID).Int("leases_freed", len(d.Orders)).Int("refund_leases_freed", len(d.Refunds)).
 			Msg("took over a run whose process died: marked it interrupted and freed its leases")
 	}
 	return dead
@@ -335,10 +338,32 @@ type pass struct {
 
 	mu  sync.Mutex
 	run Run
-	// marks track each account's finished orders.
-	marks map[AccountKey]*watermark
-	// adopted are the orders taken over from dead runs (read-only once the pass starts).
-	adopted map[int64]bool
+	// marks and refundMarks track each account's finished orders and refunds.
+	marks, refundMarks map[AccountKey]*watermark
+	// adopted and adoptedRefunds are the orders and refunds taken over from dead runs
+	// (read-only once the pass starts).
+	adopted, adoptedRefunds map[int64]bool
+}
+
+// newPass sets up the state of a pass over run, whose takeover has been done.
+func (r *Runner) newPass(run Run, log zerolog.Logger) *pass {
+	p := &pass{Runner: r, run: run, log: log, counters: &Counters{}, marks: map[AccountKey]*watermark{},
+		refundMarks: map[AccountKey]*watermark{}, adopted: map[int64]bool{}, adoptedRefunds: map[int64]bool{}}
+	for _, d := range run.TakenOver {
+		if d.Finished {
+			// A finished run released or marked its claims; a claim on its orders now is
+			// someone else's (a callback being applied), to be waited for as any other.
+			continue
+		}
+		for _, id := range d.Orders {
+			p.adopted[id] = true
+		}
+		for _, id := range d.Refunds {
+			p.adoptedRefunds[id] = true
+		}
+	}
+	p.counters.Load(run.Counts) // a resumed backfill keeps counting
+	return p
 }
 
 func (p *pass) snapshot() Run {
@@ -346,17 +371,19 @@ func (p *pass) snapshot() Run {
 	defer p.mu.Unlock()
 	run := p.run
 	run.Counts = p.counters.Snapshot()
-	run.Cursor = p.resumeCursorLocked()
+	run.Cursor = p.resumeCursorLocked(p.run.Cursor, p.marks)
+	run.RefundCursor = p.resumeCursorLocked(p.run.RefundCursor, p.refundMarks)
 	return run
 }
 
-// resumeCursorLocked is where each account resumes: the last position before which it has
-// finished everything (where this pass began, for an account with nothing finished yet).
-func (p *pass) resumeCursorLocked() Cursors {
+// resumeCursorLocked is where each account resumes one kind of work: the last position
+// before which it has finished everything (where this pass began, for an account with
+// nothing finished yet).
+func (p *pass) resumeCursorLocked(start Cursors, marks map[AccountKey]*watermark) Cursors {
 	out := Cursors{}
 	for _, k := range p.accounts {
-		pos := p.run.Cursor.For(k)
-		if m := p.marks[k]; m != nil {
+		pos := start.For(k)
+		if m := marks[k]; m != nil {
 			if c, done := m.done(); done {
 				pos = c
 			}
@@ -432,78 +459,140 @@ func (f *fatalLatch) get() error {
 	return f.err
 }
 
-// takeLoop takes one account's orders, never more than it has free workers, until a batch
-// comes back short, ctx ends or the latch trips. It returns once its workers are done.
+// takeLoop takes one account's orders and refunds, never more than it has free workers,
+// until a take of each kind has come back short, ctx ends or the latch trips. It returns
+// once its workers are done.
 func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fatalLatch) {
-	s := p.settings
-	source := SourceReconcile
-	if p.run.Mode == ModeBackfill {
-		source = SourceBackfill
-	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, s.Concurrency)
-	passStart := s.Now()
-	cursor := p.run.Cursor.For(acct)
+	l := p.newAccountLoop(acct, fatal)
+	defer l.wg.Wait()
 	lastSave := time.Now()
-	clock := &checkClock{}
-	p.mu.Lock()
-	mark := &watermark{}
-	p.marks[acct] = mark
-	p.mu.Unlock()
-	defer wg.Wait()
-
-	for {
+	for !l.orders.done || !l.refunds.done {
 		// Wait for one free worker, then take as many as are free.
-		if !waitForSlot(ctx, slots, fatal) {
+		if !waitForSlot(ctx, l.slots, fatal) {
 			return
 		}
-		free := p.gatherFree(slots, clock.get())
-		now := s.Now()
-		q := TakeQuery{Mode: p.run.Mode, Now: now, PassStart: passStart, Grace: s.Grace, Lookback: s.Lookback,
-			From: p.run.WindowFrom, To: p.run.WindowTo, After: cursor, Shard: p.run.Shard, Account: acct, Limit: free,
-			Lease: s.Lease, Owner: fmt.Sprintf("run-%d", p.run.ID), DryRun: p.run.DryRun}
+		free := p.gatherFree(l.slots, l.clock.get())
 		// Taken on the work context: a take cancelled halfway could lease rows it never
 		// returns. Whatever it returns is checked, even if a signal came meanwhile.
-		orders, err := p.queue.Take(workCtx, q)
+		started, err := l.takeBatch(workCtx, free)
+		for i := started; i < free; i++ {
+			<-l.slots
+		}
 		if err != nil {
-			for i := 0; i < free; i++ {
-				<-slots
-			}
-			fatal.set(fmt.Errorf("take due orders of %s: %w", acct, err))
+			fatal.set(err)
 			return
-		}
-		for i := len(orders); i < free; i++ {
-			<-slots
-		}
-		taken := time.Now()
-		for _, o := range orders {
-			pos := Cursor{CreatedAt: o.CreatedAt, ID: o.ID}
-			cursor = pos
-			p.mu.Lock()
-			ticket := mark.add(pos)
-			p.mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { clock.observe(time.Since(taken)); <-slots }()
-				defer func() {
-					p.mu.Lock()
-					mark.complete(ticket)
-					p.mu.Unlock()
-				}()
-				if err := p.check(workCtx, o, source, q.Owner); err != nil {
-					fatal.set(err)
-				}
-			}()
 		}
 		if time.Since(lastSave) > 2*time.Second {
 			p.saveProgress(ctx)
 			lastSave = time.Now()
 		}
-		if len(orders) < free {
-			return
-		}
 	}
+}
+
+// accountLoop is one account's taking loop: ONE pool of workers that its orders and its
+// refunds share, each kind taken from its own cursor.
+type accountLoop struct {
+	p         *pass
+	acct      AccountKey
+	source    Source
+	owner     string
+	passStart time.Time
+	fatal     *fatalLatch
+	slots     chan struct{}
+	wg        sync.WaitGroup
+	clock     checkClock
+	orders    queueState
+	refunds   queueState
+}
+
+// queueState is where one kind of an account's work stands in a pass.
+type queueState struct {
+	cursor Cursor
+	mark   *watermark
+	// done: a take came back short, so nothing more of this kind is due in this pass.
+	done bool
+}
+
+func (p *pass) newAccountLoop(acct AccountKey, fatal *fatalLatch) *accountLoop {
+	l := &accountLoop{p: p, acct: acct, source: SourceReconcile, owner: fmt.Sprintf("run-%d", p.run.ID),
+		passStart: p.settings.Now(), fatal: fatal, slots: make(chan struct{}, p.settings.Concurrency)}
+	if p.run.Mode == ModeBackfill {
+		l.source = SourceBackfill
+	}
+	l.orders = queueState{cursor: p.run.Cursor.For(acct), mark: &watermark{}}
+	l.refunds = queueState{cursor: p.run.RefundCursor.For(acct), mark: &watermark{}, done: p.refunds == nil}
+	p.mu.Lock()
+	p.marks[acct], p.refundMarks[acct] = l.orders.mark, l.refunds.mark
+	p.mu.Unlock()
+	return l
+}
+
+// takeBatch fills free workers and returns how many checks it started: orders first and,
+// once their take comes back short, refunds in the slots the orders left. A batch is thus
+// never smaller than the free workers while either kind has work, and neither kind waits
+// for workers held back for the other.
+func (l *accountLoop) takeBatch(ctx context.Context, free int) (int, error) {
+	started := 0
+	if !l.orders.done {
+		orders, err := l.p.queue.Take(ctx, l.query(l.orders.cursor, free))
+		if err != nil {
+			return 0, fmt.Errorf("take due orders of %s: %w", l.acct, err)
+		}
+		l.orders.done = len(orders) < free
+		taken := time.Now()
+		for _, o := range orders {
+			l.start(ctx, &l.orders, Cursor{CreatedAt: o.CreatedAt, ID: o.ID}, taken,
+				func(ctx context.Context) error { return l.p.check(ctx, o, l.source, l.owner) })
+		}
+		started = len(orders)
+	}
+	if started == free || l.refunds.done {
+		return started, nil
+	}
+	want := free - started
+	refunds, err := l.p.refunds.TakeRefunds(ctx, l.query(l.refunds.cursor, want))
+	if err != nil {
+		return started, fmt.Errorf("take due refunds of %s: %w", l.acct, err)
+	}
+	l.refunds.done = len(refunds) < want
+	taken := time.Now()
+	for _, ref := range refunds {
+		l.start(ctx, &l.refunds, refundPosition(l.p.run.Mode, ref), taken,
+			func(ctx context.Context) error { return l.p.checkRefund(ctx, ref, l.source, l.owner) })
+	}
+	return started + len(refunds), nil
+}
+
+// query is the take of up to limit items after the cursor.
+func (l *accountLoop) query(after Cursor, limit int) TakeQuery {
+	s, run := l.p.settings, l.p.run
+	return TakeQuery{Mode: run.Mode, Now: s.Now(), PassStart: l.passStart, Grace: s.Grace, Lookback: s.Lookback,
+		From: run.WindowFrom, To: run.WindowTo, After: after, Shard: run.Shard, Account: l.acct, Limit: limit,
+		Lease: s.Lease, Owner: l.owner, DryRun: run.DryRun}
+}
+
+// start runs one taken check on a worker of its own, which holds the slot the take counted
+// and frees it when done; the kind's cursor moves on to pos at once, its watermark once the
+// check is done.
+func (l *accountLoop) start(ctx context.Context, q *queueState, pos Cursor, taken time.Time, check func(context.Context) error) {
+	q.cursor = pos
+	mark := q.mark
+	l.p.mu.Lock()
+	ticket := mark.add(pos)
+	l.p.mu.Unlock()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer func() { l.clock.observe(time.Since(taken)); <-l.slots }()
+		defer func() {
+			l.p.mu.Lock()
+			mark.complete(ticket)
+			l.p.mu.Unlock()
+		}()
+		if err := check(ctx); err != nil {
+			l.fatal.set(err)
+		}
+	}()
 }
 
 // waitForSlot holds one worker slot, or reports false (holding none) once ctx ends or the
@@ -686,12 +775,20 @@ func (p *pass) count(c Check) { p.counters.Add(c.Tally()) }
 // come back after RECHECK_MIN.
 func (p *pass) reschedule(o Order, c Check, owner string, log zerolog.Logger) {
 	now := p.settings.Now()
+	next, backoff := p.nextCheck(now, o.CheckCount, c)
+	p.writeCheck(CheckRecord{OrderID: o.ID, Owner: owner, Now: now, NextCheck: next, Backoff: backoff}, log)
+}
+
+// nextCheck is when an order or refund checked at now, after checks consecutive checks, is
+// due again, and whether this check counts toward the backoff: an answer backs off, an error
+// or a held claim comes back after RECHECK_MIN.
+func (p *pass) nextCheck(now time.Time, checks int, c Check) (time.Time, bool) {
 	backoff := c.Err == nil && c.Applied.Outcome != OutcomeClaimedElsewhere
 	delay := p.settings.RecheckMin
 	if backoff {
-		delay = RecheckDelay(o.CheckCount, p.settings.RecheckMin, p.settings.RecheckMax)
+		delay = RecheckDelay(checks, p.settings.RecheckMin, p.settings.RecheckMax)
 	}
-	p.writeCheck(CheckRecord{OrderID: o.ID, Owner: owner, Now: now, NextCheck: now.Add(delay), Backoff: backoff}, log)
+	return now.Add(delay), backoff
 }
 
 // writeCheck releases the lease and records the next check. Written even during a drain:

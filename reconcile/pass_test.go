@@ -13,8 +13,9 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// scriptedPlatform is a stand-in for a payment platform: per out_trade_no it answers a
-// scripted state, records every call, and checks that no two calls for one order overlap.
+// scriptedPlatform is a stand-in for a payment platform: per out_trade_no (and per
+// out_refund_no) it answers a scripted state, records every call, and checks that no two
+// calls for one order (or one refund) overlap.
 // (The real protocol clients are tested against the sandbox in platformclient and cmd.)
 type scriptedPlatform struct {
 	platform reconcile.Platform
@@ -29,11 +30,27 @@ type scriptedPlatform struct {
 	closes   map[string]int
 	inFlight map[string]int
 	overlaps int
+
+	// Refunds, by out_refund_no (refund_pass_test.go). refundGate, when set, holds the
+	// first query of each refund (in flight) until it is closed.
+	refundGate     chan struct{}
+	refundAnswers  map[string]reconcile.RefundResult
+	refundErrs     map[string]error
+	refundQueries  map[string]int
+	refundInFlight map[string]int
+	refundOverlaps int
+	// busy counts the calls of each kind in flight; maxBusy the most calls of both kinds
+	// at once, mixed whether an order's and a refund's query were ever in flight together.
+	busy    [2]int
+	maxBusy int
+	mixed   bool
 }
 
 func newScripted(p reconcile.Platform, merchant string) *scriptedPlatform {
 	return &scriptedPlatform{platform: p, merchant: merchant, answers: map[string]reconcile.Result{},
-		errs: map[string]error{}, closeErr: map[string]error{}, queries: map[string]int{}, closes: map[string]int{}, inFlight: map[string]int{}}
+		errs: map[string]error{}, closeErr: map[string]error{}, queries: map[string]int{}, closes: map[string]int{}, inFlight: map[string]int{},
+		refundAnswers: map[string]reconcile.RefundResult{}, refundErrs: map[string]error{}, refundQueries: map[string]int{},
+		refundInFlight: map[string]int{}}
 }
 
 func (s *scriptedPlatform) Platform() reconcile.Platform { return s.platform }
@@ -54,14 +71,7 @@ func (s *scriptedPlatform) fail(otn string, err error) {
 }
 
 func (s *scriptedPlatform) Query(ctx context.Context, otn string) (reconcile.Result, error) {
-	s.mu.Lock()
-	s.queries[otn]++
-	s.inFlight[otn]++
-	if s.inFlight[otn] > 1 {
-		s.overlaps++
-	}
-	s.mu.Unlock()
-	defer func() { s.mu.Lock(); s.inFlight[otn]--; s.mu.Unlock() }()
+	defer s.enter(orderCall, otn, s.queries, s.inFlight, &s.overlaps)()
 	if s.latency > 0 {
 		select {
 		case <-time.After(s.latency):

@@ -17,6 +17,10 @@ type PlatformClient interface {
 	// Close closes an unpaid trade at the platform so the buyer can no longer pay it. A trade
 	// unknown at the platform is not an error; a trade paid meanwhile is KindAlreadyPaid.
 	Close(ctx context.Context, outTradeNo string) error
+	// QueryRefund asks the platform about one refund of a trade by the merchant's refund
+	// number (Alipay out_request_no). A refund the platform does not know is a RefundResult
+	// with State RefundStateNotFound, not an error.
+	QueryRefund(ctx context.Context, outTradeNo, outRefundNo string) (RefundResult, error)
 }
 
 // Store is the persistence the apply path needs. Implementations translate their driver's

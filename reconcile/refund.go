@@ -188,6 +188,9 @@ type Refund struct {
 	// CheckCount is how many consecutive checks left the refund unsettled: the re-check
 	// backoff exponent, as for orders.
 	CheckCount int
+	// OrderCreatedAt is the refunded order's created_at: a backfill takes the refunds of
+	// the orders created in its window, in their orders' order.
+	OrderCreatedAt time.Time
 }
 
 // RefundTransition is one refund's state change, applied by ONE conditional statement: the

@@ -167,7 +167,7 @@ func ParseCursors(s string) (Cursors, error) {
 
 // Counters are the reconcile_runs counters, safe for concurrent increments.
 type Counters struct {
-	Scanned, Repaired, Closed, Unchanged, StillPending, Mismatches, ClaimedElsewhere, Errors atomic.Int64
+	Scanned, Repaired, Closed, Unchanged, StillPending, Mismatches, ClaimedElsewhere, Errors, RefundsRepaired atomic.Int64
 }
 
 // CounterValues is a plain copy of Counters; its JSON names are the reconcile_runs columns.
@@ -180,6 +180,7 @@ type CounterValues struct {
 	Mismatches       int64 `json:"mismatches"`
 	ClaimedElsewhere int64 `json:"claimed_elsewhere"`
 	Errors           int64 `json:"errors"`
+	RefundsRepaired  int64 `json:"refunds_repaired"`
 }
 
 // Run is one pass as recorded in reconcile_runs.
@@ -193,9 +194,12 @@ type Run struct {
 	WindowTo   time.Time
 	Shard      Shard
 	Cursor     Cursors
-	DryRun     bool
-	Error      string
-	Counts     CounterValues
+	// RefundCursor is where each account's refunds resume: a pass walks an account's
+	// refunds apart from its orders, each kind in its own keyset order (see TakeRefunds).
+	RefundCursor Cursors
+	DryRun       bool
+	Error        string
+	Counts       CounterValues
 	// Unconfigured lists the pending orders in the run's window that wait for an account
 	// this process does not have (not stored; for the log and the gauge).
 	Unconfigured []AccountCount
@@ -222,11 +226,12 @@ type Session struct {
 type TakenOver struct {
 	RunID    int64
 	Finished bool
-	// Orders are the orders whose leases it still held.
-	Orders []int64
+	// Orders and Refunds are the orders and refunds whose leases it still held.
+	Orders  []int64
+	Refunds []int64
 }
 
-// TakeQuery selects the next orders of a pass.
+// TakeQuery selects the next orders (or refunds) of a pass.
 type TakeQuery struct {
 	Mode      RunMode
 	Now       time.Time
@@ -320,7 +325,7 @@ func ParseShard(v string) (Shard, error) {
 	return Shard{Index: i, Count: n}, nil
 }
 
-// Tally names what a check counts as: one of the eight run counters bar Scanned. The pass, the
+// Tally names what a check counts as: one of the run counters bar Scanned. The pass, the
 // metrics and the dry-run printer all classify a check through Check.Tally, so the mapping
 // lives here once.
 type Tally string
@@ -333,6 +338,8 @@ const (
 	TallyMismatch         Tally = "mismatch"
 	TallyClaimedElsewhere Tally = "claimed_elsewhere"
 	TallyError            Tally = "error"
+	// TallyRefundRepaired: a refund moved (to SUCCESS, CLOSED or ABNORMAL).
+	TallyRefundRepaired Tally = "refund_repaired"
 )
 
 // Tally says which counter the check adds to. An error wins over whatever was applied: a
@@ -341,6 +348,8 @@ func (c Check) Tally() Tally {
 	switch {
 	case c.Err != nil:
 		return TallyError
+	case c.Applied.Outcome == OutcomeApplied && c.Applied.RefundTo != "":
+		return TallyRefundRepaired
 	case c.Applied.Outcome == OutcomeApplied && c.Applied.To == StatusPaid:
 		return TallyRepaired
 	case c.Applied.Outcome == OutcomeApplied:

@@ -28,6 +28,10 @@ func TestCheckTallyAndCounters(t *testing.T) {
 			reconcile.TallyUnchanged, func(v reconcile.CounterValues) int64 { return v.Unchanged }},
 		{"duplicate", reconcile.Check{Applied: reconcile.Applied{Outcome: reconcile.OutcomeDuplicate}},
 			reconcile.TallyUnchanged, func(v reconcile.CounterValues) int64 { return v.Unchanged }},
+		{"refund moved", reconcile.Check{Applied: reconcile.Applied{Outcome: reconcile.OutcomeApplied, RefundFrom: reconcile.RefundProcessing, RefundTo: reconcile.RefundSuccess}},
+			reconcile.TallyRefundRepaired, func(v reconcile.CounterValues) int64 { return v.RefundsRepaired }},
+		{"refund closed is not an order closed", reconcile.Check{Applied: reconcile.Applied{Outcome: reconcile.OutcomeApplied, RefundFrom: reconcile.RefundProcessing, RefundTo: reconcile.RefundClosed}},
+			reconcile.TallyRefundRepaired, func(v reconcile.CounterValues) int64 { return v.RefundsRepaired }},
 		{"error wins", reconcile.Check{Err: errors.New("boom"), Applied: reconcile.Applied{Outcome: reconcile.OutcomeApplied, To: reconcile.StatusPaid}},
 			reconcile.TallyError, func(v reconcile.CounterValues) int64 { return v.Errors }},
 	}
@@ -42,7 +46,7 @@ func TestCheckTallyAndCounters(t *testing.T) {
 			if tc.field(v) != 1 {
 				t.Fatalf("counter for %q not incremented: %+v", tc.want, v)
 			}
-			if sum := v.Repaired + v.Closed + v.Unchanged + v.StillPending + v.Mismatches + v.ClaimedElsewhere + v.Errors; sum != 1 {
+			if sum := v.Repaired + v.Closed + v.Unchanged + v.StillPending + v.Mismatches + v.ClaimedElsewhere + v.Errors + v.RefundsRepaired; sum != 1 {
 				t.Fatalf("one check must add to exactly one counter, got %+v", v)
 			}
 		})

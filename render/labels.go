@@ -96,6 +96,7 @@ var labels = map[string]label{
 	"mismatches":        {"Findings", "差异"},
 	"claimed_elsewhere": {"Held by others", "他处处理中"},
 	"errors":            {"Errors", "错误"},
+	"refunds_repaired":  {"Refunds repaired", "退款已修复"},
 	"error":             {"Error", "错误信息"},
 	"TOTAL":             {"Total", "合计"}, // a totals row; the CSV keeps the code, its historical marker
 	// Statement columns.

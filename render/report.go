@@ -215,27 +215,37 @@ func findingCells(f repo.Finding) []repCell {
 		rcText(f.ResolvedBy), rcTimeOpt(f.ResolvedAt), rcText(f.Note), order}
 }
 
-// runSection is the runs that started in the period, with their counters added up.
+// runSection is the runs that started in the period, with their counters added up. The
+// counter columns are reconcile.RunCounters, in their order.
 func (d ReportDoc) runSection(lang Lang) repSection {
 	r := d.Report
 	runs := repSection{Key: "run", Sheet: "report.sheet.runs", Title: "report.runs", Empty: "report.runs.empty", Filter: true,
 		// The page leaves out the finish time and the window (the XLSX has them) so that
 		// every heading fits its column.
-		HTMLCols: []htmlCol{{0, 5}, {1, 8}, {2, 9}, {3, 5}, {5, 9}, {9, 7}, {10, 7}, {11, 6}, {12, 6}, {13, 6},
-			{14, 7}, {15, 7}, {16, 6}, {17, 12}},
-		Header: []string{"id", "mode", "status", "shard", "dry_run", "started_at", "finished_at", "window_from", "window_to",
-			"scanned", "repaired", "closed", "unchanged", "still_pending", "mismatches", "claimed_elsewhere", "errors", "error"}}
+		HTMLCols: []htmlCol{{0, 5}, {1, 7}, {2, 8}, {3, 5}, {5, 9}, {9, 6}, {10, 7}, {11, 6}, {12, 6}, {13, 6},
+			{14, 7}, {15, 6}, {16, 6}, {17, 7}, {18, 9}},
+		Header: []string{"id", "mode", "status", "shard", "dry_run", "started_at", "finished_at", "window_from", "window_to"}}
+	for _, rc := range reconcile.RunCounters {
+		runs.Header = append(runs.Header, rc.Name)
+	}
+	runs.Header = append(runs.Header, "error")
+	counters := func(v reconcile.CounterValues) []repCell {
+		cells := make([]repCell, len(reconcile.RunCounters))
+		for i, rc := range reconcile.RunCounters {
+			cells[i] = rcInt(rc.Value(v))
+		}
+		return cells
+	}
 	var rows [][]repCell
 	for _, run := range r.Runs {
-		rows = append(rows, []repCell{rcInt(run.ID), rcCode(run.Mode), rcCode(run.Status), rcText(run.Shard),
+		row := []repCell{rcInt(run.ID), rcCode(run.Mode), rcCode(run.Status), rcText(run.Shard),
 			rcText(strconv.FormatBool(run.DryRun)), rcTime(run.StartedAt), rcTimeOpt(run.FinishedAt), rcTimeOpt(run.WindowFrom),
-			rcTimeOpt(run.WindowTo), rcInt(run.Scanned), rcInt(run.Repaired), rcInt(run.Closed), rcInt(run.Unchanged),
-			rcInt(run.StillPending), rcInt(run.Mismatches), rcInt(run.ClaimedElsewhere), rcInt(run.Errors), rcText(run.Error)})
+			rcTimeOpt(run.WindowTo)}
+		rows = append(rows, append(append(row, counters(run.CounterValues)...), rcText(run.Error)))
 	}
 	rt := r.RunTotals
-	runs.Totals = []repCell{rcCode("TOTAL"), rcText(""), rcText(runStatusCounts(rt, lang)), rcText(""), rcText(""), rcText(""), rcText(""), rcText(""),
-		rcText(""), rcInt(rt.Scanned), rcInt(rt.Repaired), rcInt(rt.Closed), rcInt(rt.Unchanged), rcInt(rt.StillPending),
-		rcInt(rt.Mismatches), rcInt(rt.ClaimedElsewhere), rcInt(rt.Errors), rcText("")}
+	runs.Totals = append(append([]repCell{rcCode("TOTAL"), rcText(""), rcText(runStatusCounts(rt, lang)), rcText(""), rcText(""),
+		rcText(""), rcText(""), rcText(""), rcText("")}, counters(rt.CounterValues)...), rcText(""))
 	return section(runs, rows)
 }
 

@@ -41,6 +41,10 @@ func NewDryRunPrinter(w io.Writer) *DryRunPrinter { return &DryRunPrinter{w: w} 
 
 // Checked prints one line for a check that would move an order or that found something.
 func (d *DryRunPrinter) Checked(c reconcile.Check) {
+	if c.Refund != nil {
+		d.print(refundDryRunLine(c))
+		return
+	}
 	var line string
 	o := c.Order
 	switch c.Tally() {
@@ -60,7 +64,31 @@ func (d *DryRunPrinter) Checked(c reconcile.Check) {
 	default:
 		return
 	}
+	d.print(line)
+}
+
+func (d *DryRunPrinter) print(line string) {
+	if line == "" {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	fmt.Fprintln(d.w, line)
+}
+
+// refundDryRunLine is the line for a refund check that would move the refund or found
+// something ("" for one that would change nothing).
+func refundDryRunLine(c reconcile.Check) string {
+	rf, rr := c.Refund, c.RefundResult
+	switch c.Tally() {
+	case reconcile.TallyError:
+		return fmt.Sprintf("error     %s refund %s of %s: %v", rf.Platform, rf.OutRefundNo, rf.OutTradeNo, c.Err)
+	case reconcile.TallyRefundRepaired:
+		return fmt.Sprintf("would move %s refund %s of %s: %s -> %s (%s yuan)", rf.Platform, rf.OutRefundNo, rf.OutTradeNo,
+			c.Applied.RefundFrom, c.Applied.RefundTo, reconcile.FormatYuan(rf.AmountMinor))
+	case reconcile.TallyMismatch:
+		return fmt.Sprintf("finding   %s refund %s of %s: %s (local %s %s yuan, platform %s %s yuan)", rf.Platform, rf.OutRefundNo,
+			rf.OutTradeNo, c.Applied.Mismatch, rf.Status, reconcile.FormatYuan(rf.AmountMinor), rr.RawState, reconcile.FormatYuan(rr.AmountMinor))
+	}
+	return ""
 }

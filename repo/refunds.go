@@ -27,18 +27,19 @@ type refundRow struct {
 	SucceededAt      sql.NullTime   `db:"succeeded_at"`
 	CreatedAt        time.Time      `db:"created_at"`
 	CheckCount       int            `db:"check_count"`
+	OrderCreatedAt   time.Time      `db:"order_created_at"`
 }
 
 // refundColumns matches refundRow.
 const refundColumns = `id, order_id, platform, merchant_id, out_trade_no, out_refund_no, platform_refund_no,
-	amount_minor, currency, status, succeeded_at, created_at, check_count`
+	amount_minor, currency, status, succeeded_at, created_at, check_count, order_created_at`
 
 func (r refundRow) refund() reconcile.Refund {
 	return reconcile.Refund{ID: r.ID, OrderID: r.OrderID, Platform: reconcile.Platform(r.Platform),
 		MerchantID: r.MerchantID, OutTradeNo: r.OutTradeNo, OutRefundNo: r.OutRefundNo,
 		PlatformRefundNo: r.PlatformRefundNo.String, AmountMinor: r.AmountMinor, Currency: r.Currency,
 		Status: reconcile.RefundStatus(r.Status), SucceededAt: r.SucceededAt.Time, CreatedAt: r.CreatedAt,
-		CheckCount: r.CheckCount}
+		CheckCount: r.CheckCount, OrderCreatedAt: r.OrderCreatedAt}
 }
 
 // FindRefund implements reconcile.RefundStore.

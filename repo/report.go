@@ -70,7 +70,7 @@ type RunTotals struct {
 	reconcile.CounterValues
 }
 
-// runCountersSQL selects the eight counters under the names sqlx gives the fields of an
+// runCountersSQL selects the run counters under the names sqlx gives the fields of an
 // embedded reconcile.CounterValues (lower case, no underscores).
 var runCountersSQL = func() string {
 	cols := make([]string, len(reconcile.RunCounters))

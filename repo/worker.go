@@ -199,7 +199,8 @@ var saveRunSQL = func() string {
 	return `UPDATE reconcile_runs SET status = $2, cursor = NULLIF($3, ''), error = NULLIF($4, ''), ` +
 		strings.Join(sets, ", ") + fmt.Sprintf(`, dry_run = $%d, finished_at = $%d,
 	lock_name = COALESCE(NULLIF($%d, ''), lock_name), lock_pid = COALESCE($%d, lock_pid),
-	lock_backend_start = COALESCE($%d, lock_backend_start) WHERE id = $1`, n, n+1, n+2, n+3, n+4)
+	lock_backend_start = COALESCE($%d, lock_backend_start), refund_cursor = NULLIF($%d, '') WHERE id = $1`,
+		n, n+1, n+2, n+3, n+4, n+5)
 }()
 
 func (r *Runs) save(ctx context.Context, run reconcile.Run) error {
@@ -209,7 +210,7 @@ func (r *Runs) save(ctx context.Context, run reconcile.Run) error {
 	for _, rc := range reconcile.RunCounters {
 		args = append(args, rc.Value(c))
 	}
-	args = append(args, run.DryRun, nullTime(run.FinishedAt), run.LockName, pid, start)
+	args = append(args, run.DryRun, nullTime(run.FinishedAt), run.LockName, pid, start, run.RefundCursor.String())
 	err := retryConn(ctx, func() error {
 		_, err := r.store.db.ExecContext(ctx, saveRunSQL, args...)
 		return err
@@ -271,19 +272,22 @@ func sessionArgs(s reconcile.Session) (pid, start any) {
 // now, so every other run still "running" under it has stopped without finishing its row:
 // its process died, or it could not write its end (a killed session, a statement timeout)
 // and its lock session went back to its pool. Each such run is marked interrupted and the
-// leases it (and an earlier life of the caller's own run, resumed) still holds are freed,
-// in one statement. It also frees the leases left by runs that have finished (any lock): a
-// finished pass has no check in flight, so a lease it still holds is one whose release
-// failed. Whether the run's session is still alive is not asked: a pooled session outlives
-// the pass that used it (found by the simulation, seed 52).
+// leases it (and an earlier life of the caller's own run, resumed) still holds, on orders
+// and on refunds, are freed, in one statement. It also frees the leases left by runs that
+// have finished (any lock): a finished pass has no check in flight, so a lease it still
+// holds is one whose release failed. Whether the run's session is still alive is not asked:
+// a pooled session outlives the pass that used it (found by the simulation, seed 52).
 const takeOverSQL = `WITH dead AS (
 		UPDATE reconcile_runs r SET status = 'interrupted', finished_at = now(),
 			error = 'stopped without finishing (process died or lost its lock); taken over by run ' || $2::bigint
 		WHERE r.lock_name = $1 AND r.status = 'running' AND r.id <> $2
 		RETURNING r.id
 	), finished AS (
-		-- From the few leased orders (a partial index), not from every run ever recorded.
-		SELECT r.id FROM (SELECT DISTINCT lease_owner FROM payment_orders
+		-- From the few leased orders and refunds (partial indexes), not from every run ever
+		-- recorded.
+		SELECT r.id FROM (SELECT lease_owner FROM payment_orders
+				WHERE lease_owner IS NOT NULL AND lease_owner ~ '^run-[0-9]{1,18}$'
+				UNION SELECT lease_owner FROM payment_refunds
 				WHERE lease_owner IS NOT NULL AND lease_owner ~ '^run-[0-9]{1,18}$') l
 			JOIN reconcile_runs r ON r.id = substr(l.lease_owner, 5)::bigint
 		WHERE r.status <> 'running' AND r.id <> $2
@@ -295,9 +299,14 @@ const takeOverSQL = `WITH dead AS (
 		UPDATE payment_orders o SET lease_until = NULL, lease_owner = NULL
 		FROM owners WHERE o.lease_owner = owners.owner
 		RETURNING owners.id, o.id AS order_id
+	), freed_refunds AS (
+		UPDATE payment_refunds rf SET lease_until = NULL, lease_owner = NULL
+		FROM owners WHERE rf.lease_owner = owners.owner
+		RETURNING owners.id, rf.id AS refund_id
 	)
 	SELECT w.id, w.finished,
-		COALESCE((SELECT array_agg(f.order_id ORDER BY f.order_id) FROM freed f WHERE f.id = w.id), '{}') AS orders
+		COALESCE((SELECT array_agg(f.order_id ORDER BY f.order_id) FROM freed f WHERE f.id = w.id), '{}') AS orders,
+		COALESCE((SELECT array_agg(f.refund_id ORDER BY f.refund_id) FROM freed_refunds f WHERE f.id = w.id), '{}') AS refunds
 	FROM owners w WHERE w.id <> $2 ORDER BY w.id`
 
 // TakeOver implements reconcile.RunLog.
@@ -309,13 +318,14 @@ func (r *Runs) TakeOver(ctx context.Context, by reconcile.Run) ([]reconcile.Take
 		ID       int64         `db:"id"`
 		Finished bool          `db:"finished"`
 		Orders   pq.Int64Array `db:"orders"`
+		Refunds  pq.Int64Array `db:"refunds"`
 	}
 	if err := r.store.db.SelectContext(ctx, &rows, takeOverSQL, by.LockName, by.ID); err != nil {
 		return nil, fmt.Errorf("take over dead runs of %s: %w", by.LockName, err)
 	}
 	out := make([]reconcile.TakenOver, len(rows))
 	for i, row := range rows {
-		out[i] = reconcile.TakenOver{RunID: row.ID, Orders: row.Orders, Finished: row.Finished}
+		out[i] = reconcile.TakenOver{RunID: row.ID, Orders: row.Orders, Refunds: row.Refunds, Finished: row.Finished}
 	}
 	return out, nil
 }
@@ -337,11 +347,12 @@ func (r *Runs) LoadRun(ctx context.Context, id int64) (reconcile.Run, error) {
 		WindowTo   sql.NullTime   `db:"window_to"`
 		Shard      string         `db:"shard"`
 		Cursor     sql.NullString `db:"cursor"`
+		Refunds    sql.NullString `db:"refund_cursor"`
 		DryRun     bool           `db:"dry_run"`
 		reconcile.CounterValues
 	}
-	err := r.store.db.GetContext(ctx, &row, `SELECT id, mode, status, started_at, window_from, window_to, shard, cursor, dry_run,
-		`+runCountersSQL+` FROM reconcile_runs WHERE id = $1`, id)
+	err := r.store.db.GetContext(ctx, &row, `SELECT id, mode, status, started_at, window_from, window_to, shard, cursor,
+		refund_cursor, dry_run, `+runCountersSQL+` FROM reconcile_runs WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return reconcile.Run{}, fmt.Errorf("run %d: %w", id, reconcile.ErrNotFound)
 	}
@@ -352,6 +363,10 @@ func (r *Runs) LoadRun(ctx context.Context, id int64) (reconcile.Run, error) {
 	if err != nil {
 		return reconcile.Run{}, fmt.Errorf("run %d: %w", id, err)
 	}
+	refundCur, err := reconcile.ParseCursors(row.Refunds.String)
+	if err != nil {
+		return reconcile.Run{}, fmt.Errorf("run %d refund cursor: %w", id, err)
+	}
 	var shard reconcile.Shard // a pass over every order is stored as the zero shard, "0/0"
 	if row.Shard != shard.String() {
 		if shard, err = reconcile.ParseShard(row.Shard); err != nil {
@@ -360,7 +375,7 @@ func (r *Runs) LoadRun(ctx context.Context, id int64) (reconcile.Run, error) {
 	}
 	return reconcile.Run{ID: row.ID, Mode: reconcile.RunMode(row.Mode), Status: reconcile.RunStatus(row.Status),
 		StartedAt: row.StartedAt, WindowFrom: row.WindowFrom.Time, WindowTo: row.WindowTo.Time, Shard: shard,
-		Cursor: cur, DryRun: row.DryRun, Counts: row.CounterValues}, nil
+		Cursor: cur, RefundCursor: refundCur, DryRun: row.DryRun, Counts: row.CounterValues}, nil
 }
 
 // Locker implements reconcile.Locker with session-level PostgreSQL advisory locks, held on
@@ -479,15 +494,21 @@ func (s *Store) OldestPendingAge(ctx context.Context, now time.Time, lookback ti
 	return now.Sub(oldest.Time), nil
 }
 
-// CountWindow counts the orders a backfill of [from, to) on shard will check after cursor.
+// CountWindow counts the checks (orders and their refunds) a backfill of [from, to) on
+// shard will make after cursor.
 func (s *Store) CountWindow(ctx context.Context, from, to time.Time, shard reconcile.Shard, after reconcile.Cursor) (int64, error) {
 	at := after.CreatedAt
 	if after.IsZero() {
 		at = beginningOfTime
 	}
 	var n int64
-	err := s.db.GetContext(ctx, &n, `SELECT count(*) FROM payment_orders WHERE created_at >= $1 AND created_at < $2
-		AND shard_hash % $3 = $4 AND (created_at, id) > ($5, $6)`, from, to, shard.Count, shard.Index, at, after.ID)
+	// The orders and their refunds: a backfill checks both. Refunds resume on a cursor of
+	// their own; past the orders' cursor is close enough for a progress bar.
+	err := s.db.GetContext(ctx, &n, `SELECT
+		(SELECT count(*) FROM payment_orders WHERE created_at >= $1 AND created_at < $2
+			AND shard_hash % $3 = $4 AND (created_at, id) > ($5, $6)) +
+		(SELECT count(*) FROM payment_refunds WHERE order_created_at >= $1 AND order_created_at < $2
+			AND shard_hash % $3 = $4 AND order_created_at > $5)`, from, to, shard.Count, shard.Index, at, after.ID)
 	if err != nil {
 		return 0, fmt.Errorf("count backfill window: %w", err)
 	}

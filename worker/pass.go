@@ -101,7 +101,7 @@ func newProgress(ctx context.Context, a *App, spec reconcile.PassSpec, w io.Writ
 		total = -1
 	}
 	return progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("backfill"),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("orders"),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("checks"),
 		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionSetPredictTime(true))
 }
 

@@ -32,7 +32,7 @@ func (a *App) alipayVerifier(acct config.AlipayAccount) (httpapi.AlipayNotifyRea
 			return nil, err
 		}
 	}
-	return func(body []byte) (reconcile.Result, error) { return alipay.ParseNotify(body, pub) }, nil
+	return func(body []byte) (reconcile.Notification, error) { return alipay.ParseNotify(body, pub) }, nil
 }
 
 // wechatVerifier reads a merchant's callbacks with the WeChat Pay public key and the API v3

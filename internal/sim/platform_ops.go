@@ -51,3 +51,18 @@ func (p *Platform) Close(ctx context.Context, otn string) error {
 	}
 	return err
 }
+
+// QueryRefund implements reconcile.PlatformClient. The simulated platform keeps no refund
+// records of the merchant's own yet: every refund is unknown to it, behind the same faults
+// as a query.
+func (p *Platform) QueryRefund(ctx context.Context, otn, outRefundNo string) (reconcile.RefundResult, error) {
+	kind, latency, hang := p.fault("query")
+	if err := reconcile.Sleep(ctx, latency); err != nil {
+		return reconcile.RefundResult{}, &reconcile.PlatformError{Platform: p.platform, Kind: reconcile.KindRetryable, Err: err}
+	}
+	if kind != "" {
+		return reconcile.RefundResult{}, p.fail(ctx, kind, hang)
+	}
+	return reconcile.RefundResult{Platform: p.platform, MerchantID: p.merchant, OutTradeNo: otn, OutRefundNo: outRefundNo,
+		State: reconcile.RefundStateNotFound, RawState: string(reconcile.RefundStateNotFound)}, nil
+}

@@ -18,8 +18,9 @@ import (
 
 // Gateway methods payrecon calls.
 const (
-	MethodTradeQuery = "alipay.trade.query"
-	MethodTradeClose = "alipay.trade.close"
+	MethodTradeQuery  = "alipay.trade.query"
+	MethodTradeClose  = "alipay.trade.close"
+	MethodRefundQuery = "alipay.trade.fastpay.refund.query"
 )
 
 // Client speaks to one Alipay app. It is safe for concurrent use; share one per process so
@@ -122,8 +123,9 @@ type answer struct {
 }
 
 // call sends one signed request and reads, splits and verifies the answer. Transport and
-// HTTP failures come back classified; business codes are left to the caller.
-func (c *Client) call(ctx context.Context, method string, biz map[string]string) (answer, error) {
+// HTTP failures come back classified; business codes are left to the caller. biz is
+// encoded as biz_content: a map of strings, or a struct where a field is not a string.
+func (c *Client) call(ctx context.Context, method string, biz any) (answer, error) {
 	form, err := c.requestParams(method, biz)
 	if err != nil {
 		return answer{}, err
@@ -170,7 +172,7 @@ func (c *Client) call(ctx context.Context, method string, biz map[string]string)
 }
 
 // requestParams builds and signs the form for one call.
-func (c *Client) requestParams(method string, biz map[string]string) (url.Values, error) {
+func (c *Client) requestParams(method string, biz any) (url.Values, error) {
 	bizJSON, err := marshalNoEscape(biz)
 	if err != nil {
 		return nil, platformclient.NewError(reconcile.Alipay, reconcile.KindPermanent, "", "cannot encode biz_content", err)
@@ -229,8 +231,11 @@ func (c *Client) logFailure(method string, biz map[string]string, err error) err
 	if reconcile.PlatformErrorKindOf(err) == reconcile.KindConfig {
 		ev = c.log.Error()
 	}
-	ev.Str("method", method).Str("out_trade_no", biz["out_trade_no"]).Str("trade_no", biz["trade_no"]).
-		Str("kind", reconcile.PlatformErrorKindOf(err).String()).Err(err).Msg("alipay call failed")
+	ev = ev.Str("method", method).Str("out_trade_no", biz["out_trade_no"]).Str("trade_no", biz["trade_no"])
+	if no := biz["out_request_no"]; no != "" {
+		ev = ev.Str("out_request_no", no)
+	}
+	ev.Str("kind", reconcile.PlatformErrorKindOf(err).String()).Err(err).Msg("alipay call failed")
 	return err
 }
 

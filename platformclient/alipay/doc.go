@@ -1,6 +1,8 @@
 // Package alipay speaks Alipay's OpenAPI gateway protocol (v1, RSA2) for what payrecon
-// needs: alipay.trade.query (by out_trade_no or trade_no), alipay.trade.close, and the
-// asynchronous trade notification.
+// needs: alipay.trade.query (by out_trade_no or trade_no), alipay.trade.close,
+// alipay.trade.fastpay.refund.query (QueryRefund), and the asynchronous trade notification,
+// which ParseNotify reads as a payment's, or as a refund's when it carries out_biz_no
+// (refund_fee is then the trade's running total).
 //
 // Requests are signed over every parameter except sign (sign_type included), empty values
 // dropped, sorted, joined raw as k=v&...; SHA256withRSA, PKCS#1 v1.5, standard base64.

@@ -117,10 +117,11 @@ func TestParseNotify(t *testing.T) {
 	key := fuzzKey(t)
 	pub := &key.PublicKey
 	body := signedNotify(t, key, nil)
-	res, err := ParseNotify(body, pub)
-	if err != nil {
-		t.Fatal(err)
+	n, err := ParseNotify(body, pub)
+	if err != nil || n.Payment == nil || n.Refund != nil || n.Ignored != "" {
+		t.Fatalf("%+v, %v; want a payment", n, err)
 	}
+	res := *n.Payment
 	want := reconcile.Result{Platform: reconcile.Alipay, MerchantID: "2021000122600001", OutTradeNo: "ORDER-1",
 		PlatformTradeNo: "2024030122001419991400012345", State: reconcile.StatePaid, RawState: "TRADE_SUCCESS",
 		AmountMinor: 8888, SellerID: "2088621000000001", Source: reconcile.SourceNotify, RawDigest: platformclient.Digest(body)}
@@ -142,7 +143,7 @@ func TestParseNotify(t *testing.T) {
 	}
 	for name, b := range bad {
 		res, err := ParseNotify(b, pub)
-		if !errors.Is(err, ErrBadSignature) || reconcile.PlatformErrorKindOf(err) != reconcile.KindBadSignature || res != (reconcile.Result{}) {
+		if !errors.Is(err, ErrBadSignature) || reconcile.PlatformErrorKindOf(err) != reconcile.KindBadSignature || res != (reconcile.Notification{}) {
 			t.Errorf("%s: %+v, %v; want ErrBadSignature and no Result", name, res, err)
 		}
 	}
@@ -155,7 +156,7 @@ func TestParseNotify(t *testing.T) {
 	}
 	for name, b := range malformed {
 		res, err := ParseNotify(b, pub)
-		if !errors.Is(err, ErrMalformed) || res != (reconcile.Result{}) {
+		if !errors.Is(err, ErrMalformed) || res != (reconcile.Notification{}) {
 			t.Errorf("%s: %+v, %v; want ErrMalformed", name, res, err)
 		}
 	}
@@ -178,17 +179,23 @@ func FuzzParseNotify(f *testing.F) {
 	f.Add(signedNotify(f, key, nil))
 	f.Add(signedNotify(f, key, func(v url.Values) { v.Set("trade_status", "TRADE_CLOSED") }))
 	f.Add(signedNotify(f, key, func(v url.Values) { v.Set("total_amount", "1e2") }))
+	f.Add(signedNotify(f, key, func(v url.Values) {
+		v.Set("out_biz_no", "R-1")
+		v.Set("refund_fee", "88.88")
+		v.Set("gmt_refund", "2024-03-01 10:30:00.123")
+		v.Set("trade_status", "TRADE_CLOSED")
+	}))
 	f.Add([]byte("sign=abc&out_trade_no=1"))
 	f.Add([]byte("%%%"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		res, err := ParseNotify(body, &key.PublicKey)
+		n, err := ParseNotify(body, &key.PublicKey)
 		if err != nil {
 			if !errors.Is(err, ErrBadSignature) && !errors.Is(err, ErrMalformed) {
 				t.Fatalf("unclassified error %v", err)
 			}
-			if res != (reconcile.Result{}) {
-				t.Fatalf("error with a Result: %+v", res)
+			if n != (reconcile.Notification{}) {
+				t.Fatalf("error with a Notification: %+v", n)
 			}
 			return
 		}
@@ -196,8 +203,20 @@ func FuzzParseNotify(f *testing.F) {
 		if perr != nil || VerifyNotifyParams(&key.PublicKey, form) != nil {
 			t.Fatalf("accepted a notification that does not verify: %q", body)
 		}
-		if res.Source != reconcile.SourceNotify || res.RawDigest != platformclient.Digest(body) || res.OutTradeNo != form.Get("out_trade_no") {
-			t.Fatalf("result %+v", res)
+		switch {
+		case n.Payment != nil && n.Refund == nil && n.Ignored == "":
+			res := n.Payment
+			if res.Source != reconcile.SourceNotify || res.RawDigest != platformclient.Digest(body) || res.OutTradeNo != form.Get("out_trade_no") {
+				t.Fatalf("result %+v", res)
+			}
+		case n.Refund != nil && n.Payment == nil && n.Ignored == "":
+			r := n.Refund
+			if r.Source != reconcile.SourceNotify || r.RawDigest != platformclient.Digest(body) || r.OutRefundNo != form.Get("out_biz_no") ||
+				r.AmountMinor != 0 || r.RefundedTotalMinor <= 0 {
+				t.Fatalf("refund %+v", r)
+			}
+		default:
+			t.Fatalf("not exactly one of payment, refund, ignored: %+v", n)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/payrecon/payrecon/platformclient"
 )
@@ -101,5 +102,32 @@ func TestSignContentRules(t *testing.T) {
 	}
 	if got := SignContent(p, "sign", "sign_type"); got != `app_id=2014072300007148&biz_content={"out_trade_no":"X1"}&charset=utf-8&format=JSON&method=alipay.trade.query&timestamp=2024-01-01 12:00:00&version=1.0` {
 		t.Fatalf("notify content %s", got)
+	}
+}
+
+// The refund query's request, as the documentation's example shapes it: the canonical
+// string is every parameter but sign, sorted, raw, with biz_content holding out_trade_no,
+// out_request_no and query_options (an array: gmt_refund_pay is only sent when asked for).
+func TestKnownAnswerRefundQueryRequest(t *testing.T) {
+	key := rsaKey(t, 0)
+	at := time.Date(2024, 1, 1, 12, 0, 0, 0, platformclient.ChinaTime)
+	c, err := New(Config{AppID: "2014072300007148", PrivateKey: key, AlipayPublicKey: &key.PublicKey, Now: func() time.Time { return at.UTC() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.requestParams(MethodRefundQuery, refundQueryBiz{OutTradeNo: "X1", OutRequestNo: "X1-R1", QueryOptions: []string{"gmt_refund_pay"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `app_id=2014072300007148&biz_content={"out_trade_no":"X1","out_request_no":"X1-R1","query_options":["gmt_refund_pay"]}` +
+		`&charset=utf-8&format=JSON&method=alipay.trade.fastpay.refund.query&sign_type=RSA2&timestamp=2024-01-01 12:00:00&version=1.0`
+	if got := SignContent(p, "sign"); got != want {
+		t.Fatalf("refund query content\n got  %s\n want %s", got, want)
+	}
+	if err := platformclient.VerifySHA256(&key.PublicKey, []byte(want), p.Get("sign")); err != nil {
+		t.Fatalf("sign does not cover the canonical string: %v", err)
+	}
+	if ResponseNodeName(MethodRefundQuery) != "alipay_trade_fastpay_refund_query_response" {
+		t.Fatalf("response node %q", ResponseNodeName(MethodRefundQuery))
 	}
 }

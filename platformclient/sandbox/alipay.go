@@ -89,13 +89,15 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 	appID := p.Get("app_id")
 	// The account is the app_id as sent, known or not, so per-account caps and faults apply
 	// before the gateway looks at credentials, as a throttle in front of it would.
-	rq := request{platform: reconcile.Alipay, merchant: appID, key: orderKey{reconcile.Alipay, outTradeNo}, isQuery: method == alipay.MethodTradeQuery}
+	refundNo := alipayRefundNo(method, p.Get("biz_content"))
+	rq := request{platform: reconcile.Alipay, merchant: appID, key: orderKey{reconcile.Alipay, outTradeNo},
+		isQuery: method == alipay.MethodTradeQuery || method == alipay.MethodRefundQuery, refund: refundNo}
 	f, hasFault, throttled := s.admit(rq)
 	if hasFault && s.transportFault(w, r, f) {
 		return
 	}
 	nodeName := "error_response"
-	if method == alipay.MethodTradeQuery || method == alipay.MethodTradeClose || method == alipay.MethodBillDownloadURL {
+	if method == alipay.MethodTradeQuery || method == alipay.MethodTradeClose || method == alipay.MethodBillDownloadURL || method == alipay.MethodRefundQuery {
 		nodeName = alipay.ResponseNodeName(method)
 	}
 	app := s.alipay.get(appID)
@@ -130,6 +132,10 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 	}
 	if method == alipay.MethodTradeClose {
 		reply(s.alipayCloseNode(outTradeNo, biz.OutTradeNo))
+		return
+	}
+	if method == alipay.MethodRefundQuery {
+		reply(s.alipayRefundNode(outTradeNo, biz.OutTradeNo, refundNo))
 		return
 	}
 	reply(s.alipayQueryNode(outTradeNo, biz.OutTradeNo))

@@ -154,12 +154,12 @@ func TestAlipayAccountsQueryCloseAndCallbacks(t *testing.T) {
 			got := make(chan reconcile.Result, 4)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				body, _ := io.ReadAll(r.Body)
-				res, err := c.ParseNotify(body)
-				if err != nil {
+				n, err := c.ParseNotify(body)
+				if err != nil || n.Payment == nil {
 					_, _ = io.WriteString(w, "fail")
 					return
 				}
-				got <- res
+				got <- *n.Payment
 				_, _ = io.WriteString(w, alipay.NotifySuccess)
 			}))
 			defer srv.Close()

@@ -29,12 +29,17 @@ var (
 )
 
 // Callback names one notification to send: the order's current scenario, as the platform
-// would report it.
+// would report it, or with OutRefundNo the refund's outcome (out_trade_no may then be
+// left empty).
 type Callback struct {
 	Platform   reconcile.Platform `json:"platform"`
 	OutTradeNo string             `json:"out_trade_no"`
-	// RawState overrides the state word sent (e.g. a late TRADE_SUCCESS after TRADE_CLOSED,
-	// to play an out-of-order delivery).
+	// OutRefundNo sends the refund's notification instead: WeChat Pay's REFUND.SUCCESS,
+	// REFUND.ABNORMAL or REFUND.CLOSED; Alipay's trade notification again with out_biz_no,
+	// refund_fee (the trade's running total) and gmt_refund, for a successful refund only.
+	OutRefundNo string `json:"out_refund_no,omitempty"`
+	// RawState overrides the state word of a payment callback (e.g. a late TRADE_SUCCESS
+	// after TRADE_CLOSED, to play an out-of-order delivery).
 	RawState string `json:"raw_state,omitempty"`
 }
 
@@ -216,6 +221,9 @@ func (s *Sandbox) pause(ctx context.Context, d time.Duration) bool {
 }
 
 func (s *Sandbox) buildCallback(cb Callback) (outgoing, error) {
+	if cb.OutRefundNo != "" {
+		return s.buildRefundCallback(cb)
+	}
 	sc := s.Scenario(cb.Platform, cb.OutTradeNo)
 	if sc.State == StateNotFound {
 		return outgoing{}, fmt.Errorf("callback for %s %q: the platform has no such order", cb.Platform, cb.OutTradeNo)
@@ -247,6 +255,11 @@ func (s *Sandbox) alipayCallback(cb Callback, sc Scenario) (outgoing, error) {
 	if app == nil {
 		return outgoing{}, fmt.Errorf("callback for alipay %q: its app %s is not played by the sandbox", cb.OutTradeNo, sc.MerchantID)
 	}
+	return alipayOutgoing(cb, app, s.alipayTradeForm(app, cb.OutTradeNo, sc, status))
+}
+
+// alipayTradeForm is a trade's trade_status_sync form, not yet signed.
+func (s *Sandbox) alipayTradeForm(app *alipayApp, outTradeNo string, sc Scenario, status string) url.Values {
 	china := func(t time.Time) string { return t.In(platformclient.ChinaTime).Format(platformclient.ChinaTimeLayout) }
 	now := s.now()
 	amount := reconcile.FormatYuan(sc.AmountMinor)
@@ -260,7 +273,7 @@ func (s *Sandbox) alipayCallback(cb Callback, sc Scenario) (outgoing, error) {
 	f.Set("version", "1.0")
 	f.Set("sign_type", "RSA2")
 	f.Set("trade_no", sc.TradeNo)
-	f.Set("out_trade_no", cb.OutTradeNo)
+	f.Set("out_trade_no", outTradeNo)
 	f.Set("trade_status", status)
 	f.Set("total_amount", amount)
 	f.Set("seller_id", app.SellerID)
@@ -280,6 +293,12 @@ func (s *Sandbox) alipayCallback(cb Callback, sc Scenario) (outgoing, error) {
 	if status == alipay.StatusTradeClosed {
 		f.Set("gmt_close", china(now))
 	}
+	return f
+}
+
+// alipayOutgoing signs a notification form as the app's Alipay key and sends it as Alipay
+// does.
+func alipayOutgoing(cb Callback, app *alipayApp, f url.Values) (outgoing, error) {
 	if err := alipay.SignNotify(app.PlatformKey, f); err != nil {
 		return outgoing{}, err
 	}
@@ -305,18 +324,24 @@ func (s *Sandbox) wechatCallback(cb Callback, sc Scenario) (outgoing, error) {
 	if m == nil {
 		return outgoing{}, fmt.Errorf("callback for %q: the sandbox plays no WeChat Pay merchant %s", cb.OutTradeNo, sc.MerchantID)
 	}
-	acct := m.account()
-	plain := s.wechatTransaction(acct, cb.OutTradeNo, sc)
-	nonce := randomAlnum(12)
-	ct, err := wechatpay.EncryptResource(acct.APIv3Key, "transaction", nonce, plain)
-	if err != nil {
-		return outgoing{}, err
-	}
+	plain := s.wechatTransaction(m.account(), cb.OutTradeNo, sc)
 	// WeChat Pay only notifies successful payments; other states are sent under their own
 	// event type so out-of-order plays can still be staged.
 	event, summary := "TRANSACTION.SUCCESS", "支付成功"
 	if st := wechatStateWord(sc); st != wechatpay.StateSuccess {
 		event, summary = "TRANSACTION."+st, "交易状态变更"
+	}
+	return s.wechatOutgoing(cb, m, event, summary, "transaction", plain)
+}
+
+// wechatOutgoing seals plain with the merchant's API v3 key into the callback envelope of
+// event; each attempt is signed anew (a retry hours later carries a fresh timestamp).
+func (s *Sandbox) wechatOutgoing(cb Callback, m *wechatMerchant, event, summary, originalType string, plain []byte) (outgoing, error) {
+	acct := m.account()
+	nonce := randomAlnum(12)
+	ct, err := wechatpay.EncryptResource(acct.APIv3Key, originalType, nonce, plain)
+	if err != nil {
+		return outgoing{}, err
 	}
 	body := object(
 		field{"id", fmt.Sprintf("%08x-%04x-5%03x-a%03x-%012x", rand.Uint32(), rand.Uint32N(1<<16), rand.Uint32N(1<<12), rand.Uint32N(1<<12), rand.Uint64N(1<<48))},
@@ -325,8 +350,8 @@ func (s *Sandbox) wechatCallback(cb Callback, sc Scenario) (outgoing, error) {
 		field{"event_type", event},
 		field{"summary", summary},
 		field{"resource", jsonRaw(object(
-			field{"original_type", "transaction"}, field{"algorithm", wechatpay.AlgorithmAESGCM},
-			field{"ciphertext", ct}, field{"associated_data", "transaction"}, field{"nonce", nonce}))},
+			field{"original_type", originalType}, field{"algorithm", wechatpay.AlgorithmAESGCM},
+			field{"ciphertext", ct}, field{"associated_data", originalType}, field{"nonce", nonce}))},
 	)
 	key, serial := m.callbackSigner()
 	return outgoing{
@@ -340,4 +365,52 @@ func (s *Sandbox) wechatCallback(cb Callback, sc Scenario) (outgoing, error) {
 		},
 		acked: func(status int, _ []byte) bool { return status/100 == 2 },
 	}, nil
+}
+
+// buildRefundCallback is a refund's notification, as its platform sends it.
+func (s *Sandbox) buildRefundCallback(cb Callback) (outgoing, error) {
+	ref, ok := s.RefundOf(cb.Platform, cb.OutRefundNo)
+	if !ok {
+		return outgoing{}, fmt.Errorf("callback for %s refund %q: the platform has no such refund", cb.Platform, cb.OutRefundNo)
+	}
+	if cb.OutTradeNo != "" && cb.OutTradeNo != ref.OutTradeNo {
+		return outgoing{}, fmt.Errorf("callback for refund %q: it refunds %q, not %q", cb.OutRefundNo, ref.OutTradeNo, cb.OutTradeNo)
+	}
+	cb.OutTradeNo = ref.OutTradeNo
+	sc := s.Scenario(cb.Platform, ref.OutTradeNo)
+	if cb.Platform == reconcile.WechatPay {
+		event, summary, err := wechatRefundEvent(ref)
+		if err != nil {
+			return outgoing{}, err
+		}
+		m := s.wechat.owner(sc)
+		if m == nil {
+			return outgoing{}, fmt.Errorf("callback for refund %q: the sandbox plays no WeChat Pay merchant %s", cb.OutRefundNo, sc.MerchantID)
+		}
+		return s.wechatOutgoing(cb, m, event, summary, "refund", wechatRefundResource(ref))
+	}
+	return s.alipayRefundCallback(cb, sc, ref)
+}
+
+// alipayRefundCallback is the trade notification sent again for a successful refund:
+// out_biz_no, refund_fee (the trade's running total) and gmt_refund added, the trade
+// TRADE_CLOSED once fully refunded.
+func (s *Sandbox) alipayRefundCallback(cb Callback, sc Scenario, ref Refund) (outgoing, error) {
+	if ref.Outcome != RefundSuccess {
+		return outgoing{}, fmt.Errorf("callback for refund %q: Alipay notifies successful refunds only, it is %s", cb.OutRefundNo, ref.Outcome)
+	}
+	app := s.alipay.get(s.alipay.owner(sc))
+	if app == nil {
+		return outgoing{}, fmt.Errorf("callback for refund %q: its app %s is not played by the sandbox", cb.OutRefundNo, sc.MerchantID)
+	}
+	status := alipay.StatusTradeSuccess
+	if ref.RefundedTotalMinor >= sc.AmountMinor {
+		status = alipay.StatusTradeClosed
+	}
+	f := s.alipayTradeForm(app, ref.OutTradeNo, sc, status)
+	f.Set("out_biz_no", ref.OutRefundNo)
+	f.Set("refund_fee", reconcile.FormatYuan(ref.RefundedTotalMinor))
+	// yyyy-MM-dd HH:mm:ss.S, milliseconds written in full.
+	f.Set("gmt_refund", ref.SucceededAt.In(platformclient.ChinaTime).Format(platformclient.ChinaTimeLayout+".000"))
+	return alipayOutgoing(cb, app, f)
 }

@@ -27,6 +27,8 @@ type receiver struct {
 	refuse  int // deliveries to refuse before acknowledging
 	ack     string
 	results []reconcile.Result
+	refunds []reconcile.RefundResult
+	ignored []string
 	bodies  [][]byte
 	rejects int
 }
@@ -47,7 +49,7 @@ func newReceiver(t *testing.T, sb *sandbox.Sandbox) (*receiver, string) {
 
 func (rc *receiver) serveAlipay(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	res, err := alipay.ParseNotify(body, &rc.sb.Keys().AlipayPlatformKey.PublicKey)
+	n, err := alipay.ParseNotify(body, &rc.sb.Keys().AlipayPlatformKey.PublicKey)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if err != nil {
@@ -60,14 +62,26 @@ func (rc *receiver) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "fail")
 		return
 	}
-	rc.results = append(rc.results, res)
-	rc.bodies = append(rc.bodies, body)
+	rc.keep(n, body)
 	_, _ = io.WriteString(w, rc.ack)
+}
+
+// keep records an acknowledged notification (rc.mu held).
+func (rc *receiver) keep(n reconcile.Notification, body []byte) {
+	switch {
+	case n.Payment != nil:
+		rc.results = append(rc.results, *n.Payment)
+		rc.bodies = append(rc.bodies, body)
+	case n.Refund != nil:
+		rc.refunds = append(rc.refunds, *n.Refund)
+	default:
+		rc.ignored = append(rc.ignored, n.Ignored)
+	}
 }
 
 func (rc *receiver) serveWechat(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	res, err := rc.wechat.ParseNotify(r.Header, body)
+	n, err := rc.wechat.ParseNotify(r.Header, body)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if err != nil {
@@ -81,8 +95,7 @@ func (rc *receiver) serveWechat(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"code":"FAIL","message":"busy"}`)
 		return
 	}
-	rc.results = append(rc.results, res)
-	rc.bodies = append(rc.bodies, body)
+	rc.keep(n, body)
 	w.WriteHeader(http.StatusNoContent)
 }
 

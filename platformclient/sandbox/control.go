@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
+	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
 )
 
@@ -20,8 +22,12 @@ import (
 //	PUT    /sandbox/qps/{platform}                    body: {"qps": 5} (0 removes the cap)
 //	GET    /sandbox/counts                            {"alipay":{"queries":N,"orders":{"X":{"queries":n,"closes":m}}},...}
 //	GET    /sandbox/counts/{platform}/{no}            {"queries":n,"closes":m,"last_answer_digest":"..."}
+//	POST   /sandbox/refunds                           body: RefundSpec; answers the Refund made
+//	PUT    /sandbox/refunds/{platform}/{no}           body: {"outcome":"SUCCESS"}: settle a PROCESSING or ABNORMAL refund
+//	GET    /sandbox/refunds/{platform}/{no}           the refund
+//	GET    /sandbox/refunds/{platform}?day=YYYY-MM-DD&merchant_id=   {"refunds":[...]}: RefundsOfDay
 //	POST   /sandbox/callbacks                         body: DeliveryOptions fields + "callbacks":[Callback] + "wait":bool
-//	POST   /sandbox/reset                             forget scenarios, faults, caps and counts
+//	POST   /sandbox/reset                             forget scenarios, refunds, faults, caps and counts
 //
 // Errors answer 400 with {"error":"..."}.
 func (s *Sandbox) mountControl(mux *http.ServeMux) {
@@ -34,6 +40,10 @@ func (s *Sandbox) mountControl(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /sandbox/qps/{platform}", s.ctlPutQPS)
 	mux.HandleFunc("GET /sandbox/counts", s.ctlCounts)
 	mux.HandleFunc("GET /sandbox/counts/{platform}/{no}", s.ctlOrderCounts)
+	mux.HandleFunc("POST /sandbox/refunds", s.ctlPostRefund)
+	mux.HandleFunc("PUT /sandbox/refunds/{platform}/{no}", s.ctlSettleRefund)
+	mux.HandleFunc("GET /sandbox/refunds/{platform}/{no}", s.ctlGetRefund)
+	mux.HandleFunc("GET /sandbox/refunds/{platform}", s.ctlRefundsOfDay)
 	mux.HandleFunc("POST /sandbox/callbacks", s.ctlCallbacks)
 	mux.HandleFunc("POST /sandbox/reset", s.ctlReset)
 	s.mountBillControl(mux)
@@ -45,7 +55,7 @@ func (s *Sandbox) ctlInfo(w http.ResponseWriter, _ *http.Request) {
 		"wechatpay_serial_no":     s.keys.WechatMerchantSerial,
 		"wechatpay_public_key_id": s.keys.WechatPublicKeyID,
 		"alipay_gateway_path":     "/gateway.do",
-		"wechatpay_paths":         []string{"/v3/pay/transactions/out-trade-no/{out_trade_no}", "/v3/pay/transactions/id/{transaction_id}", "/v3/pay/transactions/out-trade-no/{out_trade_no}/close", "/v3/certificates"},
+		"wechatpay_paths":         []string{"/v3/pay/transactions/out-trade-no/{out_trade_no}", "/v3/pay/transactions/id/{transaction_id}", "/v3/pay/transactions/out-trade-no/{out_trade_no}/close", "/v3/refund/domestic/refunds/{out_refund_no}", "/v3/certificates"},
 		"wechatpay_merchants":     s.wechatMerchantInfo(),
 		"bill_paths":              []string{alipayBillFilePath, "/v3/bill/tradebill", wechatBillFilePath, "/sandbox/bills/{platform}/{day}", "/sandbox/bills/{platform}/spoil"},
 	})
@@ -211,6 +221,68 @@ func (s *Sandbox) ctlCallbacks(w http.ResponseWriter, r *http.Request) {
 		return // the caller left
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"results": results})
+}
+
+func (s *Sandbox) ctlPostRefund(w http.ResponseWriter, r *http.Request) {
+	var spec RefundSpec
+	if !readJSON(w, r, &spec) {
+		return
+	}
+	ref, err := s.AddRefund(spec)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ref)
+}
+
+func (s *Sandbox) ctlSettleRefund(w http.ResponseWriter, r *http.Request) {
+	p, ok := pathPlatform(w, r)
+	if !ok {
+		return
+	}
+	var body struct {
+		Outcome RefundOutcome `json:"outcome"`
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
+	ref, err := s.SettleRefund(p, r.PathValue("no"), body.Outcome)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ref)
+}
+
+func (s *Sandbox) ctlGetRefund(w http.ResponseWriter, r *http.Request) {
+	p, ok := pathPlatform(w, r)
+	if !ok {
+		return
+	}
+	ref, found := s.RefundOf(p, r.PathValue("no"))
+	if !found {
+		writeErr(w, fmt.Errorf("%s has no refund %q", p, r.PathValue("no")))
+		return
+	}
+	writeJSON(w, http.StatusOK, ref)
+}
+
+func (s *Sandbox) ctlRefundsOfDay(w http.ResponseWriter, r *http.Request) {
+	p, ok := pathPlatform(w, r)
+	if !ok {
+		return
+	}
+	day, err := time.ParseInLocation(time.DateOnly, r.URL.Query().Get("day"), platformclient.ChinaTime)
+	if err != nil {
+		writeErr(w, fmt.Errorf("day: want YYYY-MM-DD"))
+		return
+	}
+	refunds := s.RefundsOfDay(p, r.URL.Query().Get("merchant_id"), day)
+	if refunds == nil {
+		refunds = []Refund{}
+	}
+	writeJSON(w, http.StatusOK, map[string][]Refund{"refunds": refunds})
 }
 
 func (s *Sandbox) ctlReset(w http.ResponseWriter, _ *http.Request) {

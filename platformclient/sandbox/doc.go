@@ -15,6 +15,17 @@
 // encrypted JSON), with duplicates and shuffled order, on each platform's retry schedule
 // (compressible by a factor) until acknowledged.
 //
+// Refunds are state too (refunds.go): Refund (or POST /sandbox/refunds) refunds part or
+// all of a paid trade with an outcome (SUCCESS, PROCESSING, ABNORMAL, CLOSED; the refunds
+// of a trade never above what it was paid), SettleRefund moves a pending one on later. The
+// refund queries answer from that state with real signatures and error shapes, through
+// the same faults and caps (WeChat Pay GET /v3/refund/domestic/refunds/{no}, 404
+// RESOURCE_NOT_EXISTS; Alipay alipay.trade.fastpay.refund.query, refund_amount only for a
+// successful refund). A refund's callback is sent like a payment's (Callback.OutRefundNo):
+// WeChat Pay's REFUND.* envelope, Alipay's trade notification again with out_biz_no,
+// refund_fee (the running total) and gmt_refund. RefundsOfDay lists a day's refunds for
+// the bills.
+//
 // Alipay apps: the default app (Keys, Identity) in public-key mode, plus Options.Accounts.Alipay,
 // each in public-key or certificate mode (GenerateAlipayAccount makes one, with its own
 // root chain, "Alipay CA", app and Alipay certificates). The gateway picks the app by
@@ -30,8 +41,9 @@
 // makes it late, declare a wrong hash, disagree with its totals or arrive truncated;
 // GET /sandbox/bills/{platform}/{day} hands out the file itself.
 //
-// Go API: New, SetScenario, SetFault, SetQPSCap, QueryCount, Deliver, AlipayConfig and
-// WechatPayConfig (ready client configurations pointing at a base URL), WriteKeyFiles.
+// Go API: New, SetScenario, Refund, SettleRefund, SetFault, SetQPSCap, QueryCount, Deliver,
+// AlipayConfig and WechatPayConfig (ready client configurations pointing at a base URL),
+// WriteKeyFiles.
 // JSON control API under /sandbox/ (see control.go). Standalone: Main or Run, which the
 // `reconciler sandbox --listen ADDR --keys-dir DIR` subcommand calls.
 //

@@ -115,7 +115,7 @@ func TestNoKeyMaterialInLogsOrErrors(t *testing.T) {
 	h.Set(wechatpay.HeaderTimestamp, fmt.Sprint(time.Now().Unix()))
 	h.Set(wechatpay.HeaderNonce, "n")
 	h.Set(wechatpay.HeaderSerial, k.WechatPublicKeyID)
-	body := []byte(`{"resource":{"algorithm":"AEAD_AES_256_GCM","ciphertext":"AAAAAAAAAAAAAAAAAAAAAAAAAAAA","nonce":"123456789012","associated_data":"transaction"}}`)
+	body := []byte(`{"event_type":"TRANSACTION.SUCCESS","resource":{"algorithm":"AEAD_AES_256_GCM","ciphertext":"AAAAAAAAAAAAAAAAAAAAAAAAAAAA","nonce":"123456789012","associated_data":"transaction"}}`)
 	sig, _ := platformclient.SignSHA256(k.WechatPlatformKey, wechatpay.ResponseMessage(h.Get(wechatpay.HeaderTimestamp), "n", body))
 	h.Set(wechatpay.HeaderSignature, sig)
 	_, err = wc.ParseNotify(h, body) // verified, undecryptable

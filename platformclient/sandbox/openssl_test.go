@@ -93,7 +93,7 @@ func TestOpenSSLCrossCheckAlipay(t *testing.T) {
 		"total_amount": {"88.88"}, "sign_type": {"RSA2"}, "subject": {"咖啡 + cake"}}
 	n.Set("sign", o.sign(k.AlipayPlatformKey, []byte(alipay.SignContent(n, "sign", "sign_type"))))
 	res, err := alipay.ParseNotify([]byte(n.Encode()), &k.AlipayPlatformKey.PublicKey)
-	if err != nil || res.AmountMinor != 8888 {
+	if err != nil || res.Payment == nil || res.Payment.AmountMinor != 8888 {
 		t.Fatalf("openssl-signed notification: %+v, %v", res, err)
 	}
 	// And our notification signature verifies with openssl.

@@ -58,6 +58,9 @@ type Sandbox struct {
 	perAcct    map[accountKey]int
 	lastDigest map[orderKey]string
 	seq        int
+	// refunds (refunds.go)
+	refunds       map[refundKey]*Refund
+	refundQueries map[refundKey]int
 	// bills (bills.go)
 	billSpoils  map[accountKey]BillSpoil
 	billTickets map[string]billTicket
@@ -106,6 +109,7 @@ func New(opts Options) (*Sandbox, error) {
 	s.mux.HandleFunc("GET /v3/pay/transactions/out-trade-no/{no}", s.serveWechatQuery)
 	s.mux.HandleFunc("GET /v3/pay/transactions/id/{id}", s.serveWechatQuery)
 	s.mux.HandleFunc("POST /v3/pay/transactions/out-trade-no/{no}/close", s.serveWechatClose)
+	s.mux.HandleFunc("GET "+wechatpay.RefundPath+"{no}", s.serveWechatRefundQuery)
 	s.mux.HandleFunc("GET "+wechatpay.CertificatesPath, s.serveWechatCertificates)
 	s.mux.HandleFunc("GET "+wechatpay.TradeBillPath, s.serveWechatTradeBill)
 	s.mux.HandleFunc("GET "+wechatBillFilePath, s.serveWechatBillFile)
@@ -297,7 +301,7 @@ func (s *Sandbox) LastAnswerDigest(p reconcile.Platform, outTradeNo string) stri
 	return s.lastDigest[orderKey{p, outTradeNo}]
 }
 
-// Reset forgets every scenario, fault, cap and count.
+// Reset forgets every scenario, refund, fault, cap and count.
 func (s *Sandbox) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -315,6 +319,8 @@ func (s *Sandbox) resetLocked() {
 	s.closes = map[orderKey]int{}
 	s.perPlat = map[reconcile.Platform]int{}
 	s.lastDigest = map[orderKey]string{}
+	s.refunds = map[refundKey]*Refund{}
+	s.refundQueries = map[refundKey]int{}
 	s.billSpoils = map[accountKey]BillSpoil{}
 	s.billTickets = map[string]billTicket{}
 	s.billServed = map[reconcile.Platform]int{}
@@ -327,6 +333,9 @@ type request struct {
 	merchant string // the account the request authenticates as (app_id, mchid)
 	key      orderKey
 	isQuery  bool
+	// refund is the out_refund_no a refund query asks about (key is then its trade's, so
+	// the trade's fault applies): counted as the refund's query, not the trade's.
+	refund string
 }
 
 // accountKey names one merchant account of a platform; merchant "" stands for all of them.
@@ -344,7 +353,9 @@ func (s *Sandbox) admit(rq request) (f Fault, hasFault, throttled bool) {
 	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if rq.key.outTradeNo != "" {
+	if rq.refund != "" {
+		s.refundQueries[refundKey{rq.platform, rq.refund}]++
+	} else if rq.key.outTradeNo != "" {
 		if rq.isQuery {
 			s.queries[rq.key]++
 		} else {

@@ -178,13 +178,16 @@ type notifySink struct {
 func (s *notifySink) handler(c *wechatpay.Client) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		res, err := c.ParseNotify(r.Header, body)
+		n, err := c.ParseNotify(r.Header, body)
+		if err == nil && n.Payment == nil {
+			err = fmt.Errorf("not a payment: %+v", n)
+		}
 		s.mu.Lock()
 		s.serials = append(s.serials, r.Header.Get(wechatpay.HeaderSerial))
 		if err != nil {
 			s.errs = append(s.errs, err)
 		} else {
-			s.results = append(s.results, res)
+			s.results = append(s.results, *n.Payment)
 		}
 		s.mu.Unlock()
 		if err != nil {

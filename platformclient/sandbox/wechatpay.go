@@ -22,18 +22,19 @@ type wechatError struct {
 
 // wechatErrors are the real shapes of the errors a Fault.ErrorCode can ask for.
 var wechatErrors = map[string]wechatError{
-	"PARAM_ERROR":       {400, "PARAM_ERROR", "参数错误"},
-	"INVALID_REQUEST":   {400, "INVALID_REQUEST", "无效请求"},
-	"ORDERPAID":         {400, "ORDERPAID", "订单已支付"},
-	"ORDER_CLOSED":      {400, "ORDER_CLOSED", "订单已关闭"},
-	"SIGN_ERROR":        {401, "SIGN_ERROR", "签名错误"},
-	"NO_AUTH":           {403, "NO_AUTH", "商户无权限"},
-	"RULE_LIMIT":        {403, "RULE_LIMIT", "业务规则限制"},
-	"MCH_NOT_EXISTS":    {400, "MCH_NOT_EXISTS", "商户号不存在"},
-	"ORDER_NOT_EXIST":   {404, "ORDER_NOT_EXIST", "订单不存在"},
-	"FREQUENCY_LIMITED": {429, "FREQUENCY_LIMITED", "频率超限"},
-	"SYSTEM_ERROR":      {500, "SYSTEM_ERROR", "系统错误"},
-	"BANK_ERROR":        {500, "BANK_ERROR", "银行系统异常"},
+	"PARAM_ERROR":         {400, "PARAM_ERROR", "参数错误"},
+	"INVALID_REQUEST":     {400, "INVALID_REQUEST", "无效请求"},
+	"ORDERPAID":           {400, "ORDERPAID", "订单已支付"},
+	"ORDER_CLOSED":        {400, "ORDER_CLOSED", "订单已关闭"},
+	"SIGN_ERROR":          {401, "SIGN_ERROR", "签名错误"},
+	"NO_AUTH":             {403, "NO_AUTH", "商户无权限"},
+	"RULE_LIMIT":          {403, "RULE_LIMIT", "业务规则限制"},
+	"MCH_NOT_EXISTS":      {400, "MCH_NOT_EXISTS", "商户号不存在"},
+	"ORDER_NOT_EXIST":     {404, "ORDER_NOT_EXIST", "订单不存在"},
+	"RESOURCE_NOT_EXISTS": {404, "RESOURCE_NOT_EXISTS", "退款单不存在"},
+	"FREQUENCY_LIMITED":   {429, "FREQUENCY_LIMITED", "频率超限"},
+	"SYSTEM_ERROR":        {500, "SYSTEM_ERROR", "系统错误"},
+	"BANK_ERROR":          {500, "BANK_ERROR", "银行系统异常"},
 }
 
 func wechatErrorFor(code string) wechatError {
@@ -59,14 +60,19 @@ type wechatCall struct {
 // cap, faults and the merchant's signature. It answers and returns nil when the request ends
 // there.
 func (s *Sandbox) wechatAdmit(w http.ResponseWriter, r *http.Request, outTradeNo string, isQuery bool) *wechatCall {
+	return s.wechatAdmitAs(w, r, request{platform: reconcile.WechatPay, key: orderKey{reconcile.WechatPay, outTradeNo}, isQuery: isQuery})
+}
+
+// wechatAdmitAs is wechatAdmit for a request described in full (a refund query names its
+// refund); rq.merchant is filled in from the Authorization.
+func (s *Sandbox) wechatAdmitAs(w http.ResponseWriter, r *http.Request, rq request) *wechatCall {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil {
 		return nil
 	}
-	c := &wechatCall{key: orderKey{reconcile.WechatPay, outTradeNo}, body: body}
-	var mchID string
-	c.merchant, mchID = s.wechatMerchantOf(r.Header.Get("Authorization"))
-	f, hasFault, throttled := s.admit(request{platform: reconcile.WechatPay, merchant: mchID, key: c.key, isQuery: isQuery})
+	c := &wechatCall{key: rq.key, body: body}
+	c.merchant, rq.merchant = s.wechatMerchantOf(r.Header.Get("Authorization"))
+	f, hasFault, throttled := s.admit(rq)
 	c.fault = f
 	if hasFault && s.transportFault(w, r, f) {
 		return nil
@@ -95,7 +101,9 @@ func (s *Sandbox) wechatAdmit(w http.ResponseWriter, r *http.Request, outTradeNo
 		}
 		c.namesPublicKey = publicKey
 	}
-	if mchid := r.URL.Query().Get("mchid"); isQuery && mchid != c.merchant.acct.MchID {
+	// The transaction queries name the merchant in the query string; the refund query names
+	// none (the Authorization's merchant asks).
+	if mchid := r.URL.Query().Get("mchid"); rq.isQuery && rq.refund == "" && mchid != c.merchant.acct.MchID {
 		s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", "mchid与Authorization中商户号不一致"})
 		return nil
 	}

@@ -1,5 +1,7 @@
 // Package wechatpay speaks WeChat Pay API v3 for what payrecon needs: querying an order by
-// out_trade_no (or transaction_id), closing it, and reading the payment callback.
+// out_trade_no (or transaction_id), closing it, querying a refund (QueryRefund), and
+// reading callbacks, routed on their event_type: TRANSACTION.* a payment, REFUND.* a
+// refund, any other verified and ignored.
 //
 // Requests carry the WECHATPAY2-SHA256-RSA2048 Authorization header, signed over
 // "METHOD\nPATH?QUERY\nTIMESTAMP\nNONCE\nBODY\n" with the merchant key. Answers (2xx, like
@@ -15,9 +17,10 @@
 // a serial the list does not explain. With both a public key and an API v3 key, either
 // signer is accepted.
 //
-// Error answers (non-2xx) are read to classify the failure only. The one error answer that
-// becomes a Result, 404 ORDER_NOT_EXIST, must carry a signature that verifies, because "not
-// found" lets the reconciler close an expired order: unsigned, it is a bad signature.
+// Error answers (non-2xx) are read to classify the failure only. The error answers that
+// become results, 404 ORDER_NOT_EXIST and a refund's 404 RESOURCE_NOT_EXISTS, must carry a
+// signature that verifies, because "not found" lets the reconciler close an expired order
+// (or report a refund the platform never made): unsigned, it is a bad signature.
 //
 // Errors: every method returns *reconcile.PlatformError. ParseNotify's errors also carry
 // ErrBadSignature (answer 401) or ErrMalformed (answer 400) in their chain.

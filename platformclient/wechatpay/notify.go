@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/payrecon/payrecon/platformclient"
@@ -45,7 +46,7 @@ type Resource struct {
 	Nonce          string `json:"nonce"`
 }
 
-// NotifyVerifier reads payment callbacks signed with the WeChat Pay public key: it needs no
+// NotifyVerifier reads callbacks signed with the WeChat Pay public key: it needs no
 // merchant private key, so a callback endpoint can hold only what it must. Callbacks signed
 // with a platform certificate (certificate mode, or a merchant migrating) need the
 // certificates downloaded, which takes the merchant key: use Client.ParseNotify for those.
@@ -75,12 +76,72 @@ func NewNotifyVerifier(pub *rsa.PublicKey, publicKeyID string, apiV3Key []byte, 
 	}, nil
 }
 
-// ParseNotify verifies a payment callback's signature headers FIRST, then decrypts the
-// resource with the API v3 key and reads the transaction into a Result (Source notify,
-// RawDigest of the raw body). Errors carry ErrBadSignature (answer 401) or ErrMalformed
-// (answer 400: unreadable, undecryptable or not a transaction).
-func (v *NotifyVerifier) ParseNotify(h http.Header, body []byte) (reconcile.Result, error) {
-	plain, _, err := v.open(h, body)
+// Callback event types payrecon reads. Every other event type (a pay-score or a
+// complaint event sent to the same URL) is verified, then acknowledged unread.
+const (
+	EventTransactionSuccess = "TRANSACTION.SUCCESS"
+	EventRefundSuccess      = "REFUND.SUCCESS"
+	EventRefundAbnormal     = "REFUND.ABNORMAL"
+	EventRefundClosed       = "REFUND.CLOSED"
+)
+
+// Resource original types: what the decrypted object is.
+const (
+	OriginalTransaction = "transaction"
+	OriginalRefund      = "refund"
+)
+
+// ParseNotify verifies a callback's signature headers FIRST, then routes on its event_type
+// before reading the object: TRANSACTION.* decrypts to the transaction, a
+// Notification.Payment; REFUND.SUCCESS, REFUND.ABNORMAL and REFUND.CLOSED decrypt to the
+// refund, a Notification.Refund (AmountMinor is amount.refund); any other event type is a
+// Notification.Ignored naming it, not decrypted. An envelope without event_type is routed
+// on resource.original_type. Results have Source notify and the RawDigest of the raw body.
+// Errors carry ErrBadSignature (answer 401) or ErrMalformed (answer 400: unreadable,
+// undecryptable, or not the object its event announces).
+func (v *NotifyVerifier) ParseNotify(h http.Header, body []byte) (reconcile.Notification, error) {
+	n, err := v.envelope(h, body)
+	if err != nil {
+		return reconcile.Notification{}, err
+	}
+	switch eventKind(n) {
+	case OriginalTransaction:
+		res, err := v.payment(n, body)
+		if err != nil {
+			return reconcile.Notification{}, err
+		}
+		return reconcile.Notification{Payment: &res}, nil
+	case OriginalRefund:
+		res, err := v.refund(n, body)
+		if err != nil {
+			return reconcile.Notification{}, err
+		}
+		return reconcile.Notification{Refund: &res}, nil
+	}
+	if n.EventType == "" {
+		return reconcile.Notification{}, platformclient.Malformed(reconcile.WechatPay,
+			fmt.Sprintf("callback names no event_type and an unknown original_type %q", clipWord(n.Resource.OriginalType)))
+	}
+	return reconcile.Notification{Ignored: clipWord(n.EventType)}, nil
+}
+
+// eventKind is the object a verified envelope carries: OriginalTransaction,
+// OriginalRefund, or "" for an event payrecon does not read.
+func eventKind(n Notification) string {
+	switch {
+	case strings.HasPrefix(n.EventType, "TRANSACTION."):
+		return OriginalTransaction
+	case n.EventType == EventRefundSuccess || n.EventType == EventRefundAbnormal || n.EventType == EventRefundClosed:
+		return OriginalRefund
+	case n.EventType == "" && (n.Resource.OriginalType == OriginalTransaction || n.Resource.OriginalType == OriginalRefund):
+		return n.Resource.OriginalType
+	}
+	return ""
+}
+
+// payment decrypts and reads a transaction callback.
+func (v *NotifyVerifier) payment(n Notification, body []byte) (reconcile.Result, error) {
+	plain, err := v.decrypt(n)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -97,34 +158,88 @@ func (v *NotifyVerifier) ParseNotify(h http.Header, body []byte) (reconcile.Resu
 	return res, nil
 }
 
+// refund decrypts and reads a refund callback. The object's refund_status decides the
+// state; the event type stands in only when the object names none.
+func (v *NotifyVerifier) refund(n Notification, body []byte) (reconcile.RefundResult, error) {
+	plain, err := v.decrypt(n)
+	if err != nil {
+		return reconcile.RefundResult{}, err
+	}
+	var r Refund
+	if err := json.Unmarshal(plain, &r); err != nil {
+		return reconcile.RefundResult{}, platformclient.Malformed(reconcile.WechatPay, "decrypted resource is not a refund")
+	}
+	if r.RefundStatus == "" && r.Status == "" {
+		r.RefundStatus = strings.TrimPrefix(n.EventType, "REFUND.")
+	}
+	res, err := r.toRefundResult()
+	if err != nil {
+		return reconcile.RefundResult{}, platformclient.Malformed(reconcile.WechatPay, err.Error())
+	}
+	if res.MerchantID == "" || res.OutTradeNo == "" {
+		return reconcile.RefundResult{}, platformclient.Malformed(reconcile.WechatPay, "refund callback lacks mchid or out_trade_no")
+	}
+	res.Source = reconcile.SourceNotify
+	res.RawDigest = platformclient.Digest(body)
+	return res, nil
+}
+
 // open verifies and decrypts a callback, returning the plaintext and the envelope.
 func (v *NotifyVerifier) open(h http.Header, body []byte) ([]byte, Notification, error) {
+	n, err := v.envelope(h, body)
+	if err != nil {
+		return nil, Notification{}, err
+	}
+	plain, err := v.decrypt(n)
+	if err != nil {
+		return nil, Notification{}, err
+	}
+	return plain, n, nil
+}
+
+// envelope verifies a callback's signature and reads its envelope, decrypting nothing.
+func (v *NotifyVerifier) envelope(h http.Header, body []byte) (Notification, error) {
 	if err := v.verifier.Verify(h, body); err != nil {
-		return nil, Notification{}, platformclient.BadSignature(reconcile.WechatPay, "callback: "+err.Error())
+		return Notification{}, platformclient.BadSignature(reconcile.WechatPay, "callback: "+err.Error())
 	}
 	var n Notification
 	if err := json.Unmarshal(body, &n); err != nil {
-		return nil, Notification{}, platformclient.Malformed(reconcile.WechatPay, "callback body is not JSON")
+		return Notification{}, platformclient.Malformed(reconcile.WechatPay, "callback body is not JSON")
 	}
+	return n, nil
+}
+
+// decrypt opens a verified envelope's resource with the API v3 key.
+func (v *NotifyVerifier) decrypt(n Notification) ([]byte, error) {
 	if n.Resource.Algorithm != AlgorithmAESGCM {
-		return nil, Notification{}, platformclient.Malformed(reconcile.WechatPay, fmt.Sprintf("callback algorithm %q, want %s", n.Resource.Algorithm, AlgorithmAESGCM))
+		return nil, platformclient.Malformed(reconcile.WechatPay, fmt.Sprintf("callback algorithm %q, want %s", clipWord(n.Resource.Algorithm), AlgorithmAESGCM))
 	}
 	plain, err := DecryptResource(v.apiV3Key, n.Resource.AssociatedData, n.Resource.Nonce, n.Resource.Ciphertext)
 	if err != nil {
-		return nil, Notification{}, platformclient.Malformed(reconcile.WechatPay, "callback: "+err.Error())
+		return nil, platformclient.Malformed(reconcile.WechatPay, "callback: "+err.Error())
 	}
-	return plain, n, nil
+	return plain, nil
+}
+
+// clipWord bounds what a verified but unexpected envelope field puts in an error or a log
+// line.
+func clipWord(s string) string {
+	const limit = 64
+	if len(s) > limit {
+		return s[:limit] + "..."
+	}
+	return s
 }
 
 // NotifyTimeout bounds how long ParseNotify may spend, a certificate download included:
 // WeChat Pay wants its answer within 5 s.
 const NotifyTimeout = 4 * time.Second
 
-// ParseNotify reads a payment callback with the client's keys, in every mode: a callback
-// signed with the public key or with a platform certificate verifies (downloading the
-// certificates when the serial is new, as answers do). It is ParseNotifyContext bounded by
-// NotifyTimeout.
-func (c *Client) ParseNotify(h http.Header, body []byte) (reconcile.Result, error) {
+// ParseNotify reads a callback with the client's keys, in every mode: a callback signed
+// with the public key or with a platform certificate verifies (downloading the
+// certificates when the serial is new, as answers do), and is routed as
+// NotifyVerifier.ParseNotify routes it. It is ParseNotifyContext bounded by NotifyTimeout.
+func (c *Client) ParseNotify(h http.Header, body []byte) (reconcile.Notification, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), NotifyTimeout)
 	defer cancel()
 	return c.ParseNotifyContext(ctx, h, body)
@@ -134,16 +249,16 @@ func (c *Client) ParseNotify(h http.Header, body []byte) (reconcile.Result, erro
 // errors carry ErrBadSignature (answer 401) or ErrMalformed (answer 400), or are
 // KindRetryable when ctx ended while the certificates were downloading (answer 5xx:
 // WeChat Pay sends the callback again).
-func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []byte) (reconcile.Result, error) {
+func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []byte) (reconcile.Notification, error) {
 	if len(c.cfg.APIv3Key) != APIv3KeySize {
-		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindConfig, "",
+		return reconcile.Notification{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindConfig, "",
 			fmt.Sprintf("%s is required to read callbacks", SettingAPIv3Key), nil)
 	}
 	nv := &NotifyVerifier{verifier: c.verifier(ctx), apiV3Key: c.cfg.APIv3Key}
 	res, err := nv.ParseNotify(h, body)
 	if err != nil && ctx.Err() != nil && errors.Is(err, ErrBadSignature) {
 		// Cut short while the certificates were downloading: WeChat Pay will send it again.
-		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
+		return reconcile.Notification{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
 			"gave up waiting for the platform certificates that verify the callback", ctx.Err())
 	}
 	// Debug only: the HTTP handler logs the refusal as the security event, once and

@@ -64,10 +64,11 @@ func testVerifier(t testing.TB) *NotifyVerifier {
 func TestParseNotifyPaid(t *testing.T) {
 	nv := testVerifier(t)
 	h, body := callback(t, platformKey(t), paidTransaction, testNow)
-	res, err := nv.ParseNotify(h, body)
-	if err != nil {
-		t.Fatal(err)
+	n, err := nv.ParseNotify(h, body)
+	if err != nil || n.Payment == nil || n.Refund != nil || n.Ignored != "" {
+		t.Fatalf("%+v, %v; want a payment", n, err)
 	}
+	res := *n.Payment
 	if res.Platform != reconcile.WechatPay || res.MerchantID != "1900000001" || res.OutTradeNo != "ORDER-1" ||
 		res.PlatformTradeNo != "4200002024030100000000000001" || res.State != reconcile.StatePaid || res.AmountMinor != 8888 ||
 		res.Currency != "CNY" || !res.PaidAt.Equal(testNow) || res.SellerID != "wxd678efh567hg6787" ||
@@ -117,7 +118,7 @@ func TestParseNotifyRefusals(t *testing.T) {
 	}
 	for name, in := range badSig {
 		res, err := nv.ParseNotify(in.h, in.body)
-		if !errors.Is(err, ErrBadSignature) || res != (reconcile.Result{}) {
+		if !errors.Is(err, ErrBadSignature) || res != (reconcile.Notification{}) {
 			t.Errorf("%s: %+v, %v; want ErrBadSignature and no Result", name, res, err)
 		}
 	}
@@ -153,7 +154,7 @@ func TestParseNotifyRefusals(t *testing.T) {
 	}
 	for name, in := range malformed {
 		res, err := nv.ParseNotify(in.h, in.body)
-		if !errors.Is(err, ErrMalformed) || res != (reconcile.Result{}) {
+		if !errors.Is(err, ErrMalformed) || res != (reconcile.Notification{}) {
 			t.Errorf("%s: %+v, %v; want ErrMalformed", name, res, err)
 		}
 	}
@@ -197,21 +198,31 @@ func FuzzParseNotify(f *testing.F) {
 		h.Set(HeaderNonce, nonce)
 		h.Set(HeaderSignature, sig)
 		h.Set(HeaderSerial, serial)
-		res, err := nv.ParseNotify(h, body)
+		n, err := nv.ParseNotify(h, body)
 		if err != nil {
 			if !errors.Is(err, ErrBadSignature) && !errors.Is(err, ErrMalformed) {
 				t.Fatalf("unclassified error %v", err)
 			}
-			if res != (reconcile.Result{}) {
-				t.Fatalf("error with a Result %+v", res)
+			if n != (reconcile.Notification{}) {
+				t.Fatalf("error with a Notification %+v", n)
 			}
 			return
 		}
 		if nv.verifier.Verify(h, body) != nil {
 			t.Fatal("accepted a callback whose signature does not verify")
 		}
-		if res.Source != reconcile.SourceNotify || res.RawDigest != platformclient.Digest(body) || res.OutTradeNo == "" {
-			t.Fatalf("result %+v", res)
+		switch {
+		case n.Payment != nil && n.Refund == nil && n.Ignored == "":
+			if res := n.Payment; res.Source != reconcile.SourceNotify || res.RawDigest != platformclient.Digest(body) || res.OutTradeNo == "" {
+				t.Fatalf("result %+v", res)
+			}
+		case n.Refund != nil && n.Payment == nil && n.Ignored == "":
+			if r := n.Refund; r.Source != reconcile.SourceNotify || r.RawDigest != platformclient.Digest(body) || r.OutRefundNo == "" || r.MerchantID == "" {
+				t.Fatalf("refund %+v", r)
+			}
+		case n.Ignored != "" && n.Payment == nil && n.Refund == nil:
+		default:
+			t.Fatalf("not exactly one of payment, refund, ignored: %+v", n)
 		}
 	})
 }

@@ -114,11 +114,8 @@ func (c *Client) queryResult(ctx context.Context, a answer, wantOutTradeNo strin
 	if a.status/100 != 2 {
 		if a.status == http.StatusNotFound && a.apiErr.Code == "ORDER_NOT_EXIST" {
 			// Not-found lets the reconciler close an expired order, so it is evidence only
-			// when it verifies, as Alipay's is: anyone on the path can strip the headers.
-			if !hasSignatureHeaders(a.header) {
-				return reconcile.Result{}, c.badSignature(a, "unsigned ORDER_NOT_EXIST answer")
-			}
-			if err := c.verify(ctx, a); err != nil {
+			// when it verifies, as Alipay's is.
+			if err := c.verifySignedError(ctx, a); err != nil {
 				return reconcile.Result{}, err
 			}
 			return reconcile.Result{
@@ -150,4 +147,14 @@ func (c *Client) queryResult(ctx context.Context, a answer, wantOutTradeNo strin
 	}
 	res.RawDigest = platformclient.Digest(a.raw)
 	return res, nil
+}
+
+// verifySignedError verifies an error answer that is to become evidence (a not-found):
+// WeChat Pay signs error answers too, and anyone on the path can strip the headers, so an
+// unsigned one is a bad signature, never "not found".
+func (c *Client) verifySignedError(ctx context.Context, a answer) error {
+	if !hasSignatureHeaders(a.header) {
+		return c.badSignature(a, "unsigned "+a.apiErr.Code+" answer")
+	}
+	return c.verify(ctx, a)
 }

@@ -1,13 +1,18 @@
 package wechatpay
 
 import (
+	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Known-answer tests against published vectors. SHA256withRSA with PKCS#1 v1.5 padding is
@@ -178,9 +183,14 @@ func TestKnownAnswerNotification(t *testing.T) {
 	if string(plain) != plaintext || n.ID != "3119dfba-e649-5eec-ab1e-3412bc4d2e17" || n.Summary != "签约成功" {
 		t.Fatalf("plaintext %q, envelope %+v", plain, n)
 	}
-	// It is a pay-score event, not a transaction: ParseNotify must refuse it as malformed.
-	if _, err := nv.ParseNotify(h, []byte(body)); !errors.Is(err, ErrMalformed) {
-		t.Fatalf("a non-transaction notification: %v, want ErrMalformed", err)
+	// It is a pay-score event, which payrecon does not read: verified, then ignored by name
+	// (acknowledged by the handler, so WeChat Pay does not send it again for a day).
+	if n, err := nv.ParseNotify(h, []byte(body)); err != nil || n.Ignored != "PAYSCORE.USER_OPEN_SERVICE" || n.Payment != nil || n.Refund != nil {
+		t.Fatalf("a pay-score notification: %+v, %v; want ignored", n, err)
+	}
+	// Ignored only once verified: tampered, it is a bad signature.
+	if _, err := nv.ParseNotify(h, []byte(body[:len(body)-2]+" }}")); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("tampered pay-score notification: %v, want ErrBadSignature", err)
 	}
 	// Signature first: a tampered body is refused as a bad signature, before any decryption.
 	tampered := []byte(body[:len(body)-2] + " }}")
@@ -191,5 +201,64 @@ func TestKnownAnswerNotification(t *testing.T) {
 	nv.apiV3Key = []byte("testMchAPIv3Key1")
 	if _, _, err := nv.open(h, []byte(body)); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("wrong API v3 key: %v, want ErrMalformed", err)
+	}
+}
+
+// A refund query answer shaped as the documentation's example, signed by an independent
+// implementation: `openssl dgst -sha256 -sign doc_merchant_test_key.pem` over
+// "1606810693\nD0DB1E38E6B4A5B7F46A4C8E4B1B2C77\n<body>\n" (the published test key stands
+// in for WeChat Pay's, whose private half nobody publishes). PKCS#1 v1.5 is deterministic, so
+// the signature is a fixed string: the answer must verify byte for byte, a changed byte must
+// not, and the verified answer must read as the refund it describes.
+func TestKnownAnswerRefundResponse(t *testing.T) {
+	const (
+		ts    = "1606810693"
+		nonce = "D0DB1E38E6B4A5B7F46A4C8E4B1B2C77"
+		body  = `{"refund_id":"50000000382019052709732678859","out_refund_no":"1217752501201407033233368018","transaction_id":"4200000709202012014171296823","out_trade_no":"1217752501201407033233368018","channel":"ORIGINAL","user_received_account":"招商银行信用卡0403","success_time":"2020-12-01T16:18:12+08:00","create_time":"2020-12-01T16:18:12+08:00","status":"SUCCESS","funds_account":"UNSETTLED","amount":{"total":100,"refund":100,"payer_total":90,"payer_refund":90,"settlement_refund":100,"settlement_total":100,"discount_refund":10,"currency":"CNY","refund_fee":0},"promotion_detail":[]}`
+		sig   = "Rk5dUWDjDqNlx5AG813cHjZPiNl6f6L+/jmRYfLV75MbX+4U5xxmXJoFztS7nBSosvi/AjUdv3UV76nDsnJkd7/H9mdLaIGg6E7ILFTp84kRIM6Dd+ny8BhxsM/RrUWUW59xH9nAcZ9w0uZaqzj2mXXh0CTU6wmz0Dxqy5oCUZ7hHlWCvExwvWA59fUfhX/DP5QIkuhckRvyEWV1bL2Dcf+fA26v8A3LUvnmfB3Q/aAiLnw8NzkFOiRFs61capwVI0DbeLLVGmKbVrFml7Spl8GA8MPRs/aM/pzNIqglxCA8kIqIPHohME8DCUA8Y7ABoauzYXWgvRoriHOeRRq2kQ=="
+		keyID = "PUB_KEY_ID_0114232134912410000000000000000042"
+	)
+	key, err := platformclient.LoadPrivateKey(loadFixture(t, "doc_merchant_test_key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Our signer reproduces the published-key signature exactly.
+	if got, err := platformclient.SignSHA256(key, ResponseMessage(ts, nonce, []byte(body))); err != nil || got != sig {
+		t.Fatalf("our signature %q, %v; want openssl's", got, err)
+	}
+	now := func() time.Time { return time.Unix(1606810693+30, 0) }
+	h := http.Header{}
+	h.Set(HeaderTimestamp, ts)
+	h.Set(HeaderNonce, nonce)
+	h.Set(HeaderSignature, sig)
+	h.Set(HeaderSerial, keyID)
+	v := Verifier{PublicKey: &key.PublicKey, PublicKeyID: keyID, Now: now}
+	if err := v.Verify(h, []byte(body)); err != nil {
+		t.Fatalf("known refund answer rejected: %v", err)
+	}
+	if err := v.Verify(h, []byte(strings.Replace(body, `"refund":100`, `"refund":900`, 1))); err == nil {
+		t.Fatal("a refund answer with another amount verified")
+	}
+	// The same bytes through the client's refund query: verified, then read.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		for k, vs := range h {
+			w.Header()[k] = vs
+		}
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL, MchID: "1900007291", SerialNo: "408B07E79B8269FEC3D5D3E6AB8ED163A6A380DB", PrivateKey: key,
+		PlatformPublicKey: &key.PublicKey, PublicKeyID: keyID, MaxRetries: -1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.QueryRefund(context.Background(), "1217752501201407033233368018", "1217752501201407033233368018")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != reconcile.RefundStateSuccess || res.AmountMinor != 100 || res.Currency != "CNY" ||
+		res.PlatformRefundNo != "50000000382019052709732678859" || res.PlatformTradeNo != "4200000709202012014171296823" ||
+		res.SucceededAt.Unix() != 1606810692 || res.MerchantID != "1900007291" || res.RawDigest != platformclient.Digest([]byte(body)) {
+		t.Fatalf("read %+v", res)
 	}
 }
