@@ -33,14 +33,18 @@ type BillInfo struct {
 	// them: the reader does that while it parses (statement.WithSHA1(HashValue)).
 	HashType, HashValue string
 	Gzip                bool
+	// Empty says the platform has no bill for the day because the account had no trades (WeChat
+	// Pay's NO_STATEMENT_EXIST once the bill is due): nothing was downloaded, Path is "", and
+	// the day is to be reconciled as a bill without lines.
+	Empty bool
 }
 
 // ErrBillNotReady matches every *BillNotReadyError with errors.Is.
 var ErrBillNotReady = errors.New("bill not published yet")
 
 // BillNotReadyError says the platform has not published the day's bill yet (Alipay
-// isp.bill_not_exist, WeChat Pay NO_STATEMENT_EXIST / STATEMENT_CREATING); ask again at
-// RetryAt.
+// isp.bill_not_exist, WeChat Pay STATEMENT_CREATING, or NO_STATEMENT_EXIST before the bill is
+// due); ask again at RetryAt.
 type BillNotReadyError struct {
 	Platform   reconcile.Platform
 	MerchantID string
@@ -64,12 +68,23 @@ func BillDay(t time.Time) time.Time {
 	return time.Date(c.Year(), c.Month(), c.Day(), 0, 0, 0, 0, ChinaTime)
 }
 
+// BillDueAt is when the platform publishes day's bill: publishHour (China time) on the next
+// day.
+func BillDueAt(day time.Time, publishHour int) time.Time {
+	return BillDay(day).AddDate(0, 0, 1).Add(time.Duration(publishHour) * time.Hour)
+}
+
+// BillDue reports whether day's bill is due at now: from then on, a platform's "there is no
+// bill" can mean the day had no trades rather than "not yet".
+func BillDue(day time.Time, publishHour int, now time.Time) bool {
+	return !now.Before(BillDueAt(day, publishHour))
+}
+
 // BillRetryAt is when to ask again for day's bill: the hour the platform publishes it on the
 // next day, or in 15 minutes when that hour has passed (the bill is still being made).
 func BillRetryAt(day time.Time, publishHour int, now time.Time) time.Time {
-	publish := BillDay(day).AddDate(0, 0, 1).Add(time.Duration(publishHour) * time.Hour)
-	if now.Before(publish) {
-		return publish
+	if !BillDue(day, publishHour, now) {
+		return BillDueAt(day, publishHour)
 	}
 	return now.Add(15 * time.Minute).Truncate(time.Minute)
 }

@@ -33,6 +33,29 @@ func TestBillRetryAt(t *testing.T) {
 	}
 }
 
+// TestBillDue: a bill is due from its platform's hour on the next day, China time, however
+// the day and the clock are written.
+func TestBillDue(t *testing.T) {
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, ChinaTime)
+	for _, c := range []struct {
+		name string
+		day  time.Time
+		now  time.Time
+		want bool
+	}{
+		{"the day itself", day, day.Add(23 * time.Hour), false},
+		{"a minute before the hour", day, day.Add(33*time.Hour - time.Minute), false},
+		{"on the hour", day, day.Add(33 * time.Hour), true},
+		{"two days later", day, day.Add(48 * time.Hour), true},
+		{"asked in UTC", day, day.Add(33 * time.Hour).UTC(), true},
+		{"the day given at its noon in UTC", day.Add(12 * time.Hour).UTC(), day.Add(33*time.Hour - time.Second), false},
+	} {
+		if got := BillDue(c.day, 9, c.now); got != c.want {
+			t.Errorf("%s: due %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func TestSaveBill(t *testing.T) {
 	dir := t.TempDir()
 	var info BillInfo

@@ -2,6 +2,7 @@ package statement
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"regexp"
@@ -9,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/text/encoding/simplifiedchinese"
+	"golang.org/x/text/transform"
 )
 
 // Alipay detail columns, found by name.
@@ -49,13 +50,13 @@ type declared struct {
 
 type alipayIdx struct{ trade, out, kind, created, done, amount, received, refundNo, fee int }
 
-// alipayReader reads an Alipay detail CSV (already decoded to UTF-8).
+// alipayReader reads an Alipay detail CSV.
 type alipayReader struct {
 	opt   options
-	lr    *lineReader
+	rec   *csvRecords
 	state int // 0 before the header, 1 in the rows, 2 in the footer
 	idx   alipayIdx
-	row   []string
+	cols  int // fields the header names
 	sums  Totals
 	// what the merchant received and gave back (商家实收), which the footer may declare
 	payRecv, refRecv int64
@@ -74,19 +75,22 @@ func NewAlipayCSV(r io.Reader, opts ...Option) Reader {
 }
 
 func newAlipayReader(r io.Reader, o options) *alipayReader {
-	return &alipayReader{opt: o, lr: newLineReader(decodeAlipay(r))}
+	return &alipayReader{opt: o, rec: newCSVRecords(decodeAlipay(r))}
 }
 
 // decodeAlipay wraps r in a GBK decoder unless its start is valid UTF-8 with non-ASCII text
-// in it (GBK's Chinese is almost never valid UTF-8).
+// in it (GBK's Chinese is almost never valid UTF-8); a UTF-8 BOM is skipped.
 func decodeAlipay(r io.Reader) io.Reader {
 	br := bufio.NewReaderSize(r, 8<<10)
 	head, _ := br.Peek(4 << 10)
 	head = trimPartialRune(head)
 	if utf8.Valid(head) && !isASCII(head) {
+		if bytes.HasPrefix(head, utf8BOM) {
+			br.Discard(len(utf8BOM)) //nolint:errcheck // the bytes were peeked
+		}
 		return br
 	}
-	return simplifiedchinese.GBK.NewDecoder().Reader(br)
+	return transform.NewReader(br, newFastGBK())
 }
 
 func trimPartialRune(b []byte) []byte {
@@ -118,7 +122,12 @@ func (a *alipayReader) Close() error {
 }
 
 func (a *alipayReader) reject(line int, format string, args ...any) error {
-	a.err = &RejectError{File: a.opt.name, Line: line, Reason: fmt.Sprintf(format, args...)}
+	return a.rejectColumn(line, "", format, args...)
+}
+
+// rejectColumn refuses the bill for what column (a header name) of line holds.
+func (a *alipayReader) rejectColumn(line int, column, format string, args ...any) error {
+	a.err = &RejectError{File: a.opt.name, Line: line, Column: column, Reason: fmt.Sprintf(format, args...)}
 	return a.err
 }
 
@@ -128,35 +137,31 @@ func (a *alipayReader) Next() (Line, error) {
 		return Line{}, a.err
 	}
 	for {
-		raw, err := a.lr.next()
+		row, err := a.rec.next()
 		if err == io.EOF {
 			return Line{}, a.finish()
 		}
 		if err != nil {
-			return Line{}, a.reject(a.lr.no, "read: %v", err)
+			return Line{}, a.reject(a.rec.no, "read: %v", err)
 		}
-		text := raw
-		if strings.TrimSpace(text) == "" {
-			continue
-		}
-		comment := strings.HasPrefix(text, "#")
+		comment := strings.HasPrefix(row[0], "#")
 		switch {
 		case a.state == 0 && comment:
-			a.preamble(text)
+			a.preamble(text(row))
 		case a.state == 0:
-			if err := a.header(raw); err != nil {
+			if err := a.header(row); err != nil {
 				return Line{}, err
 			}
 			a.state = 1
 		case comment:
 			a.state = 2
-			if err := a.footer(text); err != nil {
+			if err := a.footer(text(row)); err != nil {
 				return Line{}, err
 			}
 		case a.state == 2:
-			return Line{}, a.reject(a.lr.no, "a detail row after the footer")
+			return Line{}, a.reject(a.rec.no, "a detail row after the footer")
 		default:
-			return a.line(raw)
+			return a.line(row)
 		}
 	}
 }
@@ -176,21 +181,21 @@ func (a *alipayReader) preamble(text string) {
 	}
 }
 
-func (a *alipayReader) header(raw string) error {
-	row, err := splitFields(a.row[:0], raw)
-	if err != nil {
-		return a.reject(a.lr.no, "header: %v", err)
-	}
+func (a *alipayReader) header(row []string) error {
 	c := newColumns(row)
+	a.cols = len(row)
 	a.idx = alipayIdx{
 		trade: c.find(alipayColTradeNo), out: c.find(alipayColOutTrade), kind: c.find(alipayColKind),
 		created: c.find(alipayColCreated), done: c.find(alipayColDone), amount: c.find(alipayColAmount), received: c.find(alipayColReceived),
 		refundNo: c.find(alipayColRefundNo), fee: c.find(alipayColFee),
 	}
-	for name, i := range map[string]int{alipayColTradeNo: a.idx.trade, alipayColOutTrade: a.idx.out,
-		alipayColKind: a.idx.kind, alipayColDone: a.idx.done, alipayColAmount: a.idx.amount} {
-		if i < 0 {
-			return a.reject(a.lr.no, "header has no column %s: not an Alipay trade bill", name)
+	for _, req := range []struct {
+		name string
+		at   int
+	}{{alipayColTradeNo, a.idx.trade}, {alipayColOutTrade, a.idx.out}, {alipayColKind, a.idx.kind},
+		{alipayColDone, a.idx.done}, {alipayColAmount, a.idx.amount}} {
+		if req.at < 0 {
+			return a.rejectColumn(a.rec.no, req.name, "the header has no such column: not an Alipay trade bill")
 		}
 	}
 	return nil
@@ -201,17 +206,17 @@ func (a *alipayReader) footer(text string) error {
 	m := alipayFooter.FindStringSubmatch(text)
 	if m == nil {
 		if strings.Contains(text, "合计") {
-			return a.reject(a.lr.no, "unreadable totals line %q", text)
+			return a.reject(a.rec.no, "unreadable totals line %q", text)
 		}
 		return nil
 	}
 	var d declared
 	if _, err := fmt.Sscan(m[2], &d.count); err != nil {
-		return a.reject(a.lr.no, "totals count %q", m[2])
+		return a.reject(a.rec.no, "totals count %q", m[2])
 	}
 	v, err := parseDecimal(m[4], fenPlaces)
 	if err != nil {
-		return a.reject(a.lr.no, "totals amount: %v", err)
+		return a.reject(a.rec.no, "totals amount: %v", err)
 	}
 	d.seen, d.label, d.minor = true, strings.TrimSpace(m[3]), abs(v)
 	if m[1] == "交易" {
@@ -223,12 +228,10 @@ func (a *alipayReader) footer(text string) error {
 }
 
 // line parses one detail row.
-func (a *alipayReader) line(raw string) (Line, error) {
-	no := a.lr.no
-	row, err := splitFields(a.row[:0], raw)
-	a.row = row[:0]
-	if err != nil {
-		return Line{}, a.reject(no, "%v", err)
+func (a *alipayReader) line(row []string) (Line, error) {
+	no := a.rec.no
+	if err := a.fit(row); err != nil {
+		return Line{}, err
 	}
 	l := Line{No: no, Currency: "CNY", OutTradeNo: cell(row, a.idx.out), PlatformTradeNo: cell(row, a.idx.trade)}
 	switch k := cell(row, a.idx.kind); k {
@@ -238,38 +241,25 @@ func (a *alipayReader) line(raw string) (Line, error) {
 		l.Kind = Refund
 		l.RefundNo = cell(row, a.idx.refundNo)
 	default:
-		return Line{}, a.reject(no, "业务类型 %q is neither %s nor %s", k, alipayKindPayment, alipayKindRefund)
+		return Line{}, a.rejectColumn(no, alipayColKind, "%q is neither %s nor %s", k, alipayKindPayment, alipayKindRefund)
 	}
-	if l.OutTradeNo == "" || l.PlatformTradeNo == "" {
-		return Line{}, a.reject(no, "empty %s or %s", alipayColOutTrade, alipayColTradeNo)
+	if l.OutTradeNo == "" {
+		return Line{}, a.rejectColumn(no, alipayColOutTrade, "empty")
 	}
+	if l.PlatformTradeNo == "" {
+		return Line{}, a.rejectColumn(no, alipayColTradeNo, "empty")
+	}
+	var err error
 	if l.At, err = parseChinaTime(cell(row, a.idx.done)); err != nil {
-		return Line{}, a.reject(no, "%s: %v", alipayColDone, err)
+		return Line{}, a.rejectColumn(no, alipayColDone, "%v", err)
 	}
 	if created := cell(row, a.idx.created); created != "" {
 		if l.CreatedAt, err = parseChinaTime(created); err != nil {
-			return Line{}, a.reject(no, "%s: %v", alipayColCreated, err)
+			return Line{}, a.rejectColumn(no, alipayColCreated, "%v", err)
 		}
 	}
-	amount, err := parseDecimal(cell(row, a.idx.amount), fenPlaces)
-	if err != nil {
-		return Line{}, a.reject(no, "%s: %v", alipayColAmount, err)
-	}
-	received := amount
-	if a.idx.received >= 0 {
-		if received, err = parseDecimal(cell(row, a.idx.received), fenPlaces); err != nil {
-			return Line{}, a.reject(no, "%s: %v", alipayColReceived, err)
-		}
-	}
-	if l.Kind == Payment && (amount < 0 || received < 0) {
-		return Line{}, a.reject(no, "a payment with a negative amount")
-	}
-	// Refund rows carry negative amounts; a Line's refund amount is positive.
-	l.AmountMinor, l.ReceivedMinor = abs(amount), abs(received)
-	if fee := cell(row, a.idx.fee); fee != "" {
-		if l.FeeMilliFen, err = parseDecimal(fee, milliFenPlaces); err != nil {
-			return Line{}, a.reject(no, "%s: %v", alipayColFee, err)
-		}
+	if err := a.amounts(no, row, &l); err != nil {
+		return Line{}, err
 	}
 	a.sums.add(l)
 	if l.Kind == Payment {
@@ -278,6 +268,48 @@ func (a *alipayReader) line(raw string) (Line, error) {
 		a.refRecv += l.ReceivedMinor
 	}
 	return l, nil
+}
+
+// fit checks that a row has the header's number of fields. More are accepted only when they
+// are blank (a trailing comma): a comma left unquoted would move every column after it.
+// Fewer mostly means a quote that opened and never closed swallowed the fields after it.
+func (a *alipayReader) fit(row []string) error {
+	if len(row) == a.cols {
+		return nil
+	}
+	if len(row) > a.cols && strings.TrimSpace(strings.Join(row[a.cols:], "")) == "" {
+		return nil
+	}
+	why := "a comma outside quotes?"
+	if len(row) < a.cols {
+		why = "a quote that does not close, or a row cut short?"
+	}
+	return a.reject(a.rec.no, "%d fields, the header names %d: %s", len(row), a.cols, why)
+}
+
+// amounts reads the row's amounts and fee. Refund rows carry negative amounts; a Line's
+// refund amount is positive.
+func (a *alipayReader) amounts(no int, row []string, l *Line) error {
+	amount, err := parseDecimal(cell(row, a.idx.amount), fenPlaces)
+	if err != nil {
+		return a.rejectColumn(no, alipayColAmount, "%v", err)
+	}
+	received := amount
+	if a.idx.received >= 0 {
+		if received, err = parseDecimal(cell(row, a.idx.received), fenPlaces); err != nil {
+			return a.rejectColumn(no, alipayColReceived, "%v", err)
+		}
+	}
+	if l.Kind == Payment && (amount < 0 || received < 0) {
+		return a.rejectColumn(no, alipayColAmount, "a payment with a negative amount")
+	}
+	l.AmountMinor, l.ReceivedMinor = abs(amount), abs(received)
+	if fee := cell(row, a.idx.fee); fee != "" {
+		if l.FeeMilliFen, err = parseDecimal(fee, milliFenPlaces); err != nil {
+			return a.rejectColumn(no, alipayColFee, "%v", err)
+		}
+	}
+	return nil
 }
 
 // finish checks the lines against the footer (and the zip's summary) at the end.

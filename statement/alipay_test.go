@@ -129,8 +129,8 @@ func TestAlipayCSVRejects(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := readAll(NewAlipayCSV(bytes.NewReader(gbk(t, c.text))))
 			re := wantReject(t, err, c.line)
-			if !strings.Contains(re.Reason, c.why) {
-				t.Fatalf("reason %q does not mention %q", re.Reason, c.why)
+			if !strings.Contains(re.Error(), c.why) {
+				t.Fatalf("%q does not mention %q", re.Error(), c.why)
 			}
 		})
 	}
@@ -198,7 +198,8 @@ func TestAlipayGeneratedOddities(t *testing.T) {
 	for _, want := range []string{"#支付宝业务明细查询\n", "#账号：[20880211096256330156]\n",
 		"#起始日期：[2019年09月16日 00:00:00]   终止日期：[2019年09月17日 00:00:00]\n",
 		"\n" + alipayDetailHeader + "\n", ",T1\t,退款\t,", ",-0.02,-0.02,", ",re_T1\t,", "#交易合计：2笔，商家实收共0.03元，",
-		"#退款合计：1笔，商家实收退款共-0.02元，", "#导出时间：[2019年09月17日 05:46:49]\n", ",\t,\t,"} {
+		"#退款合计：1笔，商家实收退款共-0.02元，", "#导出时间：[2019年09月17日 05:46:49]\n", ",\t,\t,",
+		`,"套餐A,含""加料""",`, `,0.00,"备注,含逗号"` + "\n", `,0.00,"他说""好"""` + "\n", ",全角，标点（测试）,"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("generated bill lacks %q", want)
 		}

@@ -123,29 +123,25 @@ func checkAlipaySummary(name string, f *zip.File, t Totals, netReceived int64) e
 		return &RejectError{File: name, Reason: fmt.Sprintf("open: %v", err)}
 	}
 	defer rc.Close()
-	lr := newLineReader(decodeAlipay(rc))
+	rec := newCSVRecords(decodeAlipay(rc))
 	var cols columns
-	var row []string
 	for {
-		raw, err := lr.next()
+		row, err := rec.next()
 		if err == io.EOF {
 			return &RejectError{File: name, Reason: "no " + alipaySumTotalRow + " row"}
 		}
 		if err != nil {
-			return &RejectError{File: name, Line: lr.no, Reason: fmt.Sprintf("read: %v", err)}
+			return &RejectError{File: name, Line: rec.no, Reason: fmt.Sprintf("read: %v", err)}
 		}
-		if raw == "" || raw[0] == '#' {
+		if strings.HasPrefix(row[0], "#") {
 			continue
-		}
-		if row, err = splitFields(row[:0], raw); err != nil {
-			return &RejectError{File: name, Line: lr.no, Reason: err.Error()}
 		}
 		if cols == nil {
 			cols = newColumns(row)
 			continue
 		}
 		if cell(row, 0) == alipaySumTotalRow {
-			return compareAlipaySummary(name, lr.no, cols, row, t, netReceived)
+			return compareAlipaySummary(name, rec.no, cols, row, t, netReceived)
 		}
 	}
 }

@@ -3,7 +3,11 @@ package statement
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
+
+	"golang.org/x/text/encoding/simplifiedchinese"
+	"golang.org/x/text/transform"
 )
 
 // checkAccepted holds what any bill a reader accepts must satisfy: positive amounts, lines
@@ -80,5 +84,18 @@ func FuzzAlipayZip(f *testing.F) {
 		}
 		defer r.Close()
 		checkAccepted(t, r)
+	})
+}
+
+// FuzzFastGBK holds the ASCII shortcut to x/text's GBK decoder on any bytes.
+func FuzzFastGBK(f *testing.F) {
+	f.Add(gbk(f, alipaySample))
+	f.Add([]byte{'a', 0x81, '0', 0xb0, 0x41, 0x80, 0xff, 0x81})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, _ := simplifiedchinese.GBK.NewDecoder().Bytes(data)
+		got, err := io.ReadAll(transform.NewReader(bytes.NewReader(data), newFastGBK()))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("decoding % x: %q, %v; want %q", data, got, err, want)
+		}
 	})
 }

@@ -68,42 +68,36 @@ func (l *lineReader) next() (string, error) {
 	return string(line), nil
 }
 
-// splitFields splits one CSV line into fields, appending to dst. Fields are unquoted as the
-// platforms write them; a field that starts with a double quote is read as RFC 4180 quoted
-// text, so a product name with a comma in it, quoted by a spreadsheet, still parses.
-func splitFields(dst []string, s string) ([]string, error) {
-	for {
-		if strings.HasPrefix(s, `"`) {
-			var b strings.Builder
-			i := 1
-			for {
-				j := strings.IndexByte(s[i:], '"')
-				if j < 0 {
-					return dst, errors.New("unterminated quoted field")
-				}
-				b.WriteString(s[i : i+j])
-				i += j + 1
-				if strings.HasPrefix(s[i:], `"`) {
-					b.WriteByte('"')
-					i++
-					continue
-				}
-				break
-			}
-			dst = append(dst, b.String())
-			s = s[i:]
-			if s == "" {
-				return dst, nil
-			}
-			if s[0] != ',' {
-				return dst, errors.New("text after a closing quote")
-			}
-			s = s[1:]
-			continue
+// splitBackticks splits one WeChat Pay detail or summary row, appending to dst. WeChat Pay
+// escapes nothing: every field starts with a backtick and fields are joined by ",`", so a
+// comma, a double quote or JSON inside a field is just text and only ",`" ends a field. ok
+// is false when the row does not start with a backtick. The fields share the row's memory.
+func splitBackticks(dst []string, s string) (fields []string, ok bool) {
+	if !strings.HasPrefix(s, "`") {
+		return dst, false
+	}
+	start := 1
+	for i := start; ; i++ {
+		// A comma is searched for, then checked for its backtick: a bill's fields hold few
+		// commas, and this is faster than strings.Index on every field of every line.
+		j := strings.IndexByte(s[i:], ',')
+		if j < 0 {
+			return append(dst, s[start:]), true
 		}
+		if i += j; i+1 < len(s) && s[i+1] == '`' {
+			dst = append(dst, s[start:i])
+			i++
+			start = i + 1
+		}
+	}
+}
+
+// splitNames splits a WeChat Pay header row: plain names joined by commas, no backticks.
+func splitNames(dst []string, s string) []string {
+	for {
 		i := strings.IndexByte(s, ',')
 		if i < 0 {
-			return append(dst, s), nil
+			return append(dst, s)
 		}
 		dst = append(dst, s[:i])
 		s = s[i+1:]
@@ -111,11 +105,9 @@ func splitFields(dst []string, s string) ([]string, error) {
 }
 
 // cleanCell strips what the platforms wrap a value in: the tab Alipay appends so that
-// spreadsheets keep long numbers as text, WeChat Pay's leading backtick for the same reason,
-// and spaces.
+// spreadsheets keep long numbers as text, and spaces. (WeChat Pay's leading backtick, there
+// for the same reason, is taken off by splitBackticks.)
 func cleanCell(s string) string {
-	s = strings.TrimSpace(s)
-	s = strings.TrimPrefix(s, "`")
 	return strings.TrimSpace(s)
 }
 

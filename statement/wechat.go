@@ -24,12 +24,16 @@ const (
 	wxColCurrency    = "货币种类"
 	wxColSettle      = "应结订单金额"
 	wxColSettleOld   = "总金额"
+	wxColRefundID    = "微信退款单号"
 	wxColOutRefund   = "商户退款单号"
 	wxColRefund      = "退款金额"
 	wxColRefundState = "退款状态"
 	wxColFee         = "手续费"
 	wxColOrder       = "订单金额"
 	wxColApplyRefund = "申请退款金额"
+	// The merchant's own text: the only columns that may hold ",`".
+	wxColProduct = "商品名称"
+	wxColAttach  = "商户数据包"
 
 	wxSumCount       = "总交易单数"
 	wxSumSettle      = "应结订单总金额"
@@ -43,31 +47,43 @@ const (
 	wxStatePaid     = "SUCCESS"
 	wxStateRefund   = "REFUND"
 	wxRefundPending = "PROCESSING"
+	wxRefundDone    = "SUCCESS"
 )
 
 var gzipMagic = []byte{0x1f, 0x8b}
 
 type wxIdx struct {
-	time, mch, subMch, txn, out, state, currency, settle, outRefund, refund, refundState, fee, order, apply int
+	time, mch, subMch, txn, out, state, currency, settle, refundID, outRefund, refund, refundState, fee, order, apply int
+}
+
+// read is every column the reader reads.
+func (x wxIdx) read() []int {
+	return []int{x.time, x.mch, x.subMch, x.txn, x.out, x.state, x.currency, x.settle, x.refundID, x.outRefund,
+		x.refund, x.refundState, x.fee, x.order, x.apply}
 }
 
 // wechatReader reads a WeChat Pay trade bill, plain or gzip.
 type wechatReader struct {
-	opt    options
-	src    io.Reader
-	lr     *lineReader
-	sha    hash.Hash
-	state  int // 0 before the header, 1 in the rows, 2 summary header seen, 3 summary row seen
-	idx    wxIdx
-	row    []string
-	sums   Totals
-	settle int64 // sums of 应结订单金额, 退款金额 and 订单金额/申请退款金额 as the summary states them
-	refund int64
-	sumCol columns
-	sumRow []string
-	sumNo  int
-	closer io.Closer
-	err    error
+	opt   options
+	src   io.Reader
+	lr    *lineReader
+	sha   hash.Hash
+	state int // 0 before the header, 1 in the rows, 2 summary header seen, 3 summary row seen
+	idx   wxIdx
+	cols  int // fields the header names
+	// textEnd is the first column after the merchant's text (商品名称, 商户数据包); 0 when the
+	// header has none. extra is how many more fields than cols the current row has: text
+	// that held ",`" split into them, and the columns from textEnd on moved right by extra.
+	textEnd, extra int
+	row            []string
+	sums           Totals
+	settle         int64 // sums of 应结订单金额, 退款金额 and 订单金额/申请退款金额 as the summary states them
+	refund         int64
+	sumCol         columns
+	sumRow         []string
+	sumNo          int
+	closer         io.Closer
+	err            error
 }
 
 // NewWeChatCSV reads a WeChat Pay trade bill (bill_type ALL), plain or gzip (told apart by
@@ -86,7 +102,12 @@ func (w *wechatReader) Close() error {
 }
 
 func (w *wechatReader) reject(line int, format string, args ...any) error {
-	w.err = &RejectError{File: w.opt.name, Line: line, Reason: fmt.Sprintf(format, args...)}
+	return w.rejectColumn(line, "", format, args...)
+}
+
+// rejectColumn refuses the bill for what column (a header name) of line holds.
+func (w *wechatReader) rejectColumn(line int, column, format string, args ...any) error {
+	w.err = &RejectError{File: w.opt.name, Line: line, Column: column, Reason: fmt.Sprintf(format, args...)}
 	return w.err
 }
 
@@ -133,64 +154,118 @@ func (w *wechatReader) Next() (Line, error) {
 		if strings.TrimSpace(raw) == "" {
 			continue
 		}
-		switch w.state {
-		case 0:
-			if err := w.header(raw); err != nil {
-				return Line{}, err
-			}
-			w.state = 1
-		case 1:
-			if strings.HasPrefix(cleanCell(raw), wxSumCount) {
-				row, _ := splitFields(nil, raw)
-				w.sumCol, w.state = newColumns(row), 2
-				continue
-			}
+		if w.state == 1 && strings.HasPrefix(raw, "`") {
 			return w.line(raw)
-		case 2:
-			if w.sumRow, err = splitFields(nil, raw); err != nil {
-				return Line{}, w.reject(w.lr.no, "summary row: %v", err)
-			}
-			w.sumNo, w.state = w.lr.no, 3
-		default:
-			return Line{}, w.reject(w.lr.no, "text after the summary row")
+		}
+		if err := w.step(raw); err != nil {
+			return Line{}, err
 		}
 	}
 }
 
-func (w *wechatReader) header(raw string) error {
-	row, err := splitFields(w.row[:0], raw)
-	if err != nil {
-		return w.reject(w.lr.no, "header: %v", err)
-	}
-	c := newColumns(row)
-	w.idx = wxIdx{
-		time: c.find(wxColTime), mch: c.find(wxColMchID), subMch: c.find(wxColSubMchID),
-		txn: c.find(wxColTxnID), out: c.find(wxColOutTrade), state: c.find(wxColState),
-		currency: c.find(wxColCurrency), settle: c.find(wxColSettle, wxColSettleOld),
-		outRefund: c.find(wxColOutRefund), refund: c.find(wxColRefund), refundState: c.find(wxColRefundState),
-		fee: c.find(wxColFee), order: c.find(wxColOrder), apply: c.find(wxColApplyRefund),
-	}
-	for name, i := range map[string]int{wxColTime: w.idx.time, wxColTxnID: w.idx.txn, wxColOutTrade: w.idx.out,
-		wxColState: w.idx.state, wxColSettle: w.idx.settle, wxColRefund: w.idx.refund} {
-		if i < 0 {
-			return w.reject(w.lr.no, "header has no column %s: not a WeChat Pay trade bill", name)
+// step reads one non-blank line that is not a detail row: the header, the summary header or
+// the summary row.
+func (w *wechatReader) step(raw string) error {
+	switch w.state {
+	case 0:
+		if err := w.header(raw); err != nil {
+			return err
 		}
+		w.state = 1
+	case 1:
+		if !strings.HasPrefix(cleanCell(raw), wxSumCount) {
+			return w.reject(w.lr.no, "a detail row must start with a backtick")
+		}
+		w.sumCol, w.state = newColumns(splitNames(nil, raw)), 2
+	case 2:
+		row, ok := splitBackticks(nil, raw)
+		if !ok {
+			return w.reject(w.lr.no, "the summary row must start with a backtick")
+		}
+		w.sumRow, w.sumNo, w.state = row, w.lr.no, 3
+	default:
+		return w.reject(w.lr.no, "text after the summary row")
 	}
 	return nil
 }
 
+// header maps the header row's names (plain, comma-separated) to positions.
+func (w *wechatReader) header(raw string) error {
+	names := splitNames(w.row[:0], raw)
+	c := newColumns(names)
+	w.cols = len(names)
+	w.idx = wxIdx{
+		time: c.find(wxColTime), mch: c.find(wxColMchID), subMch: c.find(wxColSubMchID),
+		txn: c.find(wxColTxnID), out: c.find(wxColOutTrade), state: c.find(wxColState),
+		currency: c.find(wxColCurrency), settle: c.find(wxColSettle, wxColSettleOld), refundID: c.find(wxColRefundID),
+		outRefund: c.find(wxColOutRefund), refund: c.find(wxColRefund), refundState: c.find(wxColRefundState),
+		fee: c.find(wxColFee), order: c.find(wxColOrder), apply: c.find(wxColApplyRefund),
+	}
+	for _, req := range []struct {
+		name string
+		at   int
+	}{{wxColTime, w.idx.time}, {wxColTxnID, w.idx.txn}, {wxColOutTrade, w.idx.out},
+		{wxColState, w.idx.state}, {wxColSettle, w.idx.settle}, {wxColRefund, w.idx.refund}} {
+		if req.at < 0 {
+			return w.rejectColumn(w.lr.no, req.name, "the header has no such column: not a WeChat Pay trade bill")
+		}
+	}
+	w.textEnd = textEnd(c, w.idx)
+	return nil
+}
+
+// textEnd is the first column after the merchant's text columns, which a row reads from its
+// end when that text held ",`"; 0 (nothing read from the end) when the header has no such
+// column, or when a column the reader needs lies between them and so could not be placed.
+func textEnd(c columns, idx wxIdx) int {
+	lo, end := -1, 0
+	for _, i := range []int{c.find(wxColProduct), c.find(wxColAttach)} {
+		if i < 0 {
+			continue
+		}
+		if lo < 0 || i < lo {
+			lo = i
+		}
+		end = max(end, i+1)
+	}
+	for _, i := range idx.read() {
+		if lo >= 0 && i > lo && i < end {
+			return 0
+		}
+	}
+	return end
+}
+
+// fit checks that a row has the header's number of fields, or more only where the merchant's
+// text may have held ",`", and notes how many more.
+func (w *wechatReader) fit(no, n int) error {
+	w.extra = n - w.cols
+	if w.extra == 0 || w.extra > 0 && w.textEnd > 0 {
+		return nil
+	}
+	return w.reject(no, "%d fields, the header names %d", n, w.cols)
+}
+
+// cell is column i of the current row, counted from the row's end past the merchant's text.
+func (w *wechatReader) cell(row []string, i int) string {
+	if w.extra > 0 && i >= w.textEnd {
+		i += w.extra
+	}
+	return cell(row, i)
+}
+
 // amount reads a column that must hold a non-negative amount; a missing column reads as
 // the fallback's value.
-func (w *wechatReader) amount(row []string, i int, name string, fallback int64) (int64, error) {
+func (w *wechatReader) amount(no int, row []string, i int, name string, fallback int64) (int64, error) {
 	if i < 0 {
 		return fallback, nil
 	}
-	v, err := parseDecimal(cell(row, i), fenPlaces)
+	v, err := parseDecimal(w.cell(row, i), fenPlaces)
 	if err != nil {
-		return 0, w.reject(w.lr.no, "%s: %v", name, err)
+		return 0, w.rejectColumn(no, name, "%v", err)
 	}
 	if v < 0 {
-		return 0, w.reject(w.lr.no, "%s is negative", name)
+		return 0, w.rejectColumn(no, name, "negative")
 	}
 	return v, nil
 }
@@ -198,46 +273,35 @@ func (w *wechatReader) amount(row []string, i int, name string, fallback int64) 
 // line parses one detail row.
 func (w *wechatReader) line(raw string) (Line, error) {
 	no := w.lr.no
-	row, err := splitFields(w.row[:0], raw)
+	row, _ := splitBackticks(w.row[:0], raw)
 	w.row = row[:0]
-	if err != nil {
-		return Line{}, w.reject(no, "%v", err)
+	if err := w.fit(no, len(row)); err != nil {
+		return Line{}, err
 	}
-	l := Line{No: no, OutTradeNo: cell(row, w.idx.out), PlatformTradeNo: cell(row, w.idx.txn),
-		Currency: cell(row, w.idx.currency), MerchantID: cell(row, w.idx.mch)}
-	if sub := cell(row, w.idx.subMch); sub != "" && sub != "0" {
+	l := Line{No: no, OutTradeNo: w.cell(row, w.idx.out), PlatformTradeNo: w.cell(row, w.idx.txn),
+		Currency: w.cell(row, w.idx.currency), MerchantID: w.cell(row, w.idx.mch)}
+	if sub := w.cell(row, w.idx.subMch); sub != "" && sub != "0" {
 		l.MerchantID = sub
 	}
 	if l.Currency == "" {
 		l.Currency = "CNY"
 	}
-	if l.OutTradeNo == "" || l.PlatformTradeNo == "" {
-		return Line{}, w.reject(no, "empty %s or %s", wxColOutTrade, wxColTxnID)
+	if l.OutTradeNo == "" {
+		return Line{}, w.rejectColumn(no, wxColOutTrade, "empty")
 	}
-	if l.At, err = parseChinaTime(cell(row, w.idx.time)); err != nil {
-		return Line{}, w.reject(no, "%s: %v", wxColTime, err)
+	if l.PlatformTradeNo == "" {
+		return Line{}, w.rejectColumn(no, wxColTxnID, "empty")
 	}
-	switch st := cell(row, w.idx.state); st {
-	case wxStatePaid:
-		l.Kind = Payment
-		if l.ReceivedMinor, err = w.amount(row, w.idx.settle, wxColSettle, 0); err == nil {
-			l.AmountMinor, err = w.amount(row, w.idx.order, wxColOrder, l.ReceivedMinor)
-		}
-	case wxStateRefund:
-		l.Kind, l.RefundNo = Refund, cell(row, w.idx.outRefund)
-		l.Pending = cell(row, w.idx.refundState) == wxRefundPending
-		if l.ReceivedMinor, err = w.amount(row, w.idx.refund, wxColRefund, 0); err == nil {
-			l.AmountMinor, err = w.amount(row, w.idx.apply, wxColApplyRefund, l.ReceivedMinor)
-		}
-	default:
-		return Line{}, w.reject(no, "%s %q is neither %s nor %s", wxColState, st, wxStatePaid, wxStateRefund)
+	var err error
+	if l.At, err = parseChinaTime(w.cell(row, w.idx.time)); err != nil {
+		return Line{}, w.rejectColumn(no, wxColTime, "%v", err)
 	}
-	if err != nil {
+	if err := w.kindAndAmounts(no, row, &l); err != nil {
 		return Line{}, err
 	}
-	if fee := cell(row, w.idx.fee); fee != "" {
+	if fee := w.cell(row, w.idx.fee); fee != "" {
 		if l.FeeMilliFen, err = parseDecimal(fee, milliFenPlaces); err != nil {
-			return Line{}, w.reject(no, "%s: %v", wxColFee, err)
+			return Line{}, w.rejectColumn(no, wxColFee, "%v", err)
 		}
 	}
 	w.sums.add(l)
@@ -247,6 +311,29 @@ func (w *wechatReader) line(raw string) (Line, error) {
 		w.refund += l.ReceivedMinor
 	}
 	return l, nil
+}
+
+// kindAndAmounts reads what the row records: a payment (its settled and order amounts) or a
+// refund (its numbers, status and amounts).
+func (w *wechatReader) kindAndAmounts(no int, row []string, l *Line) error {
+	var err error
+	switch st := w.cell(row, w.idx.state); st {
+	case wxStatePaid:
+		l.Kind = Payment
+		if l.ReceivedMinor, err = w.amount(no, row, w.idx.settle, wxColSettle, 0); err == nil {
+			l.AmountMinor, err = w.amount(no, row, w.idx.order, wxColOrder, l.ReceivedMinor)
+		}
+	case wxStateRefund:
+		l.Kind, l.RefundNo, l.PlatformRefundNo = Refund, w.cell(row, w.idx.outRefund), w.cell(row, w.idx.refundID)
+		l.RefundStatus = w.cell(row, w.idx.refundState)
+		l.Pending = l.RefundStatus == wxRefundPending
+		if l.ReceivedMinor, err = w.amount(no, row, w.idx.refund, wxColRefund, 0); err == nil {
+			l.AmountMinor, err = w.amount(no, row, w.idx.apply, wxColApplyRefund, l.ReceivedMinor)
+		}
+	default:
+		return w.rejectColumn(no, wxColState, "%q is neither %s nor %s", st, wxStatePaid, wxStateRefund)
+	}
+	return err
 }
 
 // finish checks the digest, then the summary row, at the end of the file.

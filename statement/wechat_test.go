@@ -38,7 +38,7 @@ func TestWeChatCSVOddities(t *testing.T) {
 		name    string
 		data    []byte
 		mch     string
-		pending bool
+		pending bool // the refund is still PROCESSING
 	}{
 		{name: "as published", data: []byte(wechatSample), mch: "176531292"},
 		{name: "gzip", data: gz(t, []byte(wechatSample)), mch: "176531292"},
@@ -64,7 +64,10 @@ func TestWeChatCSVOddities(t *testing.T) {
 			}
 			want := []Line{
 				{Kind: Payment, OutTradeNo: "2021WERUN1647840687637", PlatformTradeNo: "420000612032130748613220688", Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: 9, At: payAt},
-				{Kind: Refund, OutTradeNo: "2021WERUN1647840687637", PlatformTradeNo: "420000612032130748613220688", RefundNo: "RF1", Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: -9, Pending: c.pending, At: refundAt},
+				{Kind: Refund, OutTradeNo: "2021WERUN1647840687637", PlatformTradeNo: "420000612032130748613220688", RefundNo: "RF1", PlatformRefundNo: "50300001", RefundStatus: "SUCCESS", Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: -9, At: refundAt},
+			}
+			if c.pending {
+				want[1].Pending, want[1].RefundStatus = true, "PROCESSING"
 			}
 			sameLines(t, got, want, false)
 			if got[0].No != 2 || got[1].No != 3 || got[0].MerchantID != c.mch {
@@ -117,8 +120,8 @@ func TestWeChatCSVRejects(t *testing.T) {
 			if c.line >= 0 && !strings.Contains(c.why, "cut short") && re.Line != c.line {
 				t.Fatalf("rejected on line %d, want %d: %v", re.Line, c.line, err)
 			}
-			if !strings.Contains(re.Reason, c.why) {
-				t.Fatalf("reason %q does not mention %q", re.Reason, c.why)
+			if !strings.Contains(re.Error(), c.why) {
+				t.Fatalf("%q does not mention %q", re.Error(), c.why)
 			}
 		})
 	}
@@ -126,7 +129,7 @@ func TestWeChatCSVRejects(t *testing.T) {
 
 func TestWeChatGeneratedRoundTrip(t *testing.T) {
 	lines := sampleSlice(300, 6)
-	lines[5].Pending = true // a refund still processing
+	lines[5].Pending, lines[5].RefundStatus = true, "PROCESSING" // a refund still processing
 	for _, f := range []WeChatFile{
 		{AppID: "wxfdc955f7104ad557", MchID: "180023671"},
 		{AppID: "wxfdc955f7104ad557", MchID: "180023671", Gzip: true},
@@ -170,7 +173,8 @@ func TestWeChatGeneratedOddities(t *testing.T) {
 	}
 	text := string(plain)
 	for _, want := range []string{"\ufeff" + wxHeader + "\n", "`JSAPI,`SUCCESS,", "`JSAPI,`REFUND,", "`0.00,`0.00,`50",
-		"`re_T1,`0.02,", "`ORIGINAL,`SUCCESS,", "`-0.00012,", "`0.00012,", "\n" + wxSummaryHeader + "\n`3,`0.03,`0.02,`0.00,`0.00006,`0.03,`0.02\n", "`0,`,`"} {
+		"`re_T1,`0.02,", "`ORIGINAL,`SUCCESS,", "`-0.00012,", "`0.00012,", "\n" + wxSummaryHeader + "\n`3,`0.03,`0.02,`0.00,`0.00006,`0.03,`0.02\n", "`0,`,`",
+		"`套餐A,含\"加料\",`{\"a\":\"1\",\"b\":\"2\"},", "`全角，标点（测试）,`{\"order\":\"T1\",\"note\":\"含,逗号\"},"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("generated bill lacks %q:\n%s", want, text)
 		}

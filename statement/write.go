@@ -3,6 +3,7 @@ package statement
 import (
 	"archive/zip"
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"crypto/sha1"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"iter"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/text/encoding/simplifiedchinese"
@@ -69,8 +71,10 @@ func writeAlipayDetail(w io.Writer, f AlipayFile, lines iter.Seq[Line]) (alipayS
 	bw.WriteString(alipayDetailHeader + "\n")
 	var s alipaySums
 	var buf []byte
+	n := 0
 	for l := range lines {
-		buf = appendAlipayRow(buf[:0], l)
+		buf = appendAlipayRow(buf[:0], l, n)
+		n++
 		bw.Write(buf)
 		s.t.add(l)
 		if l.Kind == Refund {
@@ -101,9 +105,10 @@ func writeAlipayDetail(w io.Writer, f AlipayFile, lines iter.Seq[Line]) (alipayS
 	return s, enc.Close()
 }
 
-// appendAlipayRow writes one detail row: text fields end in a tab (Alipay's way of keeping
-// long numbers text in a spreadsheet), refunds carry negative amounts.
-func appendAlipayRow(b []byte, l Line) []byte {
+// appendAlipayRow writes the detail row of the n-th line: text fields end in a tab (Alipay's
+// way of keeping long numbers text in a spreadsheet), a text field with a comma or a quote
+// in it is quoted, refunds carry negative amounts.
+func appendAlipayRow(b []byte, l Line, n int) []byte {
 	kind, sign := "交易", int64(1)
 	if l.Kind == Refund {
 		kind, sign = "退款", -1
@@ -114,7 +119,8 @@ func appendAlipayRow(b []byte, l Line) []byte {
 	b = text(b, l.PlatformTradeNo)
 	b = text(b, l.OutTradeNo)
 	b = text(b, kind)
-	b = append(b, "下单测试,"...)
+	b = appendCSVField(b, sampleProducts[n%len(sampleProducts)])
+	b = append(b, ',')
 	created := l.CreatedAt
 	if created.IsZero() {
 		created = l.At.Add(-time.Minute)
@@ -127,7 +133,29 @@ func appendAlipayRow(b []byte, l Line) []byte {
 	b = append(b, "0.00,0.00,0.00,0.00,0.00,\t,0.00,0.00,"...) // 红包 集分宝 优惠 商家优惠 券 券名称 商家红包 卡
 	b = text(b, l.RefundNo)
 	b = append(append(b, formatDecimal(l.FeeMilliFen, milliFenPlaces, feeDecimals(l.FeeMilliFen))...), ',')
-	return append(b, "0.00,下单测试\n"...)
+	b = append(b, "0.00,"...)
+	b = appendCSVField(b, sampleRemarks[n%len(sampleRemarks)])
+	return append(b, '\n')
+}
+
+// The text the generators write into the merchant's own columns, in turn: what merchants
+// really put there, commas, double quotes, JSON and full-width punctuation included, so that
+// every generated bill (the sandbox's too) exercises the readers' splitting.
+var (
+	sampleProducts = []string{"微信支付测试", `套餐A,含"加料"`, "全角，标点（测试）", `礼盒 "2件装", 红色`}
+	sampleAttaches = []string{"", `{"a":"1","b":"2"}`, `{"order":"T1","note":"含,逗号"}`, `{"tags":["a","b"],"q":"\"x\""}`}
+	sampleRemarks  = []string{"下单测试", "备注,含逗号", `他说"好"`, "全角，逗号"}
+)
+
+// appendCSVField writes s as a CSV field, quoted as Alipay quotes it: only when it holds a
+// comma, a double quote or a line break, with a quote inside doubled.
+func appendCSVField(b []byte, s string) []byte {
+	if !strings.ContainsAny(s, ",\"\r\n") {
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	b = append(b, strings.ReplaceAll(s, `"`, `""`)...)
+	return append(b, '"')
 }
 
 // WriteAlipayZip writes the zip Alipay serves: the detail CSV and the summary CSV, both GBK,
@@ -205,8 +233,10 @@ func WriteWeChatCSV(w io.Writer, f WeChatFile, lines iter.Seq[Line]) (string, To
 	var t Totals
 	var settle, refund int64
 	var buf []byte
+	n := 0
 	for l := range lines {
-		buf = appendWeChatRow(buf[:0], f, l)
+		buf = appendWeChatRow(buf[:0], f, l, n)
+		n++
 		bw.Write(buf)
 		t.add(l)
 		if l.Kind == Refund {
@@ -231,9 +261,11 @@ func WriteWeChatCSV(w io.Writer, f WeChatFile, lines iter.Seq[Line]) (string, To
 	return hex.EncodeToString(h.Sum(nil)), t, nil
 }
 
-// appendWeChatRow writes one detail row, every field behind a backtick. A refund is its own
-// row: the order's numbers, zero order amounts, the refund's amounts, a negative fee.
-func appendWeChatRow(b []byte, f WeChatFile, l Line) []byte {
+// appendWeChatRow writes the detail row of the n-th line, every field behind a backtick and
+// nothing quoted: the product name and attach hold commas, quotes and JSON as they come. A
+// refund is its own row: the order's numbers, zero order amounts, the refund's numbers,
+// amounts and status, a negative fee.
+func appendWeChatRow(b []byte, f WeChatFile, l Line, n int) []byte {
 	sub := f.SubMchID
 	if sub == "" {
 		sub = "0"
@@ -247,20 +279,29 @@ func appendWeChatRow(b []byte, f WeChatFile, l Line) []byte {
 	state, settle, order, refundID, refundNo, refund, apply, refundType, refundState := "SUCCESS",
 		money(received(l)), money(l.AmountMinor), "0", "0", "0.00", "0.00", "", ""
 	if l.Kind == Refund {
-		state, settle, order, refundID, refundNo = "REFUND", "0.00", "0.00", "50"+l.PlatformTradeNo, l.RefundNo
-		refund, apply, refundType, refundState = money(received(l)), money(l.AmountMinor), "ORIGINAL", "SUCCESS"
-		if l.Pending {
-			refundState = "PROCESSING"
-		}
+		state, settle, order, refundID, refundNo = "REFUND", "0.00", "0.00", cmp.Or(l.PlatformRefundNo, "50"+l.PlatformTradeNo), l.RefundNo
+		refund, apply, refundType, refundState = money(received(l)), money(l.AmountMinor), "ORIGINAL", wxRefundState(l)
 	}
 	b = field(b, l.At.In(chinaTime).Format(timeLayout))
 	for _, s := range []string{f.AppID, f.MchID, sub, "", l.PlatformTradeNo, l.OutTradeNo,
 		"oZWaCKXip5njeEiloC4oeOV1TTsk", "JSAPI", state, "OTHERS", cur, settle, "0.00", refundID, refundNo,
-		refund, "0.00", refundType, refundState, "微信支付测试", "", formatDecimal(l.FeeMilliFen, milliFenPlaces, 5),
+		refund, "0.00", refundType, refundState, sampleProducts[n%len(sampleProducts)], sampleAttaches[n%len(sampleAttaches)],
+		formatDecimal(l.FeeMilliFen, milliFenPlaces, 5),
 		"0.60%", order, apply} {
 		b = field(b, s)
 	}
 	return append(b, "`\n"...)
+}
+
+// wxRefundState is a refund line's 退款状态: its RefundStatus, else what Pending says.
+func wxRefundState(l Line) string {
+	switch {
+	case l.RefundStatus != "":
+		return l.RefundStatus
+	case l.Pending:
+		return wxRefundPending
+	}
+	return wxRefundDone
 }
 
 // SampleLines yields n deterministic bill lines of day, for tests and benchmarks: payments
@@ -279,6 +320,7 @@ func SampleLines(day time.Time, prefix string, n, refundEvery int) iter.Seq[Line
 			if refundEvery > 0 && i%refundEvery == refundEvery-1 && last.OutTradeNo != "" {
 				l = last
 				l.Kind, l.RefundNo, l.FeeMilliFen = Refund, "re_"+last.OutTradeNo, -last.FeeMilliFen
+				l.PlatformRefundNo, l.RefundStatus = "50"+last.PlatformTradeNo, wxRefundDone
 				l.At = last.At.Add(time.Minute)
 			}
 			if !yield(l) {

@@ -22,6 +22,16 @@ var (
 	sandboxKeysErr  error
 )
 
+// keysForSandbox are the sandbox keys the statement tests share (RSA keys are slow to make).
+func keysForSandbox(t testing.TB) *sandbox.Keys {
+	t.Helper()
+	sandboxKeysOnce.Do(func() { sandboxKeys, sandboxKeysErr = sandbox.GenerateKeys(2048) })
+	if sandboxKeysErr != nil {
+		t.Fatal(sandboxKeysErr)
+	}
+	return sandboxKeys
+}
+
 // sandboxNow is the morning after testDay, once both platforms have published its bill.
 var sandboxNow = testDay.End.Add(11 * time.Hour)
 
@@ -30,11 +40,7 @@ var sandboxNow = testDay.End.Add(11 * time.Hour)
 // PENDING locally), E-PAID paid and already PAID locally, E-UNKNOWN paid but not ours.
 func newSandboxAccount(t *testing.T, e *env, p reconcile.Platform) (*sandbox.Sandbox, reconcile.AccountKey, BillDownloader) {
 	t.Helper()
-	sandboxKeysOnce.Do(func() { sandboxKeys, sandboxKeysErr = sandbox.GenerateKeys(2048) })
-	if sandboxKeysErr != nil {
-		t.Fatal(sandboxKeysErr)
-	}
-	sb, err := sandbox.New(sandbox.Options{Keys: sandboxKeys, Now: func() time.Time { return sandboxNow }})
+	sb, err := sandbox.New(sandbox.Options{Keys: keysForSandbox(t), Now: func() time.Time { return sandboxNow }})
 	if err != nil {
 		t.Fatal(err)
 	}

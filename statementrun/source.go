@@ -98,7 +98,8 @@ func fileSHA256(path string) (string, error) {
 
 // BillDownloader is what a platform's bill client does: save the account's bill of day (its
 // date in China time) into dir. An unpublished bill is a *platformclient.BillNotReadyError in
-// the error chain, naming the time to retry.
+// the error chain, naming the time to retry; a day the platform says had no trades is a
+// BillInfo with Empty set and no file (the client decides which, with its clock).
 type BillDownloader interface {
 	DownloadBill(ctx context.Context, day time.Time, dir string) (platformclient.BillInfo, error)
 }
@@ -114,7 +115,7 @@ type PlatformSource struct {
 }
 
 // Bill downloads the day's bill and opens it; a WeChat Pay bill is checked against the SHA1
-// the platform declared while it is read.
+// the platform declared while it is read. A day without trades is a bill without lines.
 func (s PlatformSource) Bill(ctx context.Context, day Day) (Bill, error) {
 	dir, cleanup, err := s.dir()
 	if err != nil {
@@ -124,6 +125,10 @@ func (s PlatformSource) Bill(ctx context.Context, day Day) (Bill, error) {
 	if err != nil {
 		cleanup()
 		return Bill{}, err
+	}
+	if got.Empty {
+		cleanup()
+		return Bill{Reader: noTrades{}}, nil
 	}
 	var opts []statement.Option
 	if strings.EqualFold(got.HashType, "SHA1") && got.HashValue != "" {
@@ -140,6 +145,14 @@ func (s PlatformSource) Bill(ctx context.Context, day Day) (Bill, error) {
 	}
 	return b, nil
 }
+
+// noTrades is the bill of a day the platform says the account had no trades on (WeChat Pay's
+// NO_STATEMENT_EXIST once the bill is due): no lines, zero totals. It takes the path of any
+// bill, so the day is signed off with zero figures and its held orders age as on any day.
+type noTrades struct{}
+
+func (noTrades) Next() (statement.Line, error) { return statement.Line{}, io.EOF }
+func (noTrades) Totals() statement.Totals      { return statement.Totals{} }
 
 func (s PlatformSource) dir() (string, func(), error) {
 	if s.Keep == "" {

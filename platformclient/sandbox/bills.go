@@ -19,7 +19,8 @@ import (
 // The sandbox publishes each account's daily trade bill from the same store its queries
 // answer from: a payment line for every paid (or since refunded) order paid that day, a
 // refund line for every refunded order refunded that day, with a 0.6% fee. A day's bill is
-// published once the day is over (in China time); BillSpoil makes it late or wrong.
+// published once the day is over (in China time); BillSpoil makes it late or wrong, or has
+// WeChat Pay answer a day without trades with NO_STATEMENT_EXIST as the real one does.
 
 // Bill download paths: Alipay's file server and WeChat Pay's download endpoint.
 const (
@@ -45,6 +46,10 @@ type BillSpoil struct {
 	SkewTotalsMinor int64 `json:"skew_totals_minor,omitempty"`
 	// Truncate serves the first half of the file (with an honest length): a cut archive.
 	Truncate bool `json:"truncate,omitempty"`
+	// NoStatementWhenEmpty makes WeChat Pay answer a day without trades as the real one
+	// does: 400 NO_STATEMENT_EXIST, no file (which the client takes for an empty day once
+	// the bill is due, and for "not ready" before). Off, such a day is a bill without lines.
+	NoStatementWhenEmpty bool `json:"no_statement_when_empty,omitempty"`
 }
 
 // billTicket is one issued download URL.
@@ -269,6 +274,9 @@ func (s *Sandbox) serveWechatTradeBill(w http.ResponseWriter, r *http.Request) {
 	case sp.NotReady:
 		s.writeWechatError(w, c, wechatError{400, "STATEMENT_CREATING", "账单生成中"})
 		return
+	case sp.NoStatementWhenEmpty && len(s.BillLines(reconcile.WechatPay, mchID, day)) == 0:
+		s.writeWechatError(w, c, wechatError{400, "NO_STATEMENT_EXIST", "账单文件不存在"})
+		return
 	}
 	var b bytes.Buffer
 	sum, err := s.WriteWechatBill(&b, mchID, day, q.Get("tar_type") == "GZIP")
@@ -301,7 +309,7 @@ func (s *Sandbox) serveWechatBillFile(w http.ResponseWriter, r *http.Request) {
 
 // mountBillControl adds the bill control endpoints:
 //
-//	PUT    /sandbox/bills/{platform}/spoil   {"merchant_id","not_ready","wrong_hash","skew_totals_minor","truncate"}
+//	PUT    /sandbox/bills/{platform}/spoil   {"merchant_id","not_ready","wrong_hash","skew_totals_minor","truncate","no_statement_when_empty"}
 //	DELETE /sandbox/bills/{platform}/spoil?merchant_id=
 //	GET    /sandbox/bills/{platform}/{day}?merchant_id=&gzip=1   the bill file itself (for --file)
 //	PUT    /sandbox/bills/early    publish a day's bill before the day is over (PublishBillsEarly)

@@ -370,3 +370,78 @@ func TestAlipayBillURLExpired(t *testing.T) {
 		t.Fatalf("%d paced calls (want 4: URL, download, twice), %d downloads served", budget.n.Load(), sb.BillDownloads(reconcile.Alipay))
 	}
 }
+
+// TestWechatDayWithoutTrades: WeChat Pay answers NO_STATEMENT_EXIST for a day on which the
+// account had no trades. Before 10:00 the next morning that is "not ready, retry at 10:00";
+// from then on it is an empty day (no file). STATEMENT_CREATING stays "not ready", an
+// unsigned answer is never evidence, and a day with trades still gets its bill.
+func TestWechatDayWithoutTrades(t *testing.T) {
+	var now atomic.Pointer[time.Time]
+	now.Store(&billNow)
+	clock := func() time.Time { return *now.Load() }
+	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sb)
+	t.Cleanup(func() { sb.Close(); srv.Close() })
+	cfg := sb.WechatPayConfig(srv.URL)
+	cfg.Now, cfg.Tuning = clock, platformclient.Tuning{BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond}
+	c, err := wechatpay.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mch := sb.Identity().WechatMchID
+	sb.SetScenario(reconcile.WechatPay, "TRADED", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 100, PaidAt: billDay.AddDate(0, 0, 1).Add(time.Hour)})
+	next := func(h, m int) time.Time {
+		return billDay.AddDate(0, 0, 1).Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
+	}
+	for _, c2 := range []struct {
+		name    string
+		day     time.Time
+		now     time.Time
+		spoil   sandbox.BillSpoil
+		fault   sandbox.Fault
+		want    string // "empty", "not ready", "bill", "bad signature"
+		retryAt time.Time
+	}{
+		{"09:59 the next day", billDay, next(9, 59), sandbox.BillSpoil{NoStatementWhenEmpty: true}, sandbox.Fault{}, "not ready", next(10, 0)},
+		{"10:01 the next day", billDay, next(10, 1), sandbox.BillSpoil{NoStatementWhenEmpty: true}, sandbox.Fault{}, "empty", time.Time{}},
+		{"two days later", billDay, next(34, 0), sandbox.BillSpoil{NoStatementWhenEmpty: true}, sandbox.Fault{}, "empty", time.Time{}},
+		{"still being made at 10:01", billDay, next(10, 1), sandbox.BillSpoil{NotReady: true, NoStatementWhenEmpty: true}, sandbox.Fault{}, "not ready", next(10, 16)},
+		{"unsigned at 10:01", billDay, next(10, 1), sandbox.BillSpoil{NoStatementWhenEmpty: true}, sandbox.Fault{Unsigned: true}, "bad signature", time.Time{}},
+		{"a day with trades", billDay.AddDate(0, 0, 1), next(34, 0), sandbox.BillSpoil{NoStatementWhenEmpty: true}, sandbox.Fault{}, "bill", time.Time{}},
+		{"an empty day served as a file when asked to", billDay, next(10, 1), sandbox.BillSpoil{}, sandbox.Fault{}, "bill", time.Time{}},
+	} {
+		t.Run(c2.name, func(t *testing.T) {
+			now.Store(&c2.now)
+			sb.SetBillSpoil(reconcile.WechatPay, mch, c2.spoil)
+			sb.SetFault(reconcile.WechatPay, c2.fault)
+			defer sb.SetFault(reconcile.WechatPay, sandbox.Fault{})
+			dir := t.TempDir()
+			info, err := c.DownloadBill(context.Background(), c2.day, dir)
+			entries, _ := os.ReadDir(dir)
+			var nr *platformclient.BillNotReadyError
+			switch got := errors.As(err, &nr); {
+			case c2.want == "not ready":
+				if !got || !nr.RetryAt.Equal(c2.retryAt) {
+					t.Fatalf("want not ready until %v, got %+v, %v", c2.retryAt, info, err)
+				}
+			case c2.want == "bad signature":
+				if reconcile.PlatformErrorKindOf(err) != reconcile.KindBadSignature || info.Empty {
+					t.Fatalf("want a bad signature, got %+v, %v", info, err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case c2.want == "empty":
+				if !info.Empty || info.Path != "" || len(entries) != 0 || !info.Day.Equal(billDay) {
+					t.Fatalf("want an empty day and no file, got %+v and %d files", info, len(entries))
+				}
+			default:
+				if info.Empty || info.Path == "" {
+					t.Fatalf("want a bill file, got %+v", info)
+				}
+			}
+		})
+	}
+}

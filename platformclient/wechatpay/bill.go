@@ -19,21 +19,55 @@ const TradeBillPath = "/v3/bill/tradebill"
 // BillPublishHour is when (China time) WeChat Pay publishes the previous day's bill.
 const BillPublishHour = 10
 
-// notReadyCodes are the answers meaning "no bill yet, ask later".
-var notReadyCodes = map[string]bool{"NO_STATEMENT_EXIST": true, "STATEMENT_CREATING": true, "BILL_NOT_EXIST": true}
+// The answers WeChat Pay gives instead of a bill.
+const (
+	// codeNoStatement is both "not published yet" and, once the bill is due, "the account had
+	// no trades that day": WeChat Pay makes no file for an empty day.
+	codeNoStatement = "NO_STATEMENT_EXIST"
+	codeCreating    = "STATEMENT_CREATING" // being made: always "ask later"
+	codeBillMissing = "BILL_NOT_EXIST"     // older wording, of unknown meaning: "ask later"
+)
+
+// billAbsence is what an answer without a bill means.
+type billAbsence int
+
+const (
+	absenceNone     billAbsence = iota // not a "no bill" code: an error like any other
+	absenceNotReady                    // not published yet: ask again at the retry time
+	absenceNoTrades                    // published as nothing: the account had no trades
+)
+
+// absence decides, once, what a "no bill" answer (code) about day means at now: only the
+// clock tells WeChat Pay's NO_STATEMENT_EXIST for an empty day (from BillPublishHour the next
+// morning, China time) from the same code for a bill not made yet.
+func absence(code string, day, now time.Time) billAbsence {
+	switch code {
+	case codeNoStatement:
+		if platformclient.BillDue(day, BillPublishHour, now) {
+			return absenceNoTrades
+		}
+		return absenceNotReady
+	case codeCreating, codeBillMissing:
+		return absenceNotReady
+	}
+	return absenceNone
+}
 
 // tradeBill is the download-URL answer.
 type tradeBill struct {
 	HashType    string `json:"hash_type"`
 	HashValue   string `json:"hash_value"`
 	DownloadURL string `json:"download_url"`
+	// noTrades: no bill, because the account had no trades that day (nothing to download).
+	noTrades bool
 }
 
 // DownloadBill fetches the ALL trade bill of day (its date in China time), gzip, into dir:
 // the signed download-URL query (its answer verified), then the signed download (whose
 // answer WeChat Pay does not sign). The declared SHA1 of the unzipped bill is in the
 // BillInfo for the reader to check. A bill not yet published is a
-// *platformclient.BillNotReadyError in the chain.
+// *platformclient.BillNotReadyError in the chain; a day without trades (NO_STATEMENT_EXIST once
+// the bill is due) is a BillInfo with Empty set and no file.
 func (c *Client) DownloadBill(ctx context.Context, day time.Time, dir string) (platformclient.BillInfo, error) {
 	d := platformclient.BillDay(day)
 	info := platformclient.BillInfo{Platform: reconcile.WechatPay, MerchantID: c.cfg.MchID, Day: d, Gzip: true}
@@ -44,9 +78,14 @@ func (c *Client) DownloadBill(ctx context.Context, day time.Time, dir string) (p
 		if err != nil {
 			return err
 		}
-		tb, err = c.tradeBillAnswer(a, d)
+		tb, err = c.tradeBillAnswer(ctx, a, d)
 		return err
 	})
+	if err == nil && tb.noTrades {
+		c.log.Info().Str("bill_date", q.Get("bill_date")).Msg("wechatpay has no bill: the account had no trades that day")
+		info.Empty = true
+		return info, nil
+	}
 	if err == nil {
 		info.HashType, info.HashValue = tb.HashType, strings.ToLower(tb.HashValue)
 		name := fmt.Sprintf("wechatpay_%s_%s_ALL.csv.gz", c.cfg.MchID, d.Format("20060102"))
@@ -62,15 +101,28 @@ func (c *Client) DownloadBill(ctx context.Context, day time.Time, dir string) (p
 	return info, nil
 }
 
-// tradeBillAnswer reads the download-URL answer: the URL and digest, not ready yet, or a
-// classified failure.
-func (c *Client) tradeBillAnswer(a answer, day time.Time) (tradeBill, error) {
+// tradeBillAnswer reads the download-URL answer: the URL and digest, no trades that day, not
+// ready yet, or a classified failure.
+func (c *Client) tradeBillAnswer(ctx context.Context, a answer, day time.Time) (tradeBill, error) {
 	var tb tradeBill
 	if a.status/100 != 2 {
-		if notReadyCodes[a.apiErr.Code] {
+		now := c.cfg.Now()
+		switch absence(a.apiErr.Code, day, now) {
+		case absenceNoTrades:
+			// An empty day is signed off with zero figures and reports its held orders, so the
+			// answer is evidence only when it verifies: anyone on the path can strip headers.
+			if !hasSignatureHeaders(a.header) {
+				return tb, c.badSignature(a, "unsigned "+codeNoStatement+" answer")
+			}
+			if err := c.verify(ctx, a); err != nil {
+				return tb, err
+			}
+			tb.noTrades = true
+			return tb, nil
+		case absenceNotReady:
 			return tb, platformclient.NotReady(&platformclient.BillNotReadyError{
 				Platform: reconcile.WechatPay, MerchantID: c.cfg.MchID, Day: day, Code: a.apiErr.Code,
-				Message: a.apiErr.Message, RetryAt: platformclient.BillRetryAt(day, BillPublishHour, c.cfg.Now()),
+				Message: a.apiErr.Message, RetryAt: platformclient.BillRetryAt(day, BillPublishHour, now),
 			})
 		}
 		return tb, classify(a.status, a.apiErr)
