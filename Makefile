@@ -49,6 +49,7 @@ demo:
 #   ApplyResult:      applies/s and SQL statements per apply (fresh, duplicate callback)
 #   RateLimit:        QPS held by 64 callers through one client against the sandbox (10 s)
 #   Pass:             whole passes of `reconciler run` as a separate process vs the sandbox
+#                     (Q=250, L=20ms, C=64 twice: orders only, then half the due work refunds)
 #   RecheckSchedule:  24h of 5-minute passes: platform calls with the re-check schedule
 #   Budget:           k = 1, 2, 4, 8 processes sharing one account's QPS, a fast account beside
 #                     a 2 s one, and four processes against a separate sandbox process

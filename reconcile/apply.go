@@ -57,6 +57,10 @@ type ApplyOptions struct {
 	// reconciler has just read it under its lease), so the lookup is skipped. The
 	// conditional update still decides; a stale copy only costs a re-read.
 	Order *Order
+	// Refund, when set, is the caller's fresh copy of the refund a refund result is about
+	// (the pass has just taken it under its lease), so its lookup is skipped; the
+	// conditional statement still decides.
+	Refund *Refund
 	// OverrideHeldClaim says the order was taken over from a run whose process died: a
 	// PROCESSING claim on it may be that run's, left until its lease runs out, so a held
 	// claim does not stop this apply. The conditional update decides, as it does when

@@ -29,7 +29,7 @@ func (a *Applier) ApplyRefundResult(ctx context.Context, r RefundResult, opt App
 			return Applied{Outcome: OutcomeDuplicate}, nil
 		}
 	}
-	ref, err := a.refunds.FindRefund(ctx, r.Platform, r.MerchantID, r.OutRefundNo)
+	ref, err := a.lookupRefund(ctx, r, opt)
 	if errors.Is(err, ErrNotFound) {
 		return a.noSuchRefund(ctx, r, opt)
 	}
@@ -48,6 +48,14 @@ func (a *Applier) ApplyRefundResult(ctx context.Context, r RefundResult, opt App
 			Str("refund_to", string(applied.RefundTo)).Msg("refund result applied")
 	}
 	return applied, err
+}
+
+// lookupRefund finds the refund the answer is about, preferring the caller's fresh copy.
+func (a *Applier) lookupRefund(ctx context.Context, r RefundResult, opt ApplyOptions) (Refund, error) {
+	if ref := opt.Refund; ref != nil && ref.Platform == r.Platform && ref.MerchantID == r.MerchantID && ref.OutRefundNo == r.OutRefundNo {
+		return *ref, nil
+	}
+	return a.refunds.FindRefund(ctx, r.Platform, r.MerchantID, r.OutRefundNo)
 }
 
 // applyRefundTo decides what an answer means for a refund we have.

@@ -66,7 +66,7 @@ func (p *pass) checkRefund(ctx context.Context, ref Refund, source Source, owner
 	if err == nil {
 		res.Source = source
 		// A dead run may have died holding this refund's claim.
-		opts := ApplyOptions{DryRun: p.run.DryRun, OverrideHeldClaim: p.adoptedRefunds[ref.ID]}
+		opts := ApplyOptions{DryRun: p.run.DryRun, OverrideHeldClaim: p.adoptedRefunds[ref.ID], Refund: &ref}
 		c.Applied, err = p.applier.ApplyRefundResult(ctx, res, opts)
 	}
 	c.Err = err

@@ -61,10 +61,12 @@ type passFigures struct {
 	platformCall int
 }
 
-// runPassBench seeds n PENDING orders (half per platform, all paid at the platform), runs
-// `reconciler run` as a subprocess against the sandbox with latency and a QPS cap, and
-// reads the worker's own figures from its last log line.
-func runPassBench(b *testing.B, n int, latency time.Duration, qps float64, concurrency int) passFigures {
+// runPassBench seeds n due checks (half per platform) and runs `reconciler run` as a
+// subprocess against the sandbox with latency and a QPS cap, reading the worker's own figures
+// from its last log line. Every other check is a refund when halfRefunds is set: a PAID order
+// with a PROCESSING refund that succeeded at the platform; the rest are PENDING orders paid
+// at the platform.
+func runPassBench(b *testing.B, n int, latency time.Duration, qps float64, concurrency int, halfRefunds bool) passFigures {
 	bin := benchBinary(b)
 	db := repotest.NewDB(b)
 	rd := repotest.NewRedis(b)
@@ -79,26 +81,17 @@ func runPassBench(b *testing.B, n int, latency time.Duration, qps float64, concu
 	if err != nil {
 		b.Fatal(err)
 	}
-	id := sb.Identity()
 	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
 		sb.SetQPSCap(p, qps)
 		if latency > 0 {
 			sb.SetFault(p, sandbox.Fault{Latency: sandbox.Duration(latency)})
 		}
 	}
-	for i := 0; i < n; i++ {
-		p, otn := reconcile.Alipay, fmt.Sprintf("BA-%d", i)
-		if i%2 == 1 {
-			p, otn = reconcile.WechatPay, fmt.Sprintf("BW-%d", i)
-		}
-		sb.SetScenario(p, otn, sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 1000 + int64(i%500)})
+	refunds := 0
+	if halfRefunds {
+		refunds = n / 2
 	}
-	db.MustExec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
-		SELECT CASE WHEN g % 2 = 0 THEN 'alipay' ELSE 'wechatpay' END,
-		       CASE WHEN g % 2 = 0 THEN $2 ELSE $3 END,
-		       CASE WHEN g % 2 = 0 THEN 'BA-' ELSE 'BW-' END || g, 1000 + g % 500, 'PENDING', now() - interval '10 minutes'
-		FROM generate_series(0, $1 - 1) g`, n, id.AlipayAppID, id.WechatMchID)
-	db.MustExec(`VACUUM ANALYZE payment_orders`)
+	seedPassBench(b, db, sb, n, refunds)
 
 	env := append(os.Environ(), sb.Env(srv.URL, files)...)
 	env = append(env, "RECONCILER_DATABASE_URL="+db.URL, "RECONCILER_REDIS_URL="+rd.URL, "RECONCILER_CLAIM_PREFIX="+rd.Prefix,
@@ -144,18 +137,56 @@ func runPassBench(b *testing.B, n int, latency time.Duration, qps float64, concu
 		f.p99 = time.Duration(num("overhead_p99_us")) * time.Microsecond
 	}
 	if f.orders != int64(n) {
-		b.Fatalf("worker checked %d of %d orders\n%s", f.orders, n, tail(stderr.String(), 20))
+		b.Fatalf("worker checked %d of %d orders and refunds\n%s", f.orders, n, tail(stderr.String(), 20))
 	}
-	var repaired int
-	db.Get(&repaired, `SELECT count(*) FROM payment_orders WHERE status = 'PAID'`) //nolint:errcheck
-	if repaired != n {
-		b.Fatalf("%d of %d repaired", repaired, n)
+	var paid, succeeded int
+	db.Get(&paid, `SELECT count(*) FROM payment_orders WHERE status = 'PAID'`)          //nolint:errcheck
+	db.Get(&succeeded, `SELECT count(*) FROM payment_refunds WHERE status = 'SUCCESS'`) //nolint:errcheck
+	if paid != n || succeeded != refunds {
+		b.Fatalf("%d orders paid, %d refunds succeeded; want %d and %d", paid, succeeded, n, refunds)
 	}
 	// PostgreSQL counts transactions, and lib/pq's extended-protocol round trip (parse, then
 	// bind/execute, each closed by a Sync) counts as two per statement: halve it. The
 	// benchmark's own statistics reads are excluded.
 	f.statements = float64(after-before-3) / 2 / float64(n)
 	return f
+}
+
+// seedPassBench makes n due checks: n-refunds PENDING orders paid at the platform, and
+// refunds PAID orders each with a PROCESSING refund of a third of its amount that succeeded
+// at the platform. Checks alternate between the platforms.
+func seedPassBench(b *testing.B, db *repotest.DB, sb *sandbox.Sandbox, n, refunds int) {
+	id := sb.Identity()
+	pending := n - refunds
+	for i := 0; i < n; i++ {
+		p, otn := reconcile.Alipay, fmt.Sprintf("BA-%d", i)
+		if i%2 == 1 {
+			p, otn = reconcile.WechatPay, fmt.Sprintf("BW-%d", i)
+		}
+		amount := 1000 + int64(i%500)
+		sb.SetScenario(p, otn, sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: amount, TradeNo: "T" + otn})
+		if i >= pending {
+			if _, err := sb.Refund(p, otn, otn+"-R", amount/3, sandbox.RefundSuccess); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	db.MustExec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, platform_trade_no,
+			paid_amount_minor, paid_at, created_at)
+		SELECT CASE WHEN g % 2 = 0 THEN 'alipay' ELSE 'wechatpay' END,
+		       CASE WHEN g % 2 = 0 THEN $2 ELSE $3 END,
+		       CASE WHEN g % 2 = 0 THEN 'BA-' ELSE 'BW-' END || g, 1000 + g % 500,
+		       CASE WHEN g < $4 THEN 'PENDING' ELSE 'PAID' END,
+		       CASE WHEN g < $4 THEN NULL ELSE CASE WHEN g % 2 = 0 THEN 'TBA-' ELSE 'TBW-' END || g END,
+		       CASE WHEN g < $4 THEN NULL ELSE 1000 + g % 500 END,
+		       CASE WHEN g < $4 THEN NULL ELSE now() - interval '9 minutes' END,
+		       now() - interval '10 minutes'
+		FROM generate_series(0, $1 - 1) g`, n, id.AlipayAppID, id.WechatMchID, pending)
+	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, created_at)
+		SELECT id, out_trade_no || '-R', amount_minor / 3, 'PROCESSING', now() - interval '5 minutes'
+		FROM payment_orders WHERE status = 'PAID'`)
+	db.MustExec(`VACUUM ANALYZE payment_orders`)
+	db.MustExec(`VACUUM ANALYZE payment_refunds`)
 }
 
 func tail(s string, n int) string {
@@ -203,18 +234,21 @@ func BenchmarkPass(b *testing.B) {
 		latency     time.Duration
 		qps         float64
 		concurrency int
+		halfRefunds bool
 	}{
-		{"L20ms-C64-Q100", 4000, 20 * time.Millisecond, 100, 64},
-		{"L20ms-C64-Q250", 10000, 20 * time.Millisecond, 250, 64},
-		{"L0-C16-N10k", 10000, 0, 100000, 16},
-		{fmt.Sprintf("L0-C16-N%dk", large/1000), large, 0, 100000, 16},
+		{"L20ms-C64-Q100", 4000, 20 * time.Millisecond, 100, 64, false},
+		{"L20ms-C64-Q250", 10000, 20 * time.Millisecond, 250, 64, false},
+		// The same, with half the due work refunds: the ratio should match the line above.
+		{"L20ms-C64-Q250-refunds", 10000, 20 * time.Millisecond, 250, 64, true},
+		{"L0-C16-N10k", 10000, 0, 100000, 16, false},
+		{fmt.Sprintf("L0-C16-N%dk", large/1000), large, 0, 100000, 16, false},
 	}
 	fmt.Printf("%-22s %8s %9s %9s %6s %10s %10s %12s %8s %10s %11s\n", "case", "orders", "orders/s", "limit", "ratio",
 		"p50 ovh", "p99 ovh", "cpu/order", "x floor", "peak RSS", "stmts/order")
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				f := runPassBench(b, c.n, c.latency, c.qps, c.concurrency)
+				f := runPassBench(b, c.n, c.latency, c.qps, c.concurrency, c.halfRefunds)
 				rate := float64(f.orders) / f.wall.Seconds()
 				limit := 2 * c.qps
 				if c.latency > 0 {
