@@ -338,8 +338,8 @@ func (a *Applier) applyClosed(ctx context.Context, r Result, o Order, opt ApplyO
 	case StatusPending:
 		return a.transition(ctx, r, o, StatusClosed, opt)
 	case StatusPaid:
-		// Alipay TRADE_CLOSED after payment means fully refunded: finance decides.
-		return a.finding(ctx, r, o, MismatchRefundedAtPlatform, opt, nil)
+		// Alipay TRADE_CLOSED after payment means fully refunded.
+		return a.refundedAtPlatform(ctx, r, o, max(o.PaidAmountMinor, o.AmountMinor, 1), opt)
 	}
 	return Applied{Outcome: OutcomeUnchanged, Order: o}, nil
 }
@@ -348,8 +348,33 @@ func (a *Applier) applyRefunded(ctx context.Context, r Result, o Order, opt Appl
 	if o.Status == StatusRefunded {
 		return Applied{Outcome: OutcomeUnchanged, Order: o}, nil
 	}
-	// Money went in and back out; no automatic transition, whatever the local state.
-	return a.finding(ctx, r, o, MismatchRefundedAtPlatform, opt, nil)
+	// WeChat Pay's REFUND: some refund of the trade has started, however much.
+	return a.refundedAtPlatform(ctx, r, o, 1, opt)
+}
+
+// refundedAtPlatform: the platform reports money that went in and back out. A paid order
+// whose own refunds (landed, in flight or abnormal) come to at least `least` explain
+// it: those refunds are checked on their own, and land the order as REFUNDED when they are
+// whole. Anything else (a pending order, a refund made where our books never heard of it)
+// gets no automatic transition: finance decides.
+func (a *Applier) refundedAtPlatform(ctx context.Context, r Result, o Order, least int64, opt ApplyOptions) (Applied, error) {
+	if o.Status == StatusPaid && a.refunds != nil {
+		refunds, err := a.refunds.OrderRefunds(ctx, o.ID)
+		if err != nil {
+			return Applied{}, fmt.Errorf("refunds of order %d (%s): %w: %w", o.ID, o.OutTradeNo, ErrRetryable, err)
+		}
+		var live int64
+		for _, ref := range refunds {
+			if ref.Status != RefundClosed {
+				live += ref.AmountMinor
+			}
+		}
+		if live >= least {
+			return Applied{Outcome: OutcomeUnchanged, Order: o}, nil
+		}
+	}
+	return a.finding(ctx, r, o, MismatchRefundedAtPlatform, opt, map[string]any{"paid_minor": o.PaidAmountMinor,
+		"refunded_minor": o.RefundedMinor})
 }
 
 func (a *Applier) applyFailed(ctx context.Context, r Result, o Order, opt ApplyOptions) (Applied, error) {

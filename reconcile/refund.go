@@ -226,6 +226,9 @@ type RefundStore interface {
 	// ApplyRefundTransition applies t if (and only if) the refund is still in a legal
 	// predecessor of t.To and, for a SUCCESS, the order can take the amount back.
 	ApplyRefundTransition(ctx context.Context, t RefundTransition) (RefundMove, error)
+	// OrderRefunds lists an order's refunds: what explains a trade the platform reports
+	// refunded.
+	OrderRefunds(ctx context.Context, orderID int64) ([]Refund, error)
 }
 
 // Notification is one verified callback as a platform sent it: a payment's outcome, a

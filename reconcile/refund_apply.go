@@ -155,15 +155,18 @@ func (a *Applier) refundAlreadyThere(ctx context.Context, r RefundResult, ref Re
 	if !opt.DryRun && ref.Status == RefundSuccess {
 		a.claims.MarkDone(context.WithoutCancel(ctx), a.RefundClaimKey(r.Platform, tradeNoOf(r, o), ref.OutRefundNo), a.settings.ClaimTTL)
 	}
-	if r.Source == SourceNotify {
-		return Applied{Outcome: OutcomeDuplicate, Order: o, Refund: &ref}, nil
-	}
-	return Applied{Outcome: OutcomeUnchanged, Order: o, Refund: &ref}, nil
+	return a.refundStale(r, ref, o), nil
 }
 
 // refundAgainstSettled: the platform's outcome contradicts a refund our books have settled
 // (SUCCESS here, CLOSED there, or the reverse). Never a transition: finance decides.
 func (a *Applier) refundAgainstSettled(ctx context.Context, r RefundResult, ref Refund, o Order, opt ApplyOptions) (Applied, error) {
+	if to, _ := r.State.status(); CanRefundTransition(to, ref.Status) {
+		// A state our refund has already passed through (WeChat Pay's ABNORMAL notification
+		// retried after the SUCCESS one, or a query answered before the refund settled and
+		// applied after): late news, not a contradiction.
+		return a.refundStale(r, ref, o), nil
+	}
 	switch {
 	case ref.Status == RefundSuccess:
 		// Our books say the money went back; the platform says it did not.
@@ -173,6 +176,15 @@ func (a *Applier) refundAgainstSettled(ctx context.Context, r RefundResult, ref 
 		return a.refundFinding(ctx, r, ref, o, MismatchUnknownRefund, opt, map[string]any{"reason": "the platform paid back a refund recorded as " + string(ref.Status)})
 	}
 	return Applied{Outcome: OutcomeUnchanged, Order: o, Refund: &ref}, nil
+}
+
+// refundStale answers late news about a refund: a callback is a duplicate (acknowledged, so
+// the platform stops retrying it), a query's answer changes nothing.
+func (a *Applier) refundStale(r RefundResult, ref Refund, o Order) Applied {
+	if r.Source == SourceNotify {
+		return Applied{Outcome: OutcomeDuplicate, Order: o, Refund: &ref}
+	}
+	return Applied{Outcome: OutcomeUnchanged, Order: o, Refund: &ref}
 }
 
 // tradeNoOf is the trade number a refund's claim is keyed on: the answer's, else the order's.

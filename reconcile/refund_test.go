@@ -267,6 +267,8 @@ func TestRefundOutcomes(t *testing.T) {
 		{"unknown to the platform, past the TTL", reconcile.RefundProcessing, 2 * time.Hour, reconcile.RefundStateNotFound, 0, "", want{reconcile.OutcomeMismatch, reconcile.MismatchRefundNotAtPlatform, reconcile.RefundProcessing}},
 		{"success here, closed there", reconcile.RefundSuccess, time.Minute, reconcile.RefundStateClosed, 3000, "", want{reconcile.OutcomeMismatch, reconcile.MismatchRefundNotAtPlatform, reconcile.RefundSuccess}},
 		{"closed here, paid back there", reconcile.RefundClosed, time.Minute, reconcile.RefundStateSuccess, 3000, "", want{reconcile.OutcomeMismatch, reconcile.MismatchUnknownRefund, reconcile.RefundClosed}},
+		{"abnormal after success is late news", reconcile.RefundSuccess, time.Minute, reconcile.RefundStateAbnormal, 3000, "", want{reconcile.OutcomeUnchanged, "", reconcile.RefundSuccess}},
+		{"abnormal after closed is late news", reconcile.RefundClosed, time.Minute, reconcile.RefundStateAbnormal, 3000, "", want{reconcile.OutcomeUnchanged, "", reconcile.RefundClosed}},
 		{"success again", reconcile.RefundSuccess, time.Minute, reconcile.RefundStateSuccess, 3000, "", want{reconcile.OutcomeUnchanged, "", reconcile.RefundSuccess}},
 		{"a portal refund", "", 0, reconcile.RefundStateSuccess, 3000, "", want{reconcile.OutcomeMismatch, reconcile.MismatchUnknownRefund, ""}},
 		{"a refund of an unknown order", "", 0, reconcile.RefundStateSuccess, 3000, "RX-nobody", want{reconcile.OutcomeMismatch, reconcile.MismatchUnknownOrder, ""}},
@@ -306,6 +308,10 @@ func TestRefundOutcomes(t *testing.T) {
 			if c.want.kind != "" {
 				if n := b.count(`SELECT count(*) FROM reconcile_mismatches WHERE kind = $1 AND out_refund_no = $2`, string(c.want.kind), rno); n != 1 {
 					t.Fatalf("%d %s findings for %s, want 1", n, c.want.kind, rno)
+				}
+			} else if c.state != reconcile.RefundStateAbnormal || c.local != reconcile.RefundProcessing {
+				if n := b.count(`SELECT count(*) FROM reconcile_mismatches WHERE out_refund_no = $1`, rno); n != 0 {
+					t.Fatalf("%d findings for %s, want none", n, rno)
 				}
 			}
 			if c.state == reconcile.RefundStateAbnormal && c.local == reconcile.RefundProcessing {
@@ -384,4 +390,62 @@ func TestRefundDatabaseFailureLeavesNothingHalfApplied(t *testing.T) {
 		t.Fatalf("retry: %v %v", got.Outcome, err)
 	}
 	assertRefundedOnce(t, b, oid, rid)
+}
+
+// TestRefundedTradeExplainedByItsRefunds: a trade query that reports a paid order refunded
+// (WeChat Pay REFUND, Alipay TRADE_CLOSED after payment) is a REFUNDED_AT_PLATFORM finding
+// only when the order's own refunds do not explain it: WeChat Pay says REFUND once any refund
+// started, Alipay closes the trade only when the whole of it went back.
+func TestRefundedTradeExplainedByItsRefunds(t *testing.T) {
+	t.Parallel()
+	type localRefund struct {
+		amount int64
+		status reconcile.RefundStatus
+	}
+	cases := []struct {
+		name    string
+		state   reconcile.PlatformState // StateRefunded (WeChat Pay REFUND) or StateClosed (Alipay TRADE_CLOSED)
+		refunds []localRefund
+		finding bool
+	}{
+		{"refund, none of ours", reconcile.StateRefunded, nil, true},
+		{"refund, ours in flight", reconcile.StateRefunded, []localRefund{{3000, reconcile.RefundProcessing}}, false},
+		{"refund, ours abnormal", reconcile.StateRefunded, []localRefund{{3000, reconcile.RefundAbnormal}}, false},
+		{"refund, ours only closed", reconcile.StateRefunded, []localRefund{{3000, reconcile.RefundClosed}}, true},
+		{"closed, ours partial", reconcile.StateClosed, []localRefund{{3000, reconcile.RefundSuccess}}, true},
+		{"closed, ours whole in flight", reconcile.StateClosed, []localRefund{{3000, reconcile.RefundSuccess}, {7000, reconcile.RefundProcessing}}, false},
+		{"closed, none of ours", reconcile.StateClosed, nil, true},
+	}
+	b := setup(t, dbOnly)
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			otn, tradeNo := fmt.Sprintf("RT-%d", i), fmt.Sprintf("T-RT-%d", i)
+			oid := b.paidOrder(otn, tradeNo, 10000)
+			var succeeded int64
+			for j, r := range c.refunds {
+				id := b.refund(oid, fmt.Sprintf("%s-%d", otn, j), r.amount, time.Minute)
+				b.db.MustExec(`UPDATE payment_refunds SET status = $2 WHERE id = $1`, id, string(r.status))
+				if r.status == reconcile.RefundSuccess {
+					succeeded += r.amount
+				}
+			}
+			b.db.MustExec(`UPDATE payment_orders SET refunded_minor = $2 WHERE id = $1`, oid, succeeded)
+			res := stateResult(otn, c.state, reconcile.SourceBackfill)
+			res.PlatformTradeNo = tradeNo
+			got, err := b.applier.ApplyResult(context.Background(), res, reconcile.ApplyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := b.count(`SELECT count(*) FROM reconcile_mismatches WHERE kind = 'REFUNDED_AT_PLATFORM' AND out_trade_no = $1`, otn)
+			if c.finding && (got.Mismatch != reconcile.MismatchRefundedAtPlatform || n != 1) {
+				t.Fatalf("outcome %s %s and %d findings, want a REFUNDED_AT_PLATFORM finding", got.Outcome, got.Mismatch, n)
+			}
+			if !c.finding && (got.Outcome != reconcile.OutcomeUnchanged || n != 0) {
+				t.Fatalf("outcome %s %s and %d findings, want unchanged: the order's refunds explain it", got.Outcome, got.Mismatch, n)
+			}
+			if st := b.count(`SELECT count(*) FROM payment_orders WHERE id = $1 AND status = 'PAID'`, oid); st != 1 {
+				t.Fatal("the order left PAID")
+			}
+		})
+	}
 }
