@@ -3,9 +3,13 @@ package repo
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -32,6 +36,7 @@ type StatementDay struct {
 // classified with a few set-based statements. Nothing it writes is visible before Commit, so a
 // bill rejected mid-stream (or a dry run) rolls back and leaves nothing behind.
 type StatementTx struct {
+	conn  *sqlx.Conn // the transaction's connection: Stage streams COPY data on it directly
 	tx    *sqlx.Tx
 	day   StatementDay
 	runID int64
@@ -45,11 +50,18 @@ func (s *Store) BeginStatement(ctx context.Context, day StatementDay, runID int6
 	// while a COPY's response loop is still reading it (two readers on one session, caught
 	// by the race detector when a signal came mid-stream). Each statement still takes ctx,
 	// and the caller's Rollback ends the transaction once the COPY is closed.
-	tx, err := s.db.BeginTxx(context.WithoutCancel(ctx), nil)
+	// The connection is held explicitly (not only through the transaction) so that Stage can
+	// reach the driver's raw COPY stream on it.
+	conn, err := s.db.Connx(context.WithoutCancel(ctx))
 	if err != nil {
+		return nil, fmt.Errorf("statement %s %s: connect: %w", day.Account, day.Date, err)
+	}
+	tx, err := conn.BeginTxx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		conn.Close()
 		return nil, fmt.Errorf("statement %s %s: begin: %w", day.Account, day.Date, err)
 	}
-	t := &StatementTx{tx: tx, day: day, runID: runID}
+	t := &StatementTx{conn: conn, tx: tx, day: day, runID: runID}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, statementLockKey, day.Account.String()); err != nil {
 		t.Rollback()
 		return nil, fmt.Errorf("statement %s %s: lock: %w", day.Account, day.Date, err)
@@ -62,22 +74,55 @@ func (s *Store) BeginStatement(ctx context.Context, day StatementDay, runID int6
 		return nil, fmt.Errorf("statement %s %s: set work_mem: %w", day.Account, day.Date, err)
 	}
 	// Temporary: not WAL-logged, private to this session, dropped with the transaction.
-	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE statement_stage (
-		line_no integer NOT NULL, kind text NOT NULL, out_trade_no text NOT NULL, platform_trade_no text NOT NULL,
-		refund_no text NOT NULL, currency text NOT NULL, amount_minor bigint NOT NULL, paid_at timestamptz NULL
-	) ON COMMIT DROP`); err != nil {
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE statement_stage (`+StageColumns+`) ON COMMIT DROP`); err != nil {
 		t.Rollback()
 		return nil, fmt.Errorf("statement %s %s: create staging table: %w", day.Account, day.Date, err)
 	}
 	return t, nil
 }
 
-// Rollback abandons everything the transaction wrote; safe after Commit.
-func (t *StatementTx) Rollback() { t.tx.Rollback() } //nolint:errcheck // after a commit or a lost connection there is nothing to undo
+// StageColumns is the staging table's shape: one bill line per row, with what matching it
+// to an order, and a refund line to a refund, needs. Benchmarks copy into the same shape.
+const StageColumns = `line_no integer NOT NULL, kind text NOT NULL, out_trade_no text NOT NULL,
+	platform_trade_no text NOT NULL, refund_no text NOT NULL, platform_refund_no text NOT NULL,
+	refund_status text NOT NULL, currency text NOT NULL, amount_minor bigint NOT NULL, paid_at timestamptz NULL`
+
+// WarmConns opens up to n pooled connections at once and gives them back idle, so that n
+// workers about to start find their sessions ready: on a busy server a new session costs
+// tens, even hundreds, of milliseconds, and a statement run's apply workers would otherwise
+// all wait for theirs at once, after the bill is staged. A connection that cannot be opened
+// is left to the worker that needs it.
+func (s *Store) WarmConns(ctx context.Context, n int) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	conns := make([]*sql.Conn, 0, n)
+	for range n {
+		wg.Go(func() {
+			if c, err := s.db.Conn(ctx); err == nil {
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range conns {
+		c.Close() //nolint:errcheck // back to the pool
+	}
+}
+
+// Rollback abandons everything the transaction wrote and gives the connection back; safe
+// after Commit.
+func (t *StatementTx) Rollback() {
+	t.tx.Rollback() //nolint:errcheck // after a commit or a lost connection there is nothing to undo
+	t.conn.Close()  //nolint:errcheck // closed already after a commit
+}
 
 // Commit makes the day's records durable.
 func (t *StatementTx) Commit() error {
-	if err := t.tx.Commit(); err != nil {
+	err := t.tx.Commit()
+	t.conn.Close() //nolint:errcheck // the pool takes it back; a broken one is dropped
+	if err != nil {
 		return fmt.Errorf("statement %s %s: commit: %w", t.day.Account, t.day.Date, err)
 	}
 	return nil
@@ -97,12 +142,6 @@ type StagedBill struct {
 // than io.EOF (a *statement.RejectError above all) is returned as is, and the caller must roll
 // back.
 func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (StagedBill, error) {
-	stmt, err := t.tx.PrepareContext(ctx, pq.CopyIn("statement_stage", "line_no", "kind", "out_trade_no",
-		"platform_trade_no", "refund_no", "currency", "amount_minor", "paid_at"))
-	if err != nil {
-		return StagedBill{}, fmt.Errorf("statement %s %s: start COPY: %w", t.day.Account, t.day.Date, err)
-	}
-	defer stmt.Close()
 	batches, done := make(chan []statement.Line, 4), make(chan struct{})
 	var readErr error
 	go func() {
@@ -115,28 +154,118 @@ func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (StagedBill
 		}
 	}()
 	var out StagedBill
-	for batch := range batches {
-		for _, l := range batch {
-			if _, err := stmt.ExecContext(ctx, l.No, string(l.Kind), l.OutTradeNo, l.PlatformTradeNo, l.RefundNo,
-				currencyOrCNY(l.Currency), l.AmountMinor, nullTime(l.At)); err != nil {
-				return out, fmt.Errorf("statement %s %s: COPY line %d: %w", t.day.Account, t.day.Date, l.No, err)
-			}
-			out.Lines++
-			out.ReceivedMinor += received(l)
-		}
-	}
-	if readErr != nil { // the channel is closed: the goroutine is done with readErr
-		return out, readErr
-	}
-	if _, err := stmt.ExecContext(ctx); err != nil {
-		return out, fmt.Errorf("statement %s %s: finish COPY: %w", t.day.Account, t.day.Date, err)
+	err := t.conn.Raw(func(dc any) error {
+		return t.copyBatches(ctx, dc, batches, &out, func() error { return readErr })
+	})
+	if err != nil {
+		return out, err
 	}
 	out.Totals = r.Totals()
-	// The planner needs the staged row count to join a million lines sensibly.
-	if _, err := t.tx.ExecContext(ctx, `ANALYZE statement_stage`); err != nil {
+	// The planner needs the staged row count to join a million lines sensibly; a small
+	// sample gives it (and how rare refund lines are) at a tenth of the default's cost.
+	if _, err := t.tx.ExecContext(ctx, `SET LOCAL default_statistics_target = 10; ANALYZE statement_stage`); err != nil {
 		return out, fmt.Errorf("statement %s %s: analyze staged lines: %w", t.day.Account, t.day.Date, err)
 	}
 	return out, nil
+}
+
+// copyData is lib/pq's COPY statement taking rows already in COPY's text format.
+type copyData interface {
+	CopyData(ctx context.Context, rows string) (driver.Result, error)
+}
+
+// stageColumnNames are StageColumns' names, in order.
+var stageColumnNames = []string{"line_no", "kind", "out_trade_no", "platform_trade_no", "refund_no",
+	"platform_refund_no", "refund_status", "currency", "amount_minor", "paid_at"}
+
+// copyBatches COPYs every batch into the staging table on the transaction's own driver
+// connection (dc). The rows are written here in COPY's text format, a batch per call:
+// database/sql's Exec per row (a lock, argument conversion and an allocation per value)
+// halved what a client COPY of a million lines achieved, and its CPU is taken from the
+// parser and the server on the same cores. readErr is the reader's end, read once the
+// batches are closed: a bill that ends in an error returns it, and the caller rolls back
+// what was copied.
+func (t *StatementTx) copyBatches(ctx context.Context, dc any, batches <-chan []statement.Line, out *StagedBill, readErr func() error) error {
+	conn, ok := dc.(driver.Conn)
+	if !ok {
+		return fmt.Errorf("statement %s %s: start COPY: driver connection %T", t.day.Account, t.day.Date, dc)
+	}
+	st, err := conn.Prepare(pq.CopyIn("statement_stage", stageColumnNames...))
+	if err != nil {
+		return fmt.Errorf("statement %s %s: start COPY: %w", t.day.Account, t.day.Date, err)
+	}
+	defer st.Close()
+	cd, ok := st.(copyData)
+	if !ok {
+		return fmt.Errorf("statement %s %s: start COPY: the driver's %T takes no COPY data", t.day.Account, t.day.Date, st)
+	}
+	var buf []byte
+	for batch := range batches {
+		if err := ctx.Err(); err != nil { // a signal while the bill streams in: nothing is kept
+			return fmt.Errorf("statement %s %s: COPY: %w", t.day.Account, t.day.Date, err)
+		}
+		buf = buf[:0]
+		for _, l := range batch {
+			buf = AppendStageRow(buf, l)
+			out.Lines++
+			out.ReceivedMinor += received(l)
+		}
+		// CopyData ends the rows with the newline it adds; its context only watches for a
+		// cancel, which the check above does once per batch instead of once per call.
+		if _, err := cd.CopyData(context.Background(), string(buf[:len(buf)-1])); err != nil {
+			return fmt.Errorf("statement %s %s: COPY up to line %d: %w", t.day.Account, t.day.Date, batch[len(batch)-1].No, err)
+		}
+	}
+	if err := readErr(); err != nil { // the channel is closed: the reader is done with it
+		return err
+	}
+	if _, err := st.Exec(nil); err != nil { //nolint:staticcheck // lib/pq finishes a COPY with Exec(nil)
+		return fmt.Errorf("statement %s %s: finish COPY: %w", t.day.Account, t.day.Date, err)
+	}
+	return nil
+}
+
+// copyTime is how a line's time is written for COPY: the offset keeps the instant exact.
+const copyTime = "2006-01-02 15:04:05.999999Z07:00"
+
+// AppendStageRow writes one line as a row of the staging table (StageColumns) in COPY's text
+// format: what Stage sends, and what a benchmark's bare COPY of the same lines sends too.
+func AppendStageRow(b []byte, l statement.Line) []byte {
+	b = strconv.AppendInt(b, int64(l.No), 10)
+	for _, s := range [...]string{string(l.Kind), l.OutTradeNo, l.PlatformTradeNo, l.RefundNo, l.PlatformRefundNo,
+		l.RefundStatus, currencyOrCNY(l.Currency)} {
+		b = appendCopyText(append(b, '\t'), s)
+	}
+	b = append(strconv.AppendInt(append(b, '\t'), l.AmountMinor, 10), '\t')
+	if l.At.IsZero() {
+		b = append(b, `\N`...)
+	} else {
+		b = l.At.AppendFormat(b, copyTime)
+	}
+	return append(b, '\n')
+}
+
+// appendCopyText writes s as a COPY text field: a backslash, tab, newline or carriage return
+// in it is escaped (bill text fields are the platform's and the merchant's, and may hold any).
+func appendCopyText(b []byte, s string) []byte {
+	if !strings.ContainsAny(s, "\\\t\n\r") {
+		return append(b, s...)
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\':
+			b = append(b, `\\`...)
+		case '\t':
+			b = append(b, `\t`...)
+		case '\n':
+			b = append(b, `\n`...)
+		case '\r':
+			b = append(b, `\r`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
 }
 
 // stageBatch is how many parsed lines travel to the COPY at once: enough to amortise the
@@ -182,49 +311,68 @@ func currencyOrCNY(c string) string {
 // StatementLine is a staged line that is more than a plain match: one for the apply path, or
 // one an earlier run of the same day already settled (Prior set: apply nothing again).
 type StatementLine struct {
-	No              int
-	Kind            statement.LineKind
-	OutTradeNo      string
-	PlatformTradeNo string
-	RefundNo        string
-	Currency        string
-	AmountMinor     int64
-	At              time.Time
-	Prior           string // statement_lines.outcome of an earlier run, "" when new
+	No               int
+	Kind             statement.LineKind
+	OutTradeNo       string
+	PlatformTradeNo  string
+	RefundNo         string // refund lines: the merchant's refund number (out_refund_no)
+	PlatformRefundNo string // refund lines: the platform's refund number, where the bill has one
+	RefundStatus     string // refund lines: the refund's state as the bill writes it, "" where it does not
+	Currency         string
+	AmountMinor      int64
+	At               time.Time
+	Prior            string                 // statement_lines.outcome of an earlier run, "" when new
+	PriorMismatch    reconcile.MismatchKind // the finding that earlier run recorded, if any
 }
 
-// classifySQL matches every staged line against the account's orders in ONE statement. A line
-// is matched when the order already says what the bill says (a payment: PAID or REFUNDED under
-// the same trade number, amount and currency; a refund: REFUNDED); matched payments whose
-// paid_at falls on another day are remembered (the held list of that day must leave them out).
-// What comes back is only the rest: lines for the apply path, and lines an earlier run of the
-// day settled. $1 platform, $2 merchant, $3 bill date, $4/$5 the day, $6 run id.
+// classifySQL matches every staged line against the account's orders and refunds in ONE
+// statement. A line is matched when our books already say what the bill says: a payment, its
+// order PAID or REFUNDED under the same trade number, amount and currency; a refund (one the
+// bill gives as finished), that order's refund of the same out_refund_no SUCCESS with the same
+// amount and currency. Matched lines whose paid_at (succeeded_at) falls on another day are
+// remembered (the held list of that day must leave them out). What comes back is only the
+// rest: lines for the apply path, and lines an earlier run of the day settled.
+//
+// Only the few lines that may come back are materialised (maybe, then c): a million matched
+// lines held as a CTE spilled to disk and cost as much again as the join that found them.
+// Refunds are joined to those few lines only (refund lines are in maybe whatever they say):
+// joined to the whole day, a small or empty payment_refunds led the planner to hash the
+// million joined lines to probe it, ten times the cost of the join itself.
+// $1 platform, $2 merchant, $3 bill date, $4/$5 the day, $6 run id.
 const classifySQL = `
-WITH c AS MATERIALIZED (
-	SELECT s.line_no, s.kind, s.out_trade_no, s.platform_trade_no, s.refund_no, s.currency, s.amount_minor, s.paid_at,
-		o.id AS order_id, o.paid_at AS order_paid_at, p.outcome AS prior,
-		COALESCE(CASE s.kind
-			WHEN 'payment' THEN o.status IN ('PAID', 'REFUNDED') AND o.platform_trade_no = s.platform_trade_no
-				AND o.amount_minor = s.amount_minor AND o.currency = s.currency
-			ELSE o.status = 'REFUNDED' END, false) AS matched
+WITH j AS (
+	SELECT s.line_no, s.kind, s.out_trade_no, s.platform_trade_no, s.refund_no, s.platform_refund_no, s.refund_status,
+		s.currency, s.amount_minor, s.paid_at, o.id AS order_id, o.paid_at AS order_paid_at, p.outcome AS prior,
+		p.mismatch_kind AS prior_mismatch,
+		COALESCE(o.status IN ('PAID', 'REFUNDED') AND o.platform_trade_no = s.platform_trade_no
+			AND o.amount_minor = s.amount_minor AND o.currency = s.currency, false) AS paid_matched
 	FROM statement_stage s
 	LEFT JOIN payment_orders o ON o.platform = $1 AND o.merchant_id = $2 AND o.out_trade_no = s.out_trade_no
 	LEFT JOIN statement_lines p ON p.platform = $1 AND p.merchant_id = $2 AND p.bill_date = $3::date
 		AND p.line_no = s.line_no AND p.kind = s.kind AND p.out_trade_no = s.out_trade_no AND p.amount_minor = s.amount_minor
+), maybe AS MATERIALIZED (
+	SELECT * FROM j WHERE kind = 'refund' OR prior IS NOT NULL OR NOT paid_matched OR order_paid_at < $4 OR order_paid_at >= $5
+), c AS MATERIALIZED (
+	SELECT m.*, CASE m.kind WHEN 'payment' THEN m.order_paid_at ELSE r.succeeded_at END AS booked_at,
+		CASE m.kind WHEN 'payment' THEN m.paid_matched
+			ELSE COALESCE(m.refund_status IN ('', 'SUCCESS') AND r.status = 'SUCCESS' AND r.amount_minor = m.amount_minor
+				AND r.currency = m.currency, false) END AS matched
+	FROM maybe m
+	LEFT JOIN payment_refunds r ON m.kind = 'refund' AND r.order_id = m.order_id AND r.out_refund_no = m.refund_no
 ), other_day AS (
 	INSERT INTO statement_lines (platform, merchant_id, bill_date, line_no, kind, out_trade_no, platform_trade_no,
 		refund_no, amount_minor, order_id, outcome, run_id)
 	SELECT $1, $2, $3::date, line_no, kind, out_trade_no, platform_trade_no, refund_no, amount_minor, order_id, 'other_day', NULLIF($6::bigint, 0)
-	FROM c WHERE matched AND prior IS NULL AND kind = 'payment' AND (order_paid_at < $4 OR order_paid_at >= $5)
+	FROM c WHERE matched AND prior IS NULL AND (booked_at < $4 OR booked_at >= $5)
 	ON CONFLICT DO NOTHING
 )
-SELECT line_no, kind, out_trade_no, platform_trade_no, refund_no, currency, amount_minor, paid_at,
-	COALESCE(prior, '') AS prior
+SELECT line_no, kind, out_trade_no, platform_trade_no, refund_no, platform_refund_no, refund_status, currency,
+	amount_minor, paid_at, COALESCE(prior, '') AS prior, COALESCE(prior_mismatch, '') AS prior_mismatch
 FROM c WHERE prior IS NOT NULL OR NOT matched
 ORDER BY kind, line_no`
 
 // Classify returns the staged lines that are not plain matches (payments before refunds, so
-// a payment and its refund on one day repair, then report, in that order).
+// a payment and its refund on one day repair, then refund, in that order).
 func (t *StatementTx) Classify(ctx context.Context) ([]StatementLine, error) {
 	rows, err := t.tx.QueryxContext(ctx, classifySQL, string(t.day.Account.Platform), t.day.Account.MerchantID,
 		t.day.Date, t.day.Start, t.day.End, t.runID)
@@ -235,13 +383,13 @@ func (t *StatementTx) Classify(ctx context.Context) ([]StatementLine, error) {
 	var out []StatementLine
 	for rows.Next() {
 		var l StatementLine
-		var kind string
+		var kind, prior string
 		var at sql.NullTime
-		if err := rows.Scan(&l.No, &kind, &l.OutTradeNo, &l.PlatformTradeNo, &l.RefundNo, &l.Currency, &l.AmountMinor,
-			&at, &l.Prior); err != nil {
+		if err := rows.Scan(&l.No, &kind, &l.OutTradeNo, &l.PlatformTradeNo, &l.RefundNo, &l.PlatformRefundNo,
+			&l.RefundStatus, &l.Currency, &l.AmountMinor, &at, &l.Prior, &prior); err != nil {
 			return nil, fmt.Errorf("statement %s %s: read classified line: %w", t.day.Account, t.day.Date, err)
 		}
-		l.Kind, l.At = statement.LineKind(kind), at.Time
+		l.Kind, l.At, l.PriorMismatch = statement.LineKind(kind), at.Time, reconcile.MismatchKind(prior)
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
@@ -259,7 +407,8 @@ type LineOutcome struct {
 	Mismatch reconcile.MismatchKind
 }
 
-// RecordLines remembers the applied lines, each pointing at its finding, in one statement.
+// RecordLines remembers the applied lines, each pointing at its finding (a refund line's
+// finding is its refund number's), in one statement.
 func (t *StatementTx) RecordLines(ctx context.Context, ls []LineOutcome) error {
 	if len(ls) == 0 {
 		return nil
@@ -279,7 +428,8 @@ func (t *StatementTx) RecordLines(ctx context.Context, ls []LineOutcome) error {
 		SELECT $1, $2, $3::date, u.no, u.kind, u.out_trade_no, u.trade_no, u.refund_no, u.amount, NULLIF(u.order_id, 0),
 			u.outcome, NULLIF(u.mkind, ''),
 			(SELECT m.id FROM reconcile_mismatches m WHERE m.platform = $1 AND m.merchant_id = $2
-				AND m.out_trade_no = u.out_trade_no AND m.kind = u.mkind),
+				AND m.out_trade_no = u.out_trade_no AND m.kind = u.mkind
+				AND m.out_refund_no = CASE u.kind WHEN 'refund' THEN u.refund_no ELSE '' END),
 			NULLIF($4::bigint, 0)
 		FROM unnest($5::int[], $6::text[], $7::text[], $8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::text[], $13::text[])
 			AS u(no, kind, out_trade_no, trade_no, refund_no, amount, order_id, outcome, mkind)
@@ -293,66 +443,109 @@ func (t *StatementTx) RecordLines(ctx context.Context, ls []LineOutcome) error {
 	return nil
 }
 
-// HoldUnlisted puts on the day's held list every PAID order of the account whose paid_at
-// falls in the day but which the bill does not list as a payment (nor did another day's bill).
-// It returns how many the day holds.
+// holdUnlistedSQL puts on the day's held list, in ONE statement, every PAID order of the
+// account whose paid_at falls in the day but which the bill does not list, and every SUCCESS
+// refund whose succeeded_at falls in the day but which the bill does not list (by order and
+// out_refund_no) — unless another day's bill listed it — and returns how many the day holds
+// in all (the rows an earlier run held, and the new ones). Any line naming an order lists it,
+// a refund line too: the platform that refunded the trade knows it was paid. (It also keeps
+// the held list apart from the orders the day's lines move, which the statement run applies
+// while this runs.)
+// $1 platform, $2 merchant, $3 bill date, $4/$5 the day.
+const holdUnlistedSQL = `
+WITH held AS (
+	INSERT INTO statement_held (platform, merchant_id, bill_date, order_id, out_trade_no, refund_id, out_refund_no)
+	SELECT o.platform, o.merchant_id, $3::date, o.id, o.out_trade_no, NULL::bigint, '' FROM payment_orders o
+	WHERE o.platform = $1 AND o.merchant_id = $2 AND o.status = 'PAID' AND o.paid_at >= $4 AND o.paid_at < $5
+		AND NOT EXISTS (SELECT 1 FROM statement_stage s WHERE s.out_trade_no = o.out_trade_no)
+		AND NOT EXISTS (SELECT 1 FROM statement_lines l WHERE l.order_id = o.id AND l.kind = 'payment')
+	UNION ALL
+	SELECT r.platform, r.merchant_id, $3::date, r.order_id, r.out_trade_no, r.id, r.out_refund_no FROM payment_refunds r
+	WHERE r.platform = $1 AND r.merchant_id = $2 AND r.status = 'SUCCESS' AND r.succeeded_at >= $4 AND r.succeeded_at < $5
+		AND NOT EXISTS (SELECT 1 FROM statement_stage s WHERE s.kind = 'refund' AND s.out_trade_no = r.out_trade_no
+			AND s.refund_no = r.out_refund_no)
+		AND NOT EXISTS (SELECT 1 FROM statement_lines l WHERE l.order_id = r.order_id AND l.kind = 'refund'
+			AND l.refund_no = r.out_refund_no)
+	ON CONFLICT DO NOTHING
+	RETURNING 1
+)
+SELECT (SELECT count(*) FROM held) + (SELECT count(*) FROM statement_held
+	WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date)`
+
+// HoldUnlisted holds the day's PAID orders and SUCCESS refunds the bill does not list (see
+// holdUnlistedSQL) and returns how many the day holds.
 func (t *StatementTx) HoldUnlisted(ctx context.Context) (int, error) {
-	p, m := string(t.day.Account.Platform), t.day.Account.MerchantID
-	if _, err := t.tx.ExecContext(ctx, `
-		INSERT INTO statement_held (platform, merchant_id, bill_date, order_id, out_trade_no)
-		SELECT o.platform, o.merchant_id, $3::date, o.id, o.out_trade_no FROM payment_orders o
-		WHERE o.platform = $1 AND o.merchant_id = $2 AND o.status = 'PAID' AND o.paid_at >= $4 AND o.paid_at < $5
-			AND NOT EXISTS (SELECT 1 FROM statement_stage s WHERE s.kind = 'payment' AND s.out_trade_no = o.out_trade_no)
-			AND NOT EXISTS (SELECT 1 FROM statement_lines l WHERE l.order_id = o.id AND l.kind = 'payment')
-		ON CONFLICT DO NOTHING`, p, m, t.day.Date, t.day.Start, t.day.End); err != nil {
-		return 0, fmt.Errorf("statement %s %s: hold unlisted paid orders: %w", t.day.Account, t.day.Date, err)
-	}
 	var n int
-	if err := t.tx.GetContext(ctx, &n, `SELECT count(*) FROM statement_held
-		WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date`, p, m, t.day.Date); err != nil {
-		return 0, fmt.Errorf("statement %s %s: count held orders: %w", t.day.Account, t.day.Date, err)
+	if err := t.tx.GetContext(ctx, &n, holdUnlistedSQL, string(t.day.Account.Platform), t.day.Account.MerchantID,
+		t.day.Date, t.day.Start, t.day.End); err != nil {
+		return 0, fmt.Errorf("statement %s %s: hold unlisted paid orders and refunds: %w", t.day.Account, t.day.Date, err)
 	}
 	return n, nil
 }
 
-// HeldOrder is an order the previous day's bill did not list and this day's does not either.
-type HeldOrder struct {
-	OrderID    int64  `db:"order_id"`
-	OutTradeNo string `db:"out_trade_no"`
+// Held is an order, or a refund, that the previous day's bill did not list and this day's
+// does not either.
+type Held struct {
+	OrderID     int64  `db:"order_id"`
+	OutTradeNo  string `db:"out_trade_no"`
+	RefundID    int64  `db:"refund_id"`     // 0: the order itself is held
+	OutRefundNo string `db:"out_refund_no"` // a held refund's number
+	Currency    string `db:"currency"`      // a held refund's currency
 }
 
-// SettleHeld settles the previous day's held list against this day's bill: the orders this
-// bill lists fell on the other side of midnight and leave the list; the rest are returned, to
-// be reported (then MarkReported).
-func (t *StatementTx) SettleHeld(ctx context.Context, prevDate string) ([]HeldOrder, error) {
-	p, m := string(t.day.Account.Platform), t.day.Account.MerchantID
-	if _, err := t.tx.ExecContext(ctx, `
-		UPDATE statement_held h SET state = 'LISTED_NEXT_DAY', settled_on = $4::date
-		WHERE h.platform = $1 AND h.merchant_id = $2 AND h.bill_date = $3::date AND h.state = 'HELD'
-			AND EXISTS (SELECT 1 FROM statement_stage s WHERE s.kind = 'payment' AND s.out_trade_no = h.out_trade_no)`,
-		p, m, prevDate, t.day.Date); err != nil {
-		return nil, fmt.Errorf("statement %s %s: settle the held orders of %s: %w", t.day.Account, t.day.Date, prevDate, err)
-	}
-	var out []HeldOrder
-	if err := t.tx.SelectContext(ctx, &out, `SELECT order_id, out_trade_no FROM statement_held
-		WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date AND state = 'HELD' ORDER BY order_id`,
-		p, m, prevDate); err != nil {
-		return nil, fmt.Errorf("statement %s %s: read the held orders of %s: %w", t.day.Account, t.day.Date, prevDate, err)
+// IsRefund says whether a refund, not its order, is held.
+func (h Held) IsRefund() bool { return h.RefundID != 0 }
+
+// settleHeldSQL settles the previous day's held list against this day's bill in ONE
+// statement: the orders (refunds) this bill lists fell on the other side of midnight and
+// leave the list; the rest come back. Any line naming a held order lists it (as for
+// holdUnlistedSQL); a held refund is listed by the refund line of its number.
+// $1 platform, $2 merchant, $3 the previous day, $4 this day.
+const settleHeldSQL = `
+WITH listed AS (
+	UPDATE statement_held h SET state = 'LISTED_NEXT_DAY', settled_on = $4::date
+	WHERE h.platform = $1 AND h.merchant_id = $2 AND h.bill_date = $3::date AND h.state = 'HELD'
+		AND EXISTS (SELECT 1 FROM statement_stage s WHERE s.out_trade_no = h.out_trade_no
+			AND (h.refund_id IS NULL OR s.kind = 'refund' AND s.refund_no = h.out_refund_no))
+	RETURNING h.order_id, h.refund_id
+)
+SELECT h.order_id, h.out_trade_no, COALESCE(h.refund_id, 0) AS refund_id, h.out_refund_no, COALESCE(r.currency, '') AS currency
+FROM statement_held h LEFT JOIN payment_refunds r ON r.id = h.refund_id
+WHERE h.platform = $1 AND h.merchant_id = $2 AND h.bill_date = $3::date AND h.state = 'HELD'
+	AND NOT EXISTS (SELECT 1 FROM listed x WHERE x.order_id = h.order_id AND x.refund_id IS NOT DISTINCT FROM h.refund_id)
+ORDER BY h.order_id, h.refund_id NULLS FIRST`
+
+// SettleHeld settles the previous day's held list against this day's bill (see
+// settleHeldSQL) and returns the orders and refunds to report (then MarkReported).
+func (t *StatementTx) SettleHeld(ctx context.Context, prevDate string) ([]Held, error) {
+	var out []Held
+	if err := t.tx.SelectContext(ctx, &out, settleHeldSQL, string(t.day.Account.Platform), t.day.Account.MerchantID,
+		prevDate, t.day.Date); err != nil {
+		return nil, fmt.Errorf("statement %s %s: settle the held list of %s: %w", t.day.Account, t.day.Date, prevDate, err)
 	}
 	return out, nil
 }
 
-// MarkReported records that the previous day's held orders were reported, so no later run
-// reports them again.
-func (t *StatementTx) MarkReported(ctx context.Context, prevDate string, orderIDs []int64) error {
-	if len(orderIDs) == 0 {
+// MarkReported records that these of the previous day's held orders and refunds were
+// reported, so no later run reports them again.
+func (t *StatementTx) MarkReported(ctx context.Context, prevDate string, held []Held) error {
+	if len(held) == 0 {
 		return nil
 	}
+	var orders, refunds []int64
+	for _, h := range held {
+		if h.IsRefund() {
+			refunds = append(refunds, h.RefundID)
+		} else {
+			orders = append(orders, h.OrderID)
+		}
+	}
 	_, err := t.tx.ExecContext(ctx, `UPDATE statement_held SET state = 'REPORTED', settled_on = $4::date
-		WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date AND order_id = ANY($5::bigint[])`,
-		string(t.day.Account.Platform), t.day.Account.MerchantID, prevDate, t.day.Date, pq.Array(orderIDs))
+		WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date
+			AND (refund_id IS NULL AND order_id = ANY($5::bigint[]) OR refund_id = ANY($6::bigint[]))`,
+		string(t.day.Account.Platform), t.day.Account.MerchantID, prevDate, t.day.Date, pq.Array(orders), pq.Array(refunds))
 	if err != nil {
-		return fmt.Errorf("statement %s %s: mark %d held orders reported: %w", t.day.Account, t.day.Date, len(orderIDs), err)
+		return fmt.Errorf("statement %s %s: mark %d held orders and refunds reported: %w", t.day.Account, t.day.Date, len(held), err)
 	}
 	return nil
 }
@@ -371,8 +564,13 @@ type StatementFigures struct {
 	Repaired      int
 	Found         int
 	Held          int
-	BillSHA256    string
-	BillLocation  string
+	// RefundsRepaired is how many refund lines moved a local refund to SUCCESS (also in
+	// Repaired); RefundsUnknown how many named a refund number we do not have (UNKNOWN_REFUND,
+	// also in Found).
+	RefundsRepaired int
+	RefundsUnknown  int
+	BillSHA256      string
+	BillLocation    string
 }
 
 // SaveDay writes the day's figures. Reconciling the same day again with the same outcome
@@ -381,24 +579,27 @@ func (t *StatementTx) SaveDay(ctx context.Context, f StatementFigures) error {
 	_, err := t.tx.ExecContext(ctx, `
 		INSERT INTO statement_days AS d (platform, merchant_id, bill_date, payments, payments_minor, refunds, refunds_minor,
 			received_minor, fees_milli_fen, net_milli_fen, lines, lines_matched, lines_repaired, lines_found, held,
-			bill_sha256, bill_location, run_id)
-		VALUES ($1, $2, $3::date, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, NULLIF($18::bigint, 0))
+			refunds_repaired, refunds_unknown, bill_sha256, bill_location, run_id)
+		VALUES ($1, $2, $3::date, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, NULLIF($20::bigint, 0))
 		ON CONFLICT (platform, merchant_id, bill_date) DO UPDATE SET
 			payments = EXCLUDED.payments, payments_minor = EXCLUDED.payments_minor, refunds = EXCLUDED.refunds,
 			refunds_minor = EXCLUDED.refunds_minor, received_minor = EXCLUDED.received_minor,
 			fees_milli_fen = EXCLUDED.fees_milli_fen, net_milli_fen = EXCLUDED.net_milli_fen, lines = EXCLUDED.lines,
 			lines_matched = EXCLUDED.lines_matched, lines_repaired = EXCLUDED.lines_repaired,
-			lines_found = EXCLUDED.lines_found, held = EXCLUDED.held, bill_sha256 = EXCLUDED.bill_sha256,
+			lines_found = EXCLUDED.lines_found, held = EXCLUDED.held, refunds_repaired = EXCLUDED.refunds_repaired,
+			refunds_unknown = EXCLUDED.refunds_unknown, bill_sha256 = EXCLUDED.bill_sha256,
 			bill_location = EXCLUDED.bill_location, run_id = EXCLUDED.run_id, reconciled_at = now()
 		WHERE (d.payments, d.payments_minor, d.refunds, d.refunds_minor, d.received_minor, d.fees_milli_fen,
-			d.net_milli_fen, d.lines, d.lines_matched, d.lines_repaired, d.lines_found, d.held, d.bill_sha256, d.bill_location)
+			d.net_milli_fen, d.lines, d.lines_matched, d.lines_repaired, d.lines_found, d.held, d.refunds_repaired,
+			d.refunds_unknown, d.bill_sha256, d.bill_location)
 			IS DISTINCT FROM
 			(EXCLUDED.payments, EXCLUDED.payments_minor, EXCLUDED.refunds, EXCLUDED.refunds_minor, EXCLUDED.received_minor,
 			EXCLUDED.fees_milli_fen, EXCLUDED.net_milli_fen, EXCLUDED.lines, EXCLUDED.lines_matched, EXCLUDED.lines_repaired,
-			EXCLUDED.lines_found, EXCLUDED.held, EXCLUDED.bill_sha256, EXCLUDED.bill_location)`,
+			EXCLUDED.lines_found, EXCLUDED.held, EXCLUDED.refunds_repaired, EXCLUDED.refunds_unknown, EXCLUDED.bill_sha256,
+			EXCLUDED.bill_location)`,
 		string(t.day.Account.Platform), t.day.Account.MerchantID, t.day.Date, f.Payments, f.PaymentsMinor, f.Refunds,
 		f.RefundsMinor, f.ReceivedMinor, f.FeeMilliFen, f.NetMilliFen, f.Lines, f.Matched, f.Repaired, f.Found, f.Held,
-		f.BillSHA256, f.BillLocation, t.runID)
+		f.RefundsRepaired, f.RefundsUnknown, f.BillSHA256, f.BillLocation, t.runID)
 	if err != nil {
 		return fmt.Errorf("statement %s %s: save the day's figures: %w", t.day.Account, t.day.Date, err)
 	}
@@ -407,24 +608,27 @@ func (t *StatementTx) SaveDay(ctx context.Context, f StatementFigures) error {
 
 // StatementDayRow is one saved day, for reports and tests.
 type StatementDayRow struct {
-	Platform      string    `db:"platform" json:"platform"`
-	MerchantID    string    `db:"merchant_id" json:"merchant_id"`
-	BillDate      string    `db:"bill_date" json:"bill_date"` // YYYY-MM-DD
-	Payments      int       `db:"payments" json:"payments"`
-	PaymentsMinor int64     `db:"payments_minor" json:"payments_minor"`
-	Refunds       int       `db:"refunds" json:"refunds"`
-	RefundsMinor  int64     `db:"refunds_minor" json:"refunds_minor"`
-	ReceivedMinor int64     `db:"received_minor" json:"received_minor"`
-	FeeMilliFen   int64     `db:"fees_milli_fen" json:"fees_milli_fen"`
-	NetMilliFen   int64     `db:"net_milli_fen" json:"net_milli_fen"`
-	Lines         int       `db:"lines" json:"lines"`
-	Matched       int       `db:"lines_matched" json:"lines_matched"`
-	Repaired      int       `db:"lines_repaired" json:"lines_repaired"`
-	Found         int       `db:"lines_found" json:"lines_found"`
-	Held          int       `db:"held" json:"held"`
-	BillSHA256    string    `db:"bill_sha256" json:"bill_sha256"`
-	BillLocation  string    `db:"bill_location" json:"bill_location"`
-	ReconciledAt  time.Time `db:"reconciled_at" json:"reconciled_at"`
+	Platform      string `db:"platform" json:"platform"`
+	MerchantID    string `db:"merchant_id" json:"merchant_id"`
+	BillDate      string `db:"bill_date" json:"bill_date"` // YYYY-MM-DD
+	Payments      int    `db:"payments" json:"payments"`
+	PaymentsMinor int64  `db:"payments_minor" json:"payments_minor"`
+	Refunds       int    `db:"refunds" json:"refunds"`
+	RefundsMinor  int64  `db:"refunds_minor" json:"refunds_minor"`
+	ReceivedMinor int64  `db:"received_minor" json:"received_minor"`
+	FeeMilliFen   int64  `db:"fees_milli_fen" json:"fees_milli_fen"`
+	NetMilliFen   int64  `db:"net_milli_fen" json:"net_milli_fen"`
+	Lines         int    `db:"lines" json:"lines"`
+	Matched       int    `db:"lines_matched" json:"lines_matched"`
+	Repaired      int    `db:"lines_repaired" json:"lines_repaired"`
+	Found         int    `db:"lines_found" json:"lines_found"`
+	Held          int    `db:"held" json:"held"`
+	// RefundsRepaired and RefundsUnknown are StatementFigures'.
+	RefundsRepaired int       `db:"refunds_repaired" json:"refunds_repaired"`
+	RefundsUnknown  int       `db:"refunds_unknown" json:"refunds_unknown"`
+	BillSHA256      string    `db:"bill_sha256" json:"bill_sha256"`
+	BillLocation    string    `db:"bill_location" json:"bill_location"`
+	ReconciledAt    time.Time `db:"reconciled_at" json:"reconciled_at"`
 }
 
 // StatementDays lists the saved days in [from, to) (dates), by day and account.
@@ -436,7 +640,7 @@ func statementDays(ctx context.Context, q sqlx.QueryerContext, from, to string) 
 	out := []StatementDayRow{}
 	err := sqlx.SelectContext(ctx, q, &out, `SELECT platform, merchant_id, to_char(bill_date, 'YYYY-MM-DD') AS bill_date, payments, payments_minor, refunds,
 		refunds_minor, received_minor, fees_milli_fen, net_milli_fen, lines, lines_matched, lines_repaired, lines_found,
-		held, bill_sha256, bill_location, reconciled_at
+		held, refunds_repaired, refunds_unknown, bill_sha256, bill_location, reconciled_at
 		FROM statement_days WHERE bill_date >= $1::date AND bill_date < $2::date
 		ORDER BY bill_date, platform, merchant_id`, from, to)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,12 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 		return d
 	}
 	defer tx.Rollback()
+	// The apply workers' sessions open while the bill streams in, not all at once after it;
+	// a day that ends first (a rejected bill) stops waiting for them.
+	warmCtx, stopWarm := context.WithCancel(ctx)
+	warm := make(chan struct{})
+	go func() { defer close(warm); r.store.WarmConns(warmCtx, r.concurrency) }()
+	defer func() { stopWarm(); <-warm }()
 	start := time.Now()
 	staged, err := tx.Stage(ctx, &dayChecked{Reader: bill.Reader, day: spec.Day})
 	d.Phases.Stage = time.Since(start)
@@ -76,7 +83,12 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 	return d
 }
 
-// settle does the day's work on the staged bill, short of committing.
+// settle does the day's work on the staged bill, short of committing. The lines that need
+// the apply path are applied while the held lists are settled and drawn up on the
+// statement's own connection: applying is a commit per line, each waiting on the disk (and a
+// repair, whose outbox row notifies the relay, on PostgreSQL's cluster-wide notification
+// lock), while the held lists are a few set-based statements; and the two never touch the
+// same order (an order a line names is never held: see repo.StatementTx.HoldUnlisted).
 func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, d *DayResult) error {
 	start := time.Now()
@@ -85,27 +97,47 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.Statem
 		return err
 	}
 	d.Phases.Classify = time.Since(start)
+	var t Tally // the lines' own outcomes; the held lists add theirs to d.Tally
+	var outcomes []repo.LineOutcome
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		start := time.Now()
+		outcomes = r.applyLines(ctx, log, acct, spec, bill, lines, &t)
+		d.Phases.Apply = time.Since(start)
+	}()
 	start = time.Now()
-	outcomes := r.applyLines(ctx, log, acct, spec, bill, lines, &d.Tally)
-	d.Phases.Apply = time.Since(start)
-	start = time.Now()
-	defer func() { d.Phases.Settle = time.Since(start) }()
-	t := d.Tally // the lines' own outcomes, before the held orders add theirs
-	if err := r.reportHeld(ctx, log, tx, acct, spec, bill, &d.Tally); err != nil {
+	err = r.drawHeld(ctx, log, tx, acct, spec, bill, d)
+	d.Phases.Settle = time.Since(start)
+	<-applied
+	if err != nil {
 		return err
 	}
-	if d.Figures.Held, err = tx.HoldUnlisted(ctx); err != nil {
-		return err
-	}
+	start = time.Now()
+	defer func() { d.Phases.Settle += time.Since(start) }()
 	if err := tx.RecordLines(ctx, outcomes); err != nil {
 		return err
 	}
 	d.Figures.Repaired, d.Figures.Found = t.Repaired, t.Found
+	d.Figures.RefundsRepaired, d.Figures.RefundsUnknown = t.RefundsRepaired, t.RefundsUnknown
 	// Every line the classification matched set-based never came back to Go: the matched
 	// ones are what is left.
-	d.Figures.Matched = d.Figures.Lines - t.Repaired - t.Found - t.ClaimedElsewhere - t.Errors
-	d.Tally.Matched = d.Figures.Matched
+	t.Matched = d.Figures.Lines - t.Repaired - t.Found - t.ClaimedElsewhere - t.Errors
+	d.Figures.Matched = t.Matched
+	d.Tally.add(t)
 	return tx.SaveDay(ctx, d.Figures)
+}
+
+// drawHeld reports the previous day's held orders and refunds this bill does not list
+// either, then holds today's unlisted ones.
+func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
+	spec Spec, bill Bill, d *DayResult) error {
+	if err := r.reportHeld(ctx, log, tx, acct, spec, bill, &d.Tally); err != nil {
+		return err
+	}
+	held, err := tx.HoldUnlisted(ctx)
+	d.Figures.Held = held
+	return err
 }
 
 func figures(s repo.StagedBill, b Bill) repo.StatementFigures {
@@ -127,7 +159,7 @@ func (r *Runner) applyLines(ctx context.Context, log zerolog.Logger, acct reconc
 	queues := make([][]repo.StatementLine, r.concurrency)
 	for _, l := range lines {
 		if l.Prior != "" {
-			countPrior(t, l.Prior)
+			countPrior(t, l)
 			continue
 		}
 		h := fnv.New32a()
@@ -151,80 +183,119 @@ func (r *Runner) applyLines(ctx context.Context, log zerolog.Logger, acct reconc
 	var out []repo.LineOutcome
 	for i := range queues {
 		out = append(out, outs[i]...)
-		t.Matched += tallies[i].Matched
-		t.Repaired += tallies[i].Repaired
-		t.Found += tallies[i].Found
-		t.ClaimedElsewhere += tallies[i].ClaimedElsewhere
-		t.Errors += tallies[i].Errors
+		t.add(tallies[i])
 	}
 	return out
 }
 
-// applyLine applies one line; ok is false when its outcome is not final (an error, or a
-// callback holding the claim) and a re-run of the day must apply it again.
+// applyLine applies one line (a payment through ApplyResult, a refund through
+// ApplyRefundResult); ok is false when its outcome is not final (an error, or a callback
+// holding the claim) and a re-run of the day must apply it again.
 func (r *Runner) applyLine(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
 	l repo.StatementLine, t *Tally) (repo.LineOutcome, bool) {
-	applied, err := r.applier.ApplyResult(ctx, lineResult(acct, l, bill.SHA256), reconcile.ApplyOptions{
-		DryRun: spec.DryRun, Detail: map[string]any{"bill_date": spec.Day.Date, "bill_line": l.No, "bill_sha256": bill.SHA256},
-	})
+	opt := reconcile.ApplyOptions{DryRun: spec.DryRun,
+		Detail: map[string]any{"bill_date": spec.Day.Date, "bill_line": l.No, "bill_sha256": bill.SHA256}}
+	var applied reconcile.Applied
+	var err error
+	if l.Kind == statement.Refund {
+		applied, err = r.applier.ApplyRefundResult(ctx, refundLineResult(acct, l, bill.SHA256), opt)
+	} else {
+		applied, err = r.applier.ApplyResult(ctx, lineResult(acct, l, bill.SHA256), opt)
+	}
 	if err != nil {
 		t.Errors++
-		log.Error().Err(err).Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Msg("bill line not applied")
+		log.Error().Err(err).Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Str("out_refund_no", l.RefundNo).
+			Msg("bill line not applied")
 		return repo.LineOutcome{}, false
 	}
+	return lineOutcome(log, spec, l, applied, t)
+}
+
+// lineOutcome counts what the apply path made of a line and says what to remember of it.
+func lineOutcome(log zerolog.Logger, spec Spec, l repo.StatementLine, applied reconcile.Applied, t *Tally) (repo.LineOutcome, bool) {
 	o := repo.LineOutcome{Line: l, OrderID: applied.Order.ID}
+	refund := l.Kind == statement.Refund
 	switch applied.Outcome {
 	case reconcile.OutcomeApplied:
 		t.Repaired++
 		o.Outcome = outcomeRepaired
-		log.Info().Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Int64("order_id", o.OrderID).
-			Bool("dry_run", spec.DryRun).Msg("order repaired from the bill")
+		if refund {
+			t.RefundsRepaired++
+		}
+		log.Info().Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Str("out_refund_no", l.RefundNo).
+			Int64("order_id", o.OrderID).Bool("dry_run", spec.DryRun).Msg("repaired from the bill")
 	case reconcile.OutcomeMismatch:
 		t.Found++
 		o.Outcome, o.Mismatch = outcomeMismatch, applied.Mismatch
+		if refund && applied.Mismatch == reconcile.MismatchUnknownRefund {
+			t.RefundsUnknown++
+		}
 	case reconcile.OutcomeClaimedElsewhere:
 		// A callback is applying it right now; a re-run of the day settles the line.
 		t.ClaimedElsewhere++
 		return o, false
 	default:
+		// Already so in our books, or (a refund the bill gives as still PROCESSING) nothing
+		// to move yet.
 		t.Matched++
 		o.Outcome = outcomeMatched
 	}
 	return o, true
 }
 
-func countPrior(t *Tally, prior string) {
-	switch prior {
+// countPrior counts a line an earlier run of the day settled as that run counted it.
+func countPrior(t *Tally, l repo.StatementLine) {
+	refund := l.Kind == statement.Refund
+	switch l.Prior {
 	case outcomeRepaired:
 		t.Repaired++
+		if refund {
+			t.RefundsRepaired++
+		}
 	case outcomeMismatch:
 		t.Found++
+		if refund && l.PriorMismatch == reconcile.MismatchUnknownRefund {
+			t.RefundsUnknown++
+		}
 	default:
 		t.Matched++
 	}
 }
 
-// lineResult is a bill line as a verified platform result: the bill came from the platform
-// over a signed request (or from its portal), so its lines are the platform's word.
+// lineResult is a payment line as a verified platform result: the bill came from the
+// platform over a signed request (or from its portal), so its lines are the platform's word.
 func lineResult(acct reconcile.AccountKey, l repo.StatementLine, digest string) reconcile.Result {
 	r := reconcile.Result{Platform: acct.Platform, MerchantID: acct.MerchantID, OutTradeNo: l.OutTradeNo,
 		PlatformTradeNo: l.PlatformTradeNo, AmountMinor: l.AmountMinor, Currency: l.Currency,
-		Source: reconcile.SourceStatement, RawDigest: digest}
-	if l.Kind == statement.Refund {
-		r.State, r.RawState = reconcile.StateRefunded, "REFUND"
-		return r
-	}
-	r.State, r.PaidAt = reconcile.StatePaid, l.At
-	r.RawState = "SUCCESS"
+		Source: reconcile.SourceStatement, RawDigest: digest, State: reconcile.StatePaid, PaidAt: l.At, RawState: "SUCCESS"}
 	if acct.Platform == reconcile.Alipay {
 		r.RawState = "TRADE_SUCCESS"
 	}
 	return r
 }
 
-// reportHeld settles the previous day's held list against this bill: orders it lists fell on
-// the other side of midnight; the others are LOCAL_PAID_PLATFORM_UNPAID, through the apply
-// path as a "not in the bill" answer, exactly once.
+// refundLineResult is a refund line as a verified answer about the refund it names. A bill
+// lists finished refunds (Alipay writes no status, WeChat Pay's 退款状态 says SUCCESS) and, on
+// WeChat Pay, refunds still PROCESSING when the bill was made: any status but a success is
+// fed as a PROCESSING answer, which moves nothing.
+func refundLineResult(acct reconcile.AccountKey, l repo.StatementLine, digest string) reconcile.RefundResult {
+	r := reconcile.RefundResult{Platform: acct.Platform, MerchantID: acct.MerchantID, OutTradeNo: l.OutTradeNo,
+		PlatformTradeNo: l.PlatformTradeNo, OutRefundNo: l.RefundNo, PlatformRefundNo: l.PlatformRefundNo,
+		AmountMinor: l.AmountMinor, Currency: l.Currency, Source: reconcile.SourceStatement, RawDigest: digest,
+		State: reconcile.RefundStateProcessing, RawState: l.RefundStatus}
+	if l.RefundStatus == "" || strings.EqualFold(l.RefundStatus, "SUCCESS") {
+		r.State, r.SucceededAt = reconcile.RefundStateSuccess, l.At
+		if r.RawState == "" {
+			r.RawState = "REFUND_SUCCESS" // Alipay's word for a finished refund
+		}
+	}
+	return r
+}
+
+// reportHeld settles the previous day's held list against this bill: orders and refunds it
+// lists fell on the other side of midnight; the others are reported through the apply path as
+// a "not in the bill" answer, exactly once: an order LOCAL_PAID_PLATFORM_UNPAID, a refund
+// REFUND_NOT_AT_PLATFORM.
 func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, t *Tally) error {
 	prev := spec.Day.Prev().Date
@@ -232,21 +303,32 @@ func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *repo.St
 	if err != nil {
 		return err
 	}
-	var done []int64
+	opt := reconcile.ApplyOptions{DryRun: spec.DryRun, Detail: map[string]any{"held_since": prev, "bill_date": spec.Day.Date}}
+	var done []repo.Held
 	for _, h := range held {
-		res := reconcile.Result{Platform: acct.Platform, MerchantID: acct.MerchantID, OutTradeNo: h.OutTradeNo,
-			State: reconcile.StateNotFound, RawState: "NOT_IN_BILL", Source: reconcile.SourceStatement, RawDigest: bill.SHA256}
-		applied, err := r.applier.ApplyResult(ctx, res, reconcile.ApplyOptions{DryRun: spec.DryRun,
-			Detail: map[string]any{"held_since": prev, "bill_date": spec.Day.Date}})
+		applied, err := r.applyHeld(ctx, acct, bill, h, opt)
 		if err != nil {
 			t.Errors++
-			log.Error().Err(err).Str("out_trade_no", h.OutTradeNo).Int64("order_id", h.OrderID).Msg("held order not reported")
+			log.Error().Err(err).Str("out_trade_no", h.OutTradeNo).Int64("order_id", h.OrderID).
+				Str("out_refund_no", h.OutRefundNo).Msg("held order or refund not reported")
 			continue
 		}
 		if applied.Outcome == reconcile.OutcomeMismatch {
 			t.Reported++
 		}
-		done = append(done, h.OrderID)
+		done = append(done, h)
 	}
 	return tx.MarkReported(ctx, prev, done)
+}
+
+// applyHeld sends a held order, or refund, through the apply path as absent from the bill.
+func (r *Runner) applyHeld(ctx context.Context, acct reconcile.AccountKey, bill Bill, h repo.Held, opt reconcile.ApplyOptions) (reconcile.Applied, error) {
+	if h.IsRefund() {
+		return r.applier.ApplyRefundResult(ctx, reconcile.RefundResult{Platform: acct.Platform, MerchantID: acct.MerchantID,
+			OutTradeNo: h.OutTradeNo, OutRefundNo: h.OutRefundNo, Currency: h.Currency, State: reconcile.RefundStateNotFound,
+			RawState: "NOT_IN_BILL", Source: reconcile.SourceStatement, RawDigest: bill.SHA256}, opt)
+	}
+	return r.applier.ApplyResult(ctx, reconcile.Result{Platform: acct.Platform, MerchantID: acct.MerchantID,
+		OutTradeNo: h.OutTradeNo, State: reconcile.StateNotFound, RawState: "NOT_IN_BILL", Source: reconcile.SourceStatement,
+		RawDigest: bill.SHA256}, opt)
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // WriteSummary prints each account's day as finance reads it: the settlement figures, then
-// what became of the lines.
+// what became of the lines (repaired and found count refund lines too; the last two columns
+// say how many of them were refunds repaired, and refunds whose number we do not have).
 func WriteSummary(w io.Writer, res Result) {
 	mode := ""
 	if res.Run.DryRun {
@@ -22,16 +23,17 @@ func WriteSummary(w io.Writer, res Result) {
 		header = header || d.Err == nil || d.Figures.Lines > 0
 	}
 	if header {
-		fmt.Fprintln(tw, "day\taccount\tpayments\tamount\trefunds\tamount\tfees\tnet\tlines\tmatched\trepaired\tfound\theld\treported\t")
+		fmt.Fprintln(tw, "day\taccount\tpayments\tamount\trefunds\tamount\tfees\tnet\tlines\tmatched\trepaired\tfound\theld\treported\trefunds repaired\trefunds unknown\t")
 	}
 	for _, d := range res.Days {
 		if d.Err != nil && d.Figures.Lines == 0 {
 			continue
 		}
 		f := d.Figures
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", d.Day.Date, d.Account, f.Payments,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", d.Day.Date, d.Account, f.Payments,
 			reconcile.FormatYuan(f.PaymentsMinor), f.Refunds, reconcile.FormatYuan(f.RefundsMinor), reconcile.FormatYuanMilliFen(f.FeeMilliFen),
-			reconcile.FormatYuanMilliFen(f.NetMilliFen), f.Lines, f.Matched, f.Repaired, f.Found, f.Held, d.Tally.Reported)
+			reconcile.FormatYuanMilliFen(f.NetMilliFen), f.Lines, f.Matched, f.Repaired, f.Found, f.Held, d.Tally.Reported,
+			f.RefundsRepaired, f.RefundsUnknown)
 	}
 	tw.Flush() //nolint:errcheck // a summary on stdout
 	for _, d := range res.Days {

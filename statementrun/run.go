@@ -19,9 +19,11 @@ import (
 	"github.com/payrecon/payrecon/repo"
 )
 
-// Applier is the shared apply path (reconcile.Applier).
+// Applier is the shared apply path (reconcile.Applier): payment lines through ApplyResult,
+// refund lines through ApplyRefundResult.
 type Applier interface {
 	ApplyResult(ctx context.Context, r reconcile.Result, opt reconcile.ApplyOptions) (reconcile.Applied, error)
+	ApplyRefundResult(ctx context.Context, r reconcile.RefundResult, opt reconcile.ApplyOptions) (reconcile.Applied, error)
 }
 
 // RunLog records the run (reconcile_runs); repo.Runs implements it.
@@ -51,8 +53,22 @@ type Spec struct {
 // Tally counts one day's lines by what became of them.
 type Tally struct {
 	Matched, Repaired, Found, ClaimedElsewhere, Errors int
-	// Reported is how many of the previous day's held orders became findings.
+	// RefundsRepaired counts the refund lines among Repaired (a local refund moved to
+	// SUCCESS), RefundsUnknown those among Found whose refund number we do not have.
+	RefundsRepaired, RefundsUnknown int
+	// Reported is how many of the previous day's held orders and refunds became findings.
 	Reported int
+}
+
+// add adds o's line counts (a worker's share of the day) to t.
+func (t *Tally) add(o Tally) {
+	t.Matched += o.Matched
+	t.Repaired += o.Repaired
+	t.Found += o.Found
+	t.ClaimedElsewhere += o.ClaimedElsewhere
+	t.Errors += o.Errors
+	t.RefundsRepaired += o.RefundsRepaired
+	t.RefundsUnknown += o.RefundsUnknown
 }
 
 // DayResult is one account's reconciled day.

@@ -25,7 +25,6 @@ type tableCase struct {
 func tableCases(p reconcile.Platform) []tableCase {
 	m := merchantOf(p)
 	at := testDay.Start.Add(10 * time.Hour)
-	earlier := testDay.Start.Add(-30 * time.Hour)
 	pay := func(otn, trade string, amount int64) statement.Line {
 		return statement.Line{Kind: statement.Payment, OutTradeNo: otn, PlatformTradeNo: trade, Currency: "CNY",
 			AmountMinor: amount, FeeMilliFen: amount * 6, At: at}
@@ -55,10 +54,8 @@ func tableCases(p reconcile.Platform) []tableCase {
 			pay("T-FAILED", "TR-8", 900), reconcile.StatusFailed, reconcile.MismatchPaidAfterClose},
 		{"payment, PAID under another trade number", o("T-DUP", 800, reconcile.StatusPaid, "TR-9", at),
 			pay("T-DUP", "TR-10", 800), reconcile.StatusPaid, reconcile.MismatchDuplicatePayment},
-		{"refund, REFUNDED: matched", o("T-REFD", 600, reconcile.StatusRefunded, "TR-11", earlier),
-			refund("T-REFD", "TR-11", 600), reconcile.StatusRefunded, ""},
-		{"refund, PAID", o("T-RPAID", 600, reconcile.StatusPaid, "TR-12", earlier),
-			refund("T-RPAID", "TR-12", 600), reconcile.StatusPaid, reconcile.MismatchRefundedAtPlatform},
+		// The refund rows of the table, matched to local refunds, are TestStatementRefundTable's;
+		// this one has no order to look a refund up under.
 		{"refund, no order", nil, refund("T-RNONE", "TR-13", 500), "", reconcile.MismatchUnknownOrder},
 	}
 }
@@ -138,17 +135,17 @@ func checkFigures(t *testing.T, e *env, res Result, p reconcile.Platform, lines 
 		t.Fatalf("statement days: %v %d", err, len(days))
 	}
 	d := days[0]
-	want := fmt.Sprintf("lines %d matched 2 repaired 1 found 9 payments 9 refunds 3", lines)
+	want := fmt.Sprintf("lines %d matched 1 repaired 1 found 8 payments 9 refunds 1", lines)
 	got := fmt.Sprintf("lines %d matched %d repaired %d found %d payments %d refunds %d", d.Lines, d.Matched, d.Repaired, d.Found, d.Payments, d.Refunds)
 	if got != want {
 		t.Errorf("figures: %s, want %s", got, want)
 	}
-	// 1000+1500+1200+1000+700+700+900+900+800 paid in, 600+600+500 back, fees 0.6% both ways.
-	if d.PaymentsMinor != 8700 || d.RefundsMinor != 1700 || d.ReceivedMinor != 7000 || d.FeeMilliFen != 7000*6 || d.NetMilliFen != 7000*1000-7000*6 {
+	// 1000+1500+1200+1000+700+700+900+900+800 paid in, 500 back, fees 0.6% both ways.
+	if d.PaymentsMinor != 8700 || d.RefundsMinor != 500 || d.ReceivedMinor != 8200 || d.FeeMilliFen != 8200*6 || d.NetMilliFen != 8200*1000-8200*6 {
 		t.Errorf("money: %+v", d)
 	}
 	c := res.Run.Counts
-	if c.Scanned != int64(lines) || c.Repaired != 1 || c.Unchanged != 2 || c.Mismatches != 9 || c.Errors != 0 || res.Run.Mode != reconcile.ModeStatement {
+	if c.Scanned != int64(lines) || c.Repaired != 1 || c.Unchanged != 1 || c.Mismatches != 8 || c.Errors != 0 || res.Run.Mode != reconcile.ModeStatement {
 		t.Errorf("run counters: %+v", res.Run)
 	}
 }
@@ -160,8 +157,8 @@ func checkLinePointers(t *testing.T, e *env, p reconcile.Platform) {
 	err := e.db.DB.QueryRow(`SELECT count(*), count(*) FILTER (WHERE l.mismatch_id = m.id AND l.line_no > 0)
 		FROM statement_lines l JOIN reconcile_mismatches m ON m.platform = l.platform AND m.out_trade_no = l.out_trade_no
 		WHERE l.platform = $1 AND l.outcome = 'mismatch'`, string(p)).Scan(&n, &pointed)
-	if err != nil || n != 9 || pointed != 9 {
-		t.Errorf("finding lines: %d, pointing at their finding %d (%v); want 9", n, pointed, err)
+	if err != nil || n != 8 || pointed != 8 {
+		t.Errorf("finding lines: %d, pointing at their finding %d (%v); want 8", n, pointed, err)
 	}
 	var line float64
 	e.db.DB.Get(&line, `SELECT (detail->>'bill_line')::float FROM reconcile_mismatches WHERE out_trade_no = 'T-AMT'`) //nolint:errcheck // compared below

@@ -124,3 +124,52 @@ func TestStatementFromThePlatform(t *testing.T) {
 		})
 	}
 }
+
+// TestStatementRefundsFromThePlatform: the sandbox's bill lists the refunds the platform
+// really made, under their own numbers: a refund our books still have PROCESSING is repaired
+// from it, a refund made in the merchant portal is UNKNOWN_REFUND, and a WeChat Pay refund the
+// bill gives as PROCESSING moves nothing.
+func TestStatementRefundsFromThePlatform(t *testing.T) {
+	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
+		t.Run(string(p), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			sb, key, client := newSandboxAccount(t, e, p)
+			made := testDay.Start.Add(12 * time.Hour)
+			for _, r := range []sandbox.RefundSpec{
+				{OutTradeNo: "E-PAID", OutRefundNo: "E-RF-LOST", AmountMinor: 300, CreatedAt: made},
+				{OutTradeNo: "E-PAID", OutRefundNo: "E-RF-PORTAL", AmountMinor: 100, CreatedAt: made},
+				{OutTradeNo: "E-PAID", OutRefundNo: "E-RF-WAIT", AmountMinor: 50, CreatedAt: made, Outcome: sandbox.RefundProcessing},
+			} {
+				r.Platform = p
+				if _, err := sb.AddRefund(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var orderID int64
+			e.db.DB.Get(&orderID, `SELECT id FROM payment_orders WHERE out_trade_no = 'E-PAID'`) //nolint:errcheck // the inserts fail without it
+			e.insertRefund(refund{orderID: orderID, outRefundNo: "E-RF-LOST", amount: 300, status: reconcile.RefundProcessing})
+			e.insertRefund(refund{orderID: orderID, outRefundNo: "E-RF-WAIT", amount: 50, status: reconcile.RefundProcessing})
+			acct := Account{Key: key, Source: PlatformSource{Platform: p, Merchant: key.MerchantID, Client: client}}
+			res, err := e.runner.Run(context.Background(), Spec{Day: testDay, Accounts: []Account{acct}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			e.db.DB.Get(&got, `SELECT string_agg(out_refund_no || ' ' || status, ', ' ORDER BY out_refund_no) FROM payment_refunds`) //nolint:errcheck // compared below
+			if want := "E-RF-LOST SUCCESS, E-RF-WAIT PROCESSING"; got != want {
+				t.Errorf("refunds after the bill: %q, want %q", got, want)
+			}
+			if f := e.refundFindings(p); len(f) != 1 || f["E-RF-PORTAL"] != string(reconcile.MismatchUnknownRefund) {
+				t.Errorf("refund findings %v; want E-RF-PORTAL UNKNOWN_REFUND only", f)
+			}
+			refundLines := 2 // Alipay lists finished refunds only
+			if p == reconcile.WechatPay {
+				refundLines = 3
+			}
+			if d := res.Days[0].Figures; d.Refunds != refundLines || d.RefundsRepaired != 1 || d.RefundsUnknown != 1 {
+				t.Errorf("figures %+v: want %d refund lines, 1 repaired, 1 unknown", d, refundLines)
+			}
+		})
+	}
+}

@@ -54,7 +54,7 @@ func setup(t testing.TB) *env {
 	db := repotest.NewDB(t)
 	store := repo.NewStore(db.DB)
 	applier := reconcile.NewApplier(store, nil, reconcile.ApplierSettings{}, zerolog.Nop())
-	return &env{t: t, db: db, store: store, runner: NewRunner(store, applier, store.Runs(), nil, 8, zerolog.Nop())}
+	return &env{t: t, db: db, store: store, runner: NewRunner(store, applier, store.Runs(), nil, 8, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))}
 }
 
 // order is a local order to seed.
@@ -163,7 +163,7 @@ func (r *memReader) Totals() statement.Totals { return r.tot }
 // snapshot is everything a statement run may write, for "nothing changed" assertions.
 type snapshot struct {
 	Orders, Events, Outbox, Findings, Sightings, Days, Lines, Held, Runs int64
-	DaysDigest, OrdersDigest, HeldDigest                                 string
+	DaysDigest, OrdersDigest, HeldDigest, RefundsDigest, LinesDigest     string
 }
 
 func (e *env) snapshot() snapshot {
@@ -176,9 +176,11 @@ func (e *env) snapshot() snapshot {
 		(SELECT count(*) FROM reconcile_runs),
 		(SELECT COALESCE(md5(string_agg(d::text, ',' ORDER BY platform, merchant_id, bill_date)), '') FROM statement_days d),
 		(SELECT COALESCE(md5(string_agg(o::text, ',' ORDER BY id)), '') FROM payment_orders o),
-		(SELECT COALESCE(md5(string_agg(h::text, ',' ORDER BY order_id)), '') FROM statement_held h)`).Scan(
+		(SELECT COALESCE(md5(string_agg(h::text, ',' ORDER BY order_id, refund_id NULLS FIRST)), '') FROM statement_held h),
+		(SELECT COALESCE(md5(string_agg(r::text, ',' ORDER BY id)), '') FROM payment_refunds r),
+		(SELECT COALESCE(md5(string_agg(l::text, ',' ORDER BY platform, merchant_id, bill_date, line_no)), '') FROM statement_lines l)`).Scan(
 		&s.Orders, &s.Events, &s.Outbox, &s.Findings, &s.Sightings, &s.Days, &s.Lines, &s.Held, &s.Runs,
-		&s.DaysDigest, &s.OrdersDigest, &s.HeldDigest)
+		&s.DaysDigest, &s.OrdersDigest, &s.HeldDigest, &s.RefundsDigest, &s.LinesDigest)
 	if err != nil {
 		e.t.Fatalf("snapshot: %v", err)
 	}
@@ -199,6 +201,56 @@ func (e *env) findings(p reconcile.Platform) map[string]string {
 			e.t.Fatal(err)
 		}
 		out[o] = k
+	}
+	return out
+}
+
+// refund is a local refund to seed: what the merchant's app recorded, in some state.
+type refund struct {
+	orderID     int64
+	outRefundNo string
+	amount      int64
+	status      reconcile.RefundStatus
+	succeededAt time.Time // SUCCESS only
+}
+
+// insertRefund records a refund; a SUCCESS one is added to its order's refunded_minor (and
+// moves the order to REFUNDED when it takes back all that was paid), as the apply path would.
+func (e *env) insertRefund(r refund) int64 {
+	e.t.Helper()
+	var succeeded any
+	if !r.succeededAt.IsZero() {
+		succeeded = r.succeededAt
+	}
+	var id int64
+	err := e.db.DB.Get(&id, `INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, succeeded_at, created_at)
+		VALUES ($1, $2, $3, $4, $5::timestamptz, now() - interval '2 days') RETURNING id`,
+		r.orderID, r.outRefundNo, r.amount, string(r.status), succeeded)
+	if err != nil {
+		e.t.Fatalf("insert refund %s: %v", r.outRefundNo, err)
+	}
+	if r.status == reconcile.RefundSuccess {
+		e.db.DB.MustExec(`UPDATE payment_orders SET refunded_minor = refunded_minor + $2,
+			status = CASE WHEN refunded_minor + $2 = paid_amount_minor THEN 'REFUNDED' ELSE status END WHERE id = $1`, r.orderID, r.amount)
+	}
+	return id
+}
+
+// refundFindings maps each refund finding's refund number to its kind.
+func (e *env) refundFindings(p reconcile.Platform) map[string]string {
+	e.t.Helper()
+	rows, err := e.db.DB.Query(`SELECT out_refund_no, kind FROM reconcile_mismatches WHERE platform = $1 AND out_refund_no <> ''`, string(p))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var no, k string
+		if err := rows.Scan(&no, &k); err != nil {
+			e.t.Fatal(err)
+		}
+		out[no] = k
 	}
 	return out
 }

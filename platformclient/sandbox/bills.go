@@ -17,8 +17,9 @@ import (
 )
 
 // The sandbox publishes each account's daily trade bill from the same store its queries
-// answer from: a payment line for every paid (or since refunded) order paid that day, a
-// refund line for every refunded order refunded that day, with a 0.6% fee. A day's bill is
+// answer from: a payment line for every paid (or since refunded) order paid that day and a
+// refund line for every refund of the day the refund API made (RefundsOfDay: its real
+// out_refund_no, refund_id and amount), with a 0.6% fee. A day's bill is
 // published once the day is over (in China time); BillSpoil makes it late or wrong, or has
 // WeChat Pay answer a day without trades with NO_STATEMENT_EXIST as the real one does.
 
@@ -92,9 +93,9 @@ func (s *Sandbox) billSpoil(p reconcile.Platform, merchantID string) BillSpoil {
 // BillLines are the lines of one account's bill of day, from the store, in time order.
 func (s *Sandbox) BillLines(p reconcile.Platform, merchantID string, day time.Time) []statement.Line {
 	d := platformclient.BillDay(day)
+	lines := refundLines(p, d, s.RefundsOfDay(p, merchantID, day))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var lines []statement.Line
 	for k, o := range s.orders {
 		sc := o.sc
 		if k.platform != p || s.ownerLocked(p, sc) != merchantID || (sc.State != StatePaid && sc.State != StateRefunded) {
@@ -108,7 +109,9 @@ func (s *Sandbox) BillLines(p reconcile.Platform, merchantID string, day time.Ti
 		if platformclient.BillDay(pay.At).Equal(d) {
 			lines = append(lines, pay)
 		}
-		if sc.State == StateRefunded {
+		if sc.State == StateRefunded && !s.hasRefundsLocked(p, k.outTradeNo) {
+			// Refunded without the refund API (Scenario.State only): a refund made in the
+			// merchant portal, under a number the platform gave it and the merchant never saw.
 			ref := pay
 			ref.Kind, ref.RefundNo, ref.FeeMilliFen = statement.Refund, "RF"+k.outTradeNo, -pay.FeeMilliFen
 			ref.At = refundedAt(sc).In(platformclient.ChinaTime)
@@ -118,13 +121,55 @@ func (s *Sandbox) BillLines(p reconcile.Platform, merchantID string, day time.Ti
 		}
 	}
 	slices.SortFunc(lines, func(a, b statement.Line) int {
-		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.OutTradeNo, b.OutTradeNo), cmp.Compare(a.Kind, b.Kind))
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.OutTradeNo, b.OutTradeNo), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.RefundNo, b.RefundNo))
 	})
 	return lines
 }
 
-// refundedAt is when a refunded order was refunded: Scenario.RefundedAt, else a minute after
-// it was paid.
+// refundLines are the refund lines of the bill of day d among refunds (RefundsOfDay's, which
+// holds the refunds made or succeeded that day), each under its real numbers and amount, as
+// each platform files them: Alipay lists a refund once it succeeded, on the day it succeeded
+// (完成时间); WeChat Pay lists it on the day it was made (交易时间 is the refund's start), with
+// 退款状态 SUCCESS or, not finished yet, PROCESSING. A closed or abnormal refund paid nothing
+// back and is not listed.
+func refundLines(p reconcile.Platform, d time.Time, refunds []Refund) []statement.Line {
+	var out []statement.Line
+	for _, r := range refunds {
+		l := statement.Line{Kind: statement.Refund, OutTradeNo: r.OutTradeNo, PlatformTradeNo: r.TradeNo,
+			RefundNo: r.OutRefundNo, PlatformRefundNo: r.RefundID, MerchantID: r.MerchantID, Currency: r.Currency,
+			AmountMinor: r.AmountMinor, ReceivedMinor: r.AmountMinor, FeeMilliFen: -r.AmountMinor * feeMilliFenPerFen,
+			CreatedAt: r.CreatedAt.In(platformclient.ChinaTime)}
+		switch {
+		case p == reconcile.Alipay && r.Outcome == RefundSuccess:
+			l.At = r.SucceededAt.In(platformclient.ChinaTime)
+		case p == reconcile.WechatPay && (r.Outcome == RefundSuccess || r.Outcome == RefundProcessing):
+			l.At, l.RefundStatus = r.CreatedAt.In(platformclient.ChinaTime), string(r.Outcome)
+			if r.Outcome == RefundProcessing {
+				l.Pending, l.FeeMilliFen = true, 0 // no fee comes back before the money does
+			}
+		default:
+			continue
+		}
+		if platformclient.BillDay(l.At).Equal(d) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// hasRefundsLocked says whether the refund API made any refund of a trade.
+func (s *Sandbox) hasRefundsLocked(p reconcile.Platform, outTradeNo string) bool {
+	for _, r := range s.refunds {
+		if r.Platform == p && r.OutTradeNo == outTradeNo {
+			return true
+		}
+	}
+	return false
+}
+
+// refundedAt is when an order refunded without the refund API was refunded:
+// Scenario.RefundedAt, else a minute after it was paid.
 func refundedAt(sc Scenario) time.Time {
 	if !sc.RefundedAt.IsZero() {
 		return sc.RefundedAt

@@ -81,7 +81,10 @@ var billHarnesses = []billHarness{
 }
 
 // newBillSandbox starts a sandbox on billNow's clock with a day of trades: B1 paid, B2 paid
-// and refunded that day, B3 paid the next day, B4 still open, B5 another account's.
+// and refunded that day outside the refund API (a portal refund), B3 paid the next day, B4
+// still open, B5 another account's, B6 paid; and refunds made through the refund API: RB1-1
+// (B1, 0.40, succeeded that day), RB1-2 (B1, 0.10, made late that day, succeeded the next),
+// RB6-1 (B6, 0.70, still processing), RB6-2 (B6, 0.20, closed).
 func newBillSandbox(t *testing.T) (*sandbox.Sandbox, string) {
 	t.Helper()
 	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Now: func() time.Time { return billNow }})
@@ -97,8 +100,61 @@ func newBillSandbox(t *testing.T) (*sandbox.Sandbox, string) {
 		sb.SetScenario(p, "B3", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 300, PaidAt: at(25)})
 		sb.SetScenario(p, "B4", sandbox.Scenario{State: sandbox.StateOpen, AmountMinor: 400})
 		sb.SetScenario(p, "B5", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 500, PaidAt: at(9), MerchantID: "someone-else"})
+		sb.SetScenario(p, "B6", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 700, PaidAt: at(8)})
+		for _, r := range []sandbox.RefundSpec{
+			{OutTradeNo: "B1", OutRefundNo: "RB1-1", AmountMinor: 40, CreatedAt: at(13)},
+			{OutTradeNo: "B1", OutRefundNo: "RB1-2", AmountMinor: 10, CreatedAt: at(23), SucceededAt: at(25)},
+			{OutTradeNo: "B6", OutRefundNo: "RB6-1", AmountMinor: 70, CreatedAt: at(14), Outcome: sandbox.RefundProcessing},
+			{OutTradeNo: "B6", OutRefundNo: "RB6-2", AmountMinor: 20, CreatedAt: at(15), Outcome: sandbox.RefundClosed},
+		} {
+			r.Platform = p
+			if _, err := sb.AddRefund(r); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	return sb, srv.URL
+}
+
+// billLine is what a bill line must say, in the bill's order.
+type billLine struct {
+	no       string
+	kind     statement.LineKind
+	amount   int64
+	refundNo string // refunds: the merchant's number ("RF"+no for a portal refund)
+	status   string // refunds: 退款状态 (WeChat Pay only)
+}
+
+// wantBillLines is newBillSandbox's day as each platform's bill lists it: Alipay lists a
+// refund on the day it succeeded, WeChat Pay on the day it was made, with its status.
+func wantBillLines(p reconcile.Platform) []billLine {
+	want := []billLine{{"B6", statement.Payment, 700, "", ""}, {"B1", statement.Payment, 100, "", ""},
+		{"B2", statement.Payment, 250, "", ""}, {"B2", statement.Refund, 250, "RFB2", ""}, {"B1", statement.Refund, 40, "RB1-1", ""}}
+	if p == reconcile.WechatPay {
+		want[3].status, want[4].status = "SUCCESS", "SUCCESS"
+		want = append(want, billLine{"B6", statement.Refund, 70, "RB6-1", "PROCESSING"}, billLine{"B1", statement.Refund, 10, "RB1-2", "SUCCESS"})
+	}
+	return want
+}
+
+// checkBillLines compares a bill's lines with want: numbers, amounts, the trade number the
+// queries answer with, and a refund's own numbers (WeChat Pay's refund_id is the refund's).
+func checkBillLines(t *testing.T, sb *sandbox.Sandbox, p reconcile.Platform, lines []statement.Line, want []billLine) {
+	t.Helper()
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d: %+v", len(lines), len(want), lines)
+	}
+	for i, w := range want {
+		l := lines[i]
+		if l.OutTradeNo != w.no || l.Kind != w.kind || l.AmountMinor != w.amount || l.PlatformTradeNo != sb.Scenario(p, w.no).TradeNo ||
+			l.RefundNo != w.refundNo || l.RefundStatus != w.status {
+			t.Errorf("line %d = %+v, want %+v with the queried trade number", i, l, w)
+		}
+		ref, ok := sb.RefundOf(p, w.refundNo)
+		if ok && (l.PlatformRefundNo != ref.RefundID || (p == reconcile.WechatPay) != (l.PlatformRefundNo != "")) {
+			t.Errorf("line %d: platform refund number %q, want %q (WeChat Pay's refund_id; Alipay has none)", i, l.PlatformRefundNo, ref.RefundID)
+		}
+	}
 }
 
 // readBill opens a downloaded bill as the statement run will.
@@ -154,20 +210,7 @@ func TestDownloadBill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []struct {
-				no     string
-				kind   statement.LineKind
-				amount int64
-			}{{"B1", statement.Payment, 100}, {"B2", statement.Payment, 250}, {"B2", statement.Refund, 250}}
-			if len(lines) != len(want) {
-				t.Fatalf("%d lines, want %d: %+v", len(lines), len(want), lines)
-			}
-			for i, w := range want {
-				l := lines[i]
-				if l.OutTradeNo != w.no || l.Kind != w.kind || l.AmountMinor != w.amount || l.PlatformTradeNo != sb.Scenario(h.platform, w.no).TradeNo {
-					t.Errorf("line %d = %+v, want %s %s %d with the queried trade number", i, l, w.no, w.kind, w.amount)
-				}
-			}
+			checkBillLines(t, sb, h.platform, lines, wantBillLines(h.platform))
 			if sb.BillDownloads(h.platform) != 1 {
 				t.Errorf("%d downloads served, want 1", sb.BillDownloads(h.platform))
 			}
@@ -227,10 +270,13 @@ func TestDownloadBillEarly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// B3 was paid at 01:00 today (newBillSandbox), TODAY1 at 11:00.
-			if len(lines) != 2 || lines[0].OutTradeNo != "B3" || lines[1].OutTradeNo != "TODAY1" || lines[1].AmountMinor != 300 {
-				t.Fatalf("today's bill holds %+v, want B3 and TODAY1, today's trades so far", lines)
+			// B3 was paid at 01:00 today (newBillSandbox), TODAY1 at 11:00; RB1-2, made
+			// yesterday, succeeded at 01:00 today: Alipay lists it today.
+			want := []billLine{{"B1", statement.Refund, 10, "RB1-2", ""}, {"B3", statement.Payment, 300, "", ""}, {"TODAY1", statement.Payment, 300, "", ""}}
+			if h.platform == reconcile.WechatPay {
+				want = want[1:]
 			}
+			checkBillLines(t, sb, h.platform, lines, want)
 			control(t, http.MethodDelete, url+"/sandbox/bills/early")
 			if _, err := c.DownloadBill(context.Background(), billNow, t.TempDir()); !errors.Is(err, platformclient.ErrBillNotReady) {
 				t.Fatalf("early publication turned off: want not ready, got %v", err)
@@ -332,7 +378,7 @@ func TestBillControlEndpoints(t *testing.T) {
 		f.Close()
 		resp.Body.Close()
 		lines, err := readBill(platformclient.BillInfo{Platform: reconcile.Platform(p), Path: path, HashValue: resp.Header.Get("X-Bill-SHA1")})
-		if err != nil || len(lines) != 3 {
+		if err != nil || len(lines) != len(wantBillLines(reconcile.Platform(p))) {
 			t.Fatalf("%s bill from the control API: %d lines, %v", p, len(lines), err)
 		}
 	}

@@ -1,0 +1,153 @@
+package repo_test
+
+import (
+	"context"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/statement"
+)
+
+var stmtZone = time.FixedZone("CST", 8*3600)
+
+// stmtDay is one business day of the test account.
+func stmtDay(date string) repo.StatementDay {
+	d, err := time.ParseInLocation(time.DateOnly, date, stmtZone)
+	if err != nil {
+		panic(err)
+	}
+	return repo.StatementDay{Account: reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: "1900000001"},
+		Date: date, Start: d, End: d.AddDate(0, 0, 1)}
+}
+
+// sliceReader is a bill of the given lines (numbered from 1) that adds up.
+type sliceReader struct {
+	lines []statement.Line
+	i     int
+}
+
+func (r *sliceReader) Next() (statement.Line, error) {
+	if r.i == len(r.lines) {
+		return statement.Line{}, io.EOF
+	}
+	r.i++
+	l := r.lines[r.i-1]
+	l.No = r.i
+	return l, nil
+}
+
+func (r *sliceReader) Totals() statement.Totals { return statement.Totals{} }
+
+// stageDay opens day's statement transaction and stages lines.
+func stageDay(t *testing.T, s *repo.Store, day repo.StatementDay, lines ...statement.Line) *repo.StatementTx {
+	t.Helper()
+	tx, err := s.BeginStatement(context.Background(), day, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tx.Rollback)
+	if _, err := tx.Stage(context.Background(), &sliceReader{lines: lines}); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// TestStatementClassifiesRefundLines: a refund line is a plain match only when the order's
+// refund of that number is SUCCESS with the same amount and the bill gives it as finished;
+// the others come back with what the apply path needs, text fields exactly as the bill had
+// them (a tab, a backslash or a line break survives the COPY).
+func TestStatementClassifiesRefundLines(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	s := repo.NewStore(db.DB)
+	day := stmtDay("2026-11-28")
+	at := day.Start.Add(10 * time.Hour)
+	var orderID int64
+	db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, platform_trade_no,
+		paid_amount_minor, paid_at, created_at) VALUES ('wechatpay', '1900000001', 'C-1', 1000, 'PAID', 'CT-1', 1000, $1, $1)
+		RETURNING id`, at.Add(-time.Hour)) //nolint:errcheck // checked by the inserts below
+	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, succeeded_at)
+		VALUES ($1, 'CR-DONE', 100, 'SUCCESS', $2), ($1, 'CR-WAIT', 200, 'PROCESSING', NULL), ($1, 'CR-SHORT', 300, 'SUCCESS', $2)`,
+		orderID, at)
+	db.MustExec(`UPDATE payment_orders SET refunded_minor = 400 WHERE id = $1`, orderID)
+	refund := func(no, status string, amount int64) statement.Line {
+		return statement.Line{Kind: statement.Refund, OutTradeNo: "C-1", PlatformTradeNo: "CT-1", RefundNo: no,
+			PlatformRefundNo: "50" + no, RefundStatus: status, Currency: "CNY", AmountMinor: amount, At: at}
+	}
+	odd := refund("CR\tA\\B\nC", "SUCCESS", 50)
+	tx := stageDay(t, s, day, refund("CR-DONE", "SUCCESS", 100), refund("CR-WAIT", "SUCCESS", 200),
+		refund("CR-SHORT", "SUCCESS", 250), refund("CR-DONE", "PROCESSING", 100), odd)
+	lines, err := tx.Classify(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range lines {
+		got = append(got, l.RefundNo+" "+l.RefundStatus+" "+l.PlatformRefundNo)
+	}
+	want := []string{"CR-WAIT SUCCESS 50CR-WAIT", "CR-SHORT SUCCESS 50CR-SHORT", "CR-DONE PROCESSING 50CR-DONE",
+		odd.RefundNo + " SUCCESS 50" + odd.RefundNo}
+	if !slices.Equal(got, want) {
+		t.Errorf("classified %q,\nwant %q", got, want)
+	}
+}
+
+// TestStatementHoldsRefunds: a day's SUCCESS refunds the bill does not list are held beside
+// their order, each once however often the day runs; the next day settles them (a line
+// naming the order lists the order; a refund is listed by its own number) and marks the
+// reported ones by refund.
+func TestStatementHoldsRefunds(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	s := repo.NewStore(db.DB)
+	ctx := context.Background()
+	day, next := stmtDay("2026-11-28"), stmtDay("2026-11-29")
+	late := day.End.Add(-time.Minute)
+	var orderID int64
+	if err := db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status,
+		platform_trade_no, paid_amount_minor, paid_at, created_at)
+		VALUES ('wechatpay', '1900000001', 'H-1', 1000, 'PAID', 'HT-1', 1000, $1, $1) RETURNING id`, late); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, succeeded_at)
+		VALUES ($1, 'HR-A', 100, 'SUCCESS', $2), ($1, 'HR-B', 200, 'SUCCESS', $2), ($1, 'HR-C', 300, 'SUCCESS', $2)`, orderID, late)
+	refundLine := func(no string, amount int64) statement.Line {
+		return statement.Line{Kind: statement.Refund, OutTradeNo: "H-OTHER", RefundNo: no, Currency: "CNY", AmountMinor: amount, At: late}
+	}
+	for range 2 { // the day twice: held once
+		tx := stageDay(t, s, day, refundLine("HR-C", 300))
+		n, err := tx.HoldUnlisted(ctx)
+		if err != nil || n != 4 {
+			t.Fatalf("held %d (%v), want 4: the order and its refunds HR-A, HR-B, HR-C (its line names another order)", n, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx := stageDay(t, s, next, statement.Line{Kind: statement.Refund, OutTradeNo: "H-1", RefundNo: "HR-B", Currency: "CNY",
+		AmountMinor: 200, At: next.Start.Add(time.Minute)})
+	held, err := tx.SettleHeld(ctx, day.Date)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 2 || !held[0].IsRefund() || held[0].OutRefundNo != "HR-A" || held[0].Currency != "CNY" || held[1].OutRefundNo != "HR-C" {
+		t.Fatalf("still held after the next day's bill: %+v; want refunds HR-A and HR-C (HR-B and the order are listed)", held)
+	}
+	if err := tx.MarkReported(ctx, day.Date, held[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var states string
+	db.Get(&states, `SELECT string_agg(COALESCE(NULLIF(out_refund_no, ''), out_trade_no) || ' ' || state, ', '
+		ORDER BY refund_id NULLS FIRST) FROM statement_held`) //nolint:errcheck // compared below
+	if want := "H-1 LISTED_NEXT_DAY, HR-A REPORTED, HR-B LISTED_NEXT_DAY, HR-C HELD"; states != want {
+		t.Errorf("held list %q, want %q", states, want)
+	}
+}
