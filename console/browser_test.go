@@ -73,13 +73,15 @@ func chromiumPath(t *testing.T) string {
 
 // TestBrowserReview drives headless Chromium, JavaScript off, through the sign-in proxy: ann filters the
 // findings, opens one and proposes a refund; cfo signs in and approves it; the audit history
-// shows both; the statements page is one click away. Screenshots of the list, the finding,
-// the statements and the HTML report go to the test's artifact directory (go test -artifacts
-// -outputdir DIR keeps them) and their paths are printed.
+// shows both; the statements page is one click away; a refund finding shows the order's
+// refunds and their events, in English and Chinese. Screenshots of the list, the finding,
+// the statements, the HTML report and the refund finding in both languages go to the test's
+// artifact directory (go test -artifacts -outputdir DIR keeps them) and their paths are printed.
 func TestBrowserReview(t *testing.T) {
 	exe := chromiumPath(t)
 	f := newFixture(t)
 	f.seedStatements(t)
+	refunds := f.seedRefunds(t)
 	backend := httptest.NewServer(f.h) // 127.0.0.1: the console trusts it as the sidecar's peer
 	defer backend.Close()
 	proxy := httptest.NewServer(newSignInProxy(backend.URL))
@@ -154,8 +156,8 @@ func TestBrowserReview(t *testing.T) {
 
 	// ann: filter to amount differences, open the one there is, propose a refund.
 	signIn(ann)
-	if n := count("#findings a.open"); n != 3 {
-		t.Fatalf("unfiltered list shows %d findings, want 3", n)
+	if n := count("#findings a.open"); n != 5 {
+		t.Fatalf("unfiltered list shows %d findings, want 5", n)
 	}
 	step("filter by kind", chromedp.SetValue(chromedp.CSS(`#filters select[name="kind"]`), "AMOUNT_MISMATCH"),
 		chromedp.SetValue(chromedp.CSS(`#filters input[name="from"]`), "2026-11-28"))
@@ -212,6 +214,43 @@ func TestBrowserReview(t *testing.T) {
 		t.Fatalf("the HTML report has no chart")
 	}
 	shot("report.png")
+
+	refundFindingShots(ctx, t, proxy.URL+findingPath(refunds.abnormal), count, shot)
+}
+
+// refundFindingShots opens a refund finding whose order has two refunds, checks the page
+// points at the refund and lists both refunds and their events, and takes its screenshot
+// in English, then in Chinese (the browser asking for zh-CN first, as a Chinese one does).
+func refundFindingShots(ctx context.Context, t *testing.T, url string, count func(string) int, shot func(string)) {
+	t.Helper()
+	for _, c := range []struct{ lang, h1, file string }{
+		{"en-US,en;q=0.9", "Refund abnormal", "finding-refunds-en.png"},
+		{"zh-CN,zh;q=0.9,en;q=0.8", "退款异常", "finding-refunds-zh.png"},
+	} {
+		headers := network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": c.lang}}
+		if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, headers); err != nil {
+			t.Fatalf("ask for %s: %v", c.lang, err)
+		}
+		resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(url))
+		if err != nil || resp.Status != http.StatusOK {
+			t.Fatalf("open the refund finding in %s: %v, %v", c.lang, statusOf(resp), err)
+		}
+		h1, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("h1")))
+		if err != nil || !strings.Contains(h1, c.h1) {
+			t.Fatalf("%s: heading %q (%v), want %q", c.lang, h1, err, c.h1)
+		}
+		if r, e, mine := count("#refunds tbody tr"), count("#events tr[data-refund-event]"), count("#refunds tr.diff"); r != 2 || e != 2 || mine != 1 {
+			t.Fatalf("%s: %d refunds, %d refund events, %d marked as the finding's; want 2, 2, 1", c.lang, r, e, mine)
+		}
+		if fits, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`)); err != nil || !fits {
+			t.Fatalf("%s: the refund finding runs off the right edge (%v)", c.lang, err)
+		}
+		shot(c.file)
+	}
+	if out, err := exec.Command("fc-list", ":lang=zh", "family").Output(); err == nil && len(strings.TrimSpace(string(out))) == 0 {
+		// Not a failure of the console: Chromium draws boxes for want of a font.
+		fmt.Println("TestBrowserReview screenshot: finding-refunds-zh.png shows boxes, not Chinese: no CJK font (apt-get install fonts-noto-cjk)")
+	}
 }
 
 func statusOf(r *network.Response) any {

@@ -41,7 +41,7 @@ var labels = map[string]map[string]string{
 		"ours": "Ours", "theirs": "The platform's", "evidence": "Evidence", "amount": "Amount",
 		"order_status": "Status", "evidence_version": "Evidence version", "sightings": "Sightings",
 		"sightings_note": "The finding is one row however often a pass sees it; a sighting with different figures raises the evidence version.",
-		"detail":         "What the pass recorded", "events": "The order's payment events", "event": "Event", "source": "Source",
+		"detail":         "What the pass recorded", "events": "The order's payment and refund events", "event": "Event", "source": "Source",
 		"when": "When", "no_events": "No payment events.", "no_order": "This finding names no order of ours.",
 		"audit": "Audit history", "who": "Who", "action": "Action", "from_status": "From", "to_status": "To",
 		"resolution": "Resolution", "note": "Note", "version_seen": "Evidence version seen", "no_audit": "Nobody has acted yet.",
@@ -60,6 +60,9 @@ var labels = map[string]map[string]string{
 		"statements":      "Daily statements",
 		"statements_note": "Fees and net to five decimals, as the platforms' bills state them; one row per business day and merchant account.",
 		"bad_bytes":       "A filter holds bytes that are not text (a NUL byte or invalid UTF-8): clear it and type it again.",
+		"refunds":         "The order's refunds", "refund": "Refund", "refund_no": "Refund no.",
+		"platform_refund_no": "Platform's refund no.", "succeeded_at": "Succeeded at", "no_refunds": "No refunds.",
+		"refunded_minor": "Refunded / paid", "refund_not_ours": "not in our records",
 	},
 	"zh": {
 		"title": "支付对账复核", "findings": "差异列表", "finding": "差异", "signed_in_as": "当前用户",
@@ -74,7 +77,7 @@ var labels = map[string]map[string]string{
 		"ours": "我方记录", "theirs": "平台记录", "evidence": "证据", "amount": "金额",
 		"order_status": "状态", "evidence_version": "证据版本", "sightings": "发现记录",
 		"sightings_note": "同一差异无论被发现多少次都只记一行；数据不同的新发现会提升证据版本。",
-		"detail":         "对账记录的详情", "events": "订单支付事件", "event": "事件", "source": "来源",
+		"detail":         "对账记录的详情", "events": "订单支付与退款事件", "event": "事件", "source": "来源",
 		"when": "时间", "no_events": "没有支付事件。", "no_order": "该差异没有对应的我方订单。",
 		"audit": "审计记录", "who": "操作人", "action": "操作", "from_status": "原状态", "to_status": "新状态",
 		"resolution": "处理结果", "note": "备注", "version_seen": "所见证据版本", "no_audit": "尚无人处理。",
@@ -93,6 +96,9 @@ var labels = map[string]map[string]string{
 		"statements":      "每日对账单",
 		"statements_note": "手续费与结算净额按平台账单保留五位小数；每个账单日、每个商户号一行。",
 		"bad_bytes":       "筛选条件中含有非文本字节（空字节或无效的 UTF-8 编码），请清除后重新输入。",
+		"refunds":         "订单的退款", "refund": "退款", "refund_no": "退款单号",
+		"platform_refund_no": "平台退款单号", "succeeded_at": "退款成功时间", "no_refunds": "没有退款。",
+		"refunded_minor": "已退款 / 已支付", "refund_not_ours": "我方无此退款记录",
 	},
 }
 
@@ -105,12 +111,17 @@ var names = map[string]map[string]string{
 		reconcile.AuditApprove: "approved", reconcile.AuditReject: "rejected", reconcile.AuditReopen: "reopened by new evidence",
 		"PENDING": "Pending", "PAID": "Paid", "CLOSED": "Closed", "FAILED": "Failed", "REFUNDED": "Refunded",
 		"notify": "Callback", "reconcile": "Reconciliation", "backfill": "Backfill",
+		// Refund statuses and the events of refund transitions.
+		"PROCESSING": "Processing", "SUCCESS": "Succeeded", "ABNORMAL": "Abnormal: not paid back",
+		"REFUND_SUCCESS": "Refund succeeded", "REFUND_CLOSED": "Refund closed", "REFUND_ABNORMAL": "Refund abnormal",
 	},
 	"zh": {
 		reconcile.AuditAcknowledge: "确认知悉", reconcile.AuditResolve: "处理", reconcile.AuditPropose: "提议",
 		reconcile.AuditApprove: "批准", reconcile.AuditReject: "驳回", reconcile.AuditReopen: "因新证据重新打开",
 		"PENDING": "待支付", "PAID": "已支付", "CLOSED": "已关闭", "FAILED": "失败", "REFUNDED": "已退款",
 		"notify": "回调", "reconcile": "对账", "backfill": "补查",
+		"PROCESSING": "退款处理中", "SUCCESS": "退款成功", "ABNORMAL": "退款异常（未退回）",
+		"REFUND_SUCCESS": "退款成功", "REFUND_CLOSED": "退款关闭", "REFUND_ABNORMAL": "退款异常",
 	},
 }
 

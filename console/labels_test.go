@@ -40,6 +40,10 @@ func TestEveryLabelInBothLanguages(t *testing.T) {
 	words = append(words, reconcile.AuditAcknowledge, reconcile.AuditResolve, reconcile.AuditPropose, reconcile.AuditApprove,
 		reconcile.AuditReject, reconcile.AuditReopen, "alipay", "wechatpay", "PENDING", "PAID", "CLOSED", "FAILED", "REFUNDED",
 		"notify", "reconcile", "backfill", "statement")
+	for _, s := range reconcile.RefundStatuses {
+		words = append(words, string(s))
+	}
+	words = append(words, string(reconcile.EventRefundSuccess), string(reconcile.EventRefundClosed), string(reconcile.EventRefundAbnormal))
 	for _, w := range words {
 		for _, lang := range []string{"en", "zh"} {
 			if name(lang, w) == w {

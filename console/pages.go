@@ -224,6 +224,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 type findingPage struct {
 	page
 	D           repo.FindingDetails
+	Refund      *repo.RefundState // the order's refund a refund finding is about; nil when we have none
 	AtStake     int64
 	Detail      string
 	Resolutions []reconcile.Resolution
@@ -264,6 +265,11 @@ func (h *handler) renderFinding(w http.ResponseWriter, r *http.Request, p page, 
 		return
 	}
 	fp := findingPage{page: p, D: d, AtStake: d.Finding.AtStakeMinor(), Resolutions: reconcile.Resolutions}
+	for i, rf := range d.Refunds {
+		if d.Finding.OutRefundNo != "" && rf.OutRefundNo == d.Finding.OutRefundNo {
+			fp.Refund = &d.Refunds[i]
+		}
+	}
 	var pretty bytes.Buffer
 	if len(d.Finding.Detail) > 0 && string(d.Finding.Detail) != "{}" && string(d.Finding.Detail) != "null" {
 		if err := jsonIndent(&pretty, d.Finding.Detail); err == nil {

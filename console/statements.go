@@ -94,6 +94,8 @@ func sumDays(days []repo.StatementDayRow) repo.StatementDayRow {
 		t.Repaired += d.Repaired
 		t.Found += d.Found
 		t.Held += d.Held
+		t.RefundsRepaired += d.RefundsRepaired
+		t.RefundsUnknown += d.RefundsUnknown
 	}
 	return t
 }

@@ -37,10 +37,10 @@ func (f *fixture) seedStatements(t *testing.T) {
 	f.seedStatementDay(t, reconcile.Alipay, "2021000000000001", "2026-11-28", repo.StatementFigures{
 		Payments: 3, PaymentsMinor: 123456, Refunds: 1, RefundsMinor: 5000, ReceivedMinor: 118456,
 		FeeMilliFen: 710736, NetMilliFen: 118456*1000 - 710736, Lines: 4, Matched: 2, Repaired: 1, Found: 1, Held: 1,
-		BillSHA256: strings.Repeat("ab", 32), BillLocation: "/bills/alipay-2026-11-28.csv"})
+		RefundsRepaired: 1, BillSHA256: strings.Repeat("ab", 32), BillLocation: "/bills/alipay-2026-11-28.csv"})
 	f.seedStatementDay(t, reconcile.WechatPay, "1900000002", "2026-11-27", repo.StatementFigures{
 		Payments: 1, PaymentsMinor: 990000, ReceivedMinor: 990000, FeeMilliFen: 5940000, NetMilliFen: 990000*1000 - 5940000,
-		Lines: 1, Matched: 1})
+		Lines: 2, Matched: 1, Found: 1, RefundsUnknown: 1})
 	f.seedStatementDay(t, reconcile.Alipay, "2021000000000001", "2026-11-20", repo.StatementFigures{
 		Payments: 7, PaymentsMinor: 777700, ReceivedMinor: 777700, NetMilliFen: 777700 * 1000, Lines: 7, Matched: 7})
 }
@@ -82,11 +82,11 @@ func TestStatementsPage(t *testing.T) {
 	}
 	rows := map[string][]string{
 		`<tr data-day="2026-11-28" data-account="alipay:2021000000000001">`: {"2026-11-28", "Alipay", "2021000000000001",
-			"3", "¥1,234.56", "1", "¥50.00", "¥1,184.56", "¥7.10736", "¥1,177.45264", "4", "2", "1", "1", "1"},
+			"3", "¥1,234.56", "1", "¥50.00", "¥1,184.56", "¥7.10736", "¥1,177.45264", "4", "2", "1", "1", "1", "1", "0"},
 		`<tr data-day="2026-11-27" data-account="wechatpay:1900000002">`: {"2026-11-27", "WeChat Pay", "1900000002",
-			"1", "¥9,900.00", "0", "¥0.00", "¥9,900.00", "¥59.40000", "¥9,840.60000", "1", "1", "0", "0", "0"},
+			"1", "¥9,900.00", "0", "¥0.00", "¥9,900.00", "¥59.40000", "¥9,840.60000", "2", "1", "0", "1", "0", "0", "1"},
 		`<tr id="statements-total">`: {"Total", "4", "¥11,134.56", "1", "¥50.00", "¥11,084.56", "¥66.50736", "¥11,018.05264",
-			"5", "3", "1", "1", "1"},
+			"6", "3", "1", "2", "1", "1", "1"},
 	}
 	for marker, want := range rows {
 		if got := rowCells(body, marker); !slices.Equal(got, want) {
@@ -101,7 +101,7 @@ func TestStatementsPage(t *testing.T) {
 		t.Errorf("the default week (22–28 Nov) shows 20 Nov")
 	}
 	for _, want := range []string{`lang="en"`, "Daily statements (the platforms&#39; trade bills)", "Business day", "Payments", "Paid in",
-		"Refunded", "Received", "Fees", "Net", "Bill lines", "Matched", "Repaired", "Findings", "Held",
+		"Refunded", "Received", "Fees", "Net", "Bill lines", "Matched", "Repaired", "Findings", "Held", "Refunds repaired", "Unknown refunds",
 		`name="from" value="2026-11-22"`, `name="to" value="2026-11-28"`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("English page lacks %q", want)
@@ -113,7 +113,7 @@ func TestStatementsPage(t *testing.T) {
 
 	_, zh := get("/review/statements", "zh-CN,zh;q=0.9")
 	for _, want := range []string{`lang="zh-Hans"`, "每日对账单（平台交易账单）", "账单日期", "收款笔数", "收款金额", "退款金额", "实收金额",
-		"手续费", "结算净额", "账单行数", "已匹配", "已补单", "挂起", "支付宝", "合计", "¥1,177.45264"} {
+		"手续费", "结算净额", "账单行数", "已匹配", "已补单", "挂起", "退款已修复", "未知退款", "支付宝", "合计", "¥1,177.45264"} {
 		if !strings.Contains(zh, want) {
 			t.Errorf("Chinese page lacks %q", want)
 		}

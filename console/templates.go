@@ -30,6 +30,7 @@ th{background:#eef1f5;font-weight:600;font-size:12px;color:#3b4454}
 td.num,th.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 td.nowrap{white-space:nowrap}
 .status{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap;background:#e4e7ec}
+.refund-ABNORMAL{color:#a83232;font-weight:600}
 .status-OPEN{background:#fde2e1}.status-ACKNOWLEDGED{background:#fff1c2}.status-PENDING_APPROVAL{background:#dfe9fb}.status-RESOLVED{background:#dcf2e0}
 .flash{background:#dcf2e0;border:1px solid #9ccfa6;padding:8px 12px;border-radius:4px;margin-bottom:10px}
 .error{background:#fde2e1;border:1px solid #e6a3a0;padding:8px 12px;border-radius:4px;margin-bottom:10px}
@@ -84,7 +85,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <th>{{.T "order_no"}}</th><th class="num">{{.T "at_stake"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th></tr></thead><tbody>
 {{range .Result.Findings}}<tr><td><a href="/review/findings/{{.ID}}" class="open">{{.ID}}</a></td><td>{{$.N .Kind}}</td>
 <td>{{template "status" (statusOf $ .ReviewStatus)}}</td><td>{{$.N .Platform}}</td><td>{{.MerchantID}}</td>
-<td><a href="/review/findings/{{.ID}}">{{.OutTradeNo}}</a></td><td class="num">{{$.Yuan .AtStakeMinor}}</td>
+<td><a href="/review/findings/{{.ID}}">{{.OutTradeNo}}</a>{{if .OutRefundNo}}<br><span class="muted">{{$.T "refund"}} {{.OutRefundNo}}</span>{{end}}</td><td class="num">{{$.Yuan .AtStakeMinor}}</td>
 <td class="nowrap">{{$.Time .LastSeenAt}}</td><td class="num">{{.SeenCount}}</td></tr>
 {{end}}</tbody></table>
 <div class="pager">{{if .Prev}}<a href="/review/?{{.Prev}}" rel="prev">{{.T "prev"}}</a>{{end}}
@@ -105,16 +106,19 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <div class="cards"><div class="card"><small>{{.T "at_stake"}}</small><b>{{.Yuan .AtStake}}</b></div>
 <div class="card"><small>{{.T "evidence_version"}}</small><b id="version">{{$f.EvidenceVersion}}</b></div>
 <div class="card"><small>{{.T "platform"}}</small><b>{{.N $f.Platform}}</b><small>{{$f.MerchantID}}</small></div>
+{{if $f.OutRefundNo}}<div class="card" id="finding-refund"><small>{{.T "refund"}}</small><b>{{$f.OutRefundNo}}</b><small>{{with .Refund}}{{$.N .Status}} · {{$.Yuan .AmountMinor}}{{else}}{{$.T "refund_not_ours"}}{{end}}</small></div>{{end}}
 {{if $f.Resolution}}<div class="card"><small>{{.T "resolution"}}</small><b>{{.N $f.Resolution}}</b>{{if $f.ProposedBy}}<small>{{.T "proposed_by"}} {{$f.ProposedBy}}</small>{{else if $f.ResolvedBy}}<small>{{.T "resolved_by"}} {{$f.ResolvedBy}}</small>{{end}}{{if $f.ApprovedBy}}<small> · {{.T "approved_by"}} {{$f.ApprovedBy}}</small>{{end}}</div>{{end}}</div>
 <h2>{{.T "evidence"}}</h2>
 <div class="side" id="evidence">
 <table><thead><tr><th colspan="2">{{.T "ours"}}</th></tr></thead><tbody>
 <tr><td>{{.T "order_no"}}</td><td>{{$f.OutTradeNo}}</td></tr>
+{{if $f.OutRefundNo}}<tr><td>{{.T "refund_no"}}</td><td>{{$f.OutRefundNo}}</td></tr>{{end}}
 <tr{{if ne (yp $f.LocalAmountMinor) (yp $f.PlatformAmountMinor)}} class="diff"{{end}}><td>{{.T "amount"}}</td><td class="num">{{.YuanP $f.LocalAmountMinor}}</td></tr>
 <tr><td>{{.T "order_status"}}</td><td>{{if $f.LocalStatus}}{{.N $f.LocalStatus}}{{else}}—{{end}}</td></tr>
 {{with .D.Order}}<tr><td>{{$.T "currency"}}</td><td>{{.Currency}}</td></tr>
 <tr><td>{{$.T "created"}}</td><td>{{$.Time .CreatedAt}}</td></tr><tr><td>{{$.T "paid_at"}}</td><td>{{$.TimeP .PaidAt}}</td></tr>
-<tr><td>{{$.T "local_order"}}</td><td>{{$.N .Status}} · {{$.Yuan .AmountMinor}}</td></tr>{{end}}
+<tr><td>{{$.T "local_order"}}</td><td>{{$.N .Status}} · {{$.Yuan .AmountMinor}}</td></tr>
+{{if or .RefundedMinor $.D.Refunds}}<tr id="refunded"><td>{{$.T "refunded_minor"}}</td><td>{{$.Yuan .RefundedMinor}}{{with .PaidAmountMinor}} / {{$.Yuan .}}{{end}}</td></tr>{{end}}{{end}}
 </tbody></table>
 <table><thead><tr><th colspan="2">{{.T "theirs"}}</th></tr></thead><tbody>
 <tr><td>{{.T "platform_trade_no"}}</td><td>{{if $f.PlatformTradeNo}}{{$f.PlatformTradeNo}}{{else}}—{{end}}</td></tr>
@@ -128,9 +132,10 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <p class="muted">{{.T "sightings_note"}}</p>
 {{if .Detail}}<details><summary>{{.T "detail"}}</summary><pre>{{.Detail}}</pre></details>{{end}}
 <h2>{{.T "events"}}</h2>
-{{if .D.Order}}{{if .D.Events}}<table id="events"><thead><tr><th>{{.T "when"}}</th><th>{{.T "event"}}</th><th>{{.T "source"}}</th><th class="num">{{.T "amount"}}</th><th>{{.T "platform_trade_no"}}</th></tr></thead><tbody>
-{{range .D.Events}}<tr><td class="nowrap">{{$.Time .CreatedAt}}</td><td>{{$.N .EventType}}</td><td>{{$.N .Source}}</td><td class="num">{{$.YuanP .AmountMinor}}</td><td>{{.PlatformTradeNo}}</td></tr>{{end}}
-</tbody></table>{{else}}<p>{{.T "no_events"}}</p>{{end}}{{else}}<p>{{.T "no_order"}}</p>{{end}}
+{{if .D.Order}}{{if .D.Events}}<table id="events"><thead><tr><th>{{.T "when"}}</th><th>{{.T "event"}}</th><th>{{.T "source"}}</th><th class="num">{{.T "amount"}}</th><th>{{.T "refund"}}</th><th>{{.T "platform_trade_no"}}</th></tr></thead><tbody>
+{{range .D.Events}}<tr{{if .OutRefundNo}} data-refund-event="{{.OutRefundNo}}"{{end}}><td class="nowrap">{{$.Time .CreatedAt}}</td><td>{{$.N .EventType}}</td><td>{{$.N .Source}}</td><td class="num">{{$.YuanP .AmountMinor}}</td><td>{{if .OutRefundNo}}{{.OutRefundNo}}{{else}}—{{end}}</td><td>{{.PlatformTradeNo}}</td></tr>{{end}}
+</tbody></table>{{else}}<p>{{.T "no_events"}}</p>{{end}}
+{{template "refunds" .}}{{else}}<p>{{.T "no_order"}}</p>{{end}}
 <h2>{{.T "audit"}}</h2>
 {{if .D.Audit}}<table id="audit"><thead><tr><th>{{.T "when"}}</th><th>{{.T "who"}}</th><th>{{.T "action"}}</th><th>{{.T "from_status"}}</th><th>{{.T "to_status"}}</th><th>{{.T "resolution"}}</th><th class="num">{{.T "version_seen"}}</th><th>{{.T "note"}}</th></tr></thead><tbody>
 {{range .D.Audit}}<tr data-action="{{.Action}}"><td class="nowrap">{{$.Time .CreatedAt}}</td><td class="who">{{.Actor}}{{if .OSUser}} <span class="muted">({{.OSUser}})</span>{{end}}</td><td>{{$.N .Action}}</td>
@@ -159,6 +164,12 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 </div>
 {{template "foot"}}{{end}}
 
+{{define "refunds"}}<h2>{{.T "refunds"}}</h2>
+{{if .D.Refunds}}<table id="refunds"><thead><tr><th>{{.T "refund_no"}}</th><th>{{.T "platform_refund_no"}}</th><th class="num">{{.T "amount"}}</th><th>{{.T "order_status"}}</th><th>{{.T "succeeded_at"}}</th><th>{{.T "created"}}</th></tr></thead><tbody>
+{{range .D.Refunds}}<tr data-refund="{{.OutRefundNo}}"{{if eq .OutRefundNo $.D.Finding.OutRefundNo}} class="diff"{{end}}><td>{{.OutRefundNo}}</td><td>{{if .PlatformRefundNo}}{{.PlatformRefundNo}}{{else}}—{{end}}</td><td class="num">{{$.Yuan .AmountMinor}}</td>
+<td><span class="refund refund-{{.Status}}">{{$.N .Status}}</span></td><td class="nowrap">{{$.TimeP .SucceededAt}}</td><td class="nowrap">{{$.Time .CreatedAt}}</td></tr>{{end}}
+</tbody></table>{{else}}<p>{{.T "no_refunds"}}</p>{{end}}{{end}}
+
 {{define "statements"}}{{template "head" .}}
 <h1>{{.L "report.statements"}}</h1>
 <form class="filters" method="get" action="/review/statements" id="statement-period">
@@ -170,15 +181,18 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 {{if .Days}}<div class="wide"><table id="statements"><thead><tr><th>{{.L "bill_date"}}</th><th>{{.L "platform"}}</th><th>{{.L "merchant_id"}}</th>
 <th class="num">{{.L "payments"}}</th><th class="num">{{.L "payments_amount"}}</th><th class="num">{{.L "refunds"}}</th><th class="num">{{.L "refunds_amount"}}</th>
 <th class="num">{{.L "received"}}</th><th class="num">{{.L "fees"}}</th><th class="num">{{.L "net"}}</th>
-<th class="num">{{.L "lines"}}</th><th class="num">{{.L "matched"}}</th><th class="num">{{.L "repaired"}}</th><th class="num">{{.L "found"}}</th><th class="num">{{.L "held"}}</th></tr></thead><tbody>
+<th class="num">{{.L "lines"}}</th><th class="num">{{.L "matched"}}</th><th class="num">{{.L "repaired"}}</th><th class="num">{{.L "found"}}</th><th class="num">{{.L "held"}}</th>
+<th class="num">{{.L "refunds_repaired"}}</th><th class="num">{{.L "refunds_unknown"}}</th></tr></thead><tbody>
 {{range .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}</td>
 <td class="num">{{.Payments}}</td><td class="num">{{$.Yuan .PaymentsMinor}}</td><td class="num">{{.Refunds}}</td><td class="num">{{$.Yuan .RefundsMinor}}</td>
 <td class="num">{{$.Yuan .ReceivedMinor}}</td><td class="num">{{$.MilliFen .FeeMilliFen}}</td><td class="num">{{$.MilliFen .NetMilliFen}}</td>
-<td class="num">{{.Lines}}</td><td class="num">{{.Matched}}</td><td class="num">{{.Repaired}}</td><td class="num">{{.Found}}</td><td class="num">{{.Held}}</td></tr>
+<td class="num">{{.Lines}}</td><td class="num">{{.Matched}}</td><td class="num">{{.Repaired}}</td><td class="num">{{.Found}}</td><td class="num">{{.Held}}</td>
+<td class="num">{{.RefundsRepaired}}</td><td class="num">{{.RefundsUnknown}}</td></tr>
 {{end}}</tbody>{{with .Total}}<tfoot><tr id="statements-total"><th colspan="3">{{$.L "TOTAL"}}</th>
 <th class="num">{{.Payments}}</th><th class="num">{{$.Yuan .PaymentsMinor}}</th><th class="num">{{.Refunds}}</th><th class="num">{{$.Yuan .RefundsMinor}}</th>
 <th class="num">{{$.Yuan .ReceivedMinor}}</th><th class="num">{{$.MilliFen .FeeMilliFen}}</th><th class="num">{{$.MilliFen .NetMilliFen}}</th>
-<th class="num">{{.Lines}}</th><th class="num">{{.Matched}}</th><th class="num">{{.Repaired}}</th><th class="num">{{.Found}}</th><th class="num">{{.Held}}</th></tr></tfoot>{{end}}</table></div>
+<th class="num">{{.Lines}}</th><th class="num">{{.Matched}}</th><th class="num">{{.Repaired}}</th><th class="num">{{.Found}}</th><th class="num">{{.Held}}</th>
+<th class="num">{{.RefundsRepaired}}</th><th class="num">{{.RefundsUnknown}}</th></tr></tfoot>{{end}}</table></div>
 {{else}}<p id="no-statements">{{.L "report.statements.empty"}}</p>{{end}}
 {{template "foot"}}{{end}}
 

@@ -1,7 +1,8 @@
 // Package demo tells payrecon's whole story on one machine: a fresh database, the platform
-// sandbox in-process, a realistic mix of orders, a pass racing a storm of duplicate callbacks,
-// a backfill, the before/after table, the findings for finance and the fulfilment hand-off.
-// It goes through repo and worker like every command does.
+// sandbox in-process, a realistic mix of orders and refunds, a pass racing a storm of
+// duplicate callbacks, a backfill, the before/after table, the findings for finance, the
+// fulfilment hand-off, the next morning's bills and where each refund ended. It goes through
+// repo and worker like every command does.
 package demo
 
 import (
@@ -64,7 +65,7 @@ func demoOrders() []demoOrder {
 	add(4, "callback storm", reconcile.WechatPay, 2000, reconcile.StatusPending, 10*time.Minute, paid, true)
 	add(1, "refunded at platform", reconcile.WechatPay, 7700, reconcile.StatusPaid, 6*time.Hour, sandbox.Scenario{State: sandbox.StateRefunded}, false)
 	add(1, storyBillOnly, reconcile.Alipay, 6800, reconcile.StatusPending, 40*time.Minute, sandbox.Scenario{State: sandbox.StatePaid, Fault: &billOnlyFault}, false)
-	return out
+	return append(out, refundOrders()...)
 }
 
 // Options are the demo's servers: PostgreSQL to create its database on, Redis for claims
@@ -179,16 +180,22 @@ func demoConfig(env map[string]string, accountsFile string) (config.Config, erro
 	return cfg, nil
 }
 
-// demoStory seeds the mix, races a pass against a callback storm, backfills, and shows what
-// changed, what finance must review and what the relay hands to fulfilment.
+// demoStory seeds the mix, lands the refund callbacks, races a pass against a callback
+// storm, backfills, and shows what changed, what finance must review, what the relay hands
+// to fulfilment and what the next morning's bills add; then where each refund stands.
 func demoStory(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.Config, sb *sandbox.Sandbox, notifyURL, natsURL string, log zerolog.Logger) error {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	orders := demoOrders()
 	if err := seedDemo(ctx, a.Store(), sb, orders); err != nil {
 		return err
 	}
-	say("4. seeded %d orders (%s)\n", len(orders), storySummary(orders))
+	say("4. seeded %d orders (%s)", len(orders), storySummary(orders))
 	before, err := a.Store().OrderTrails(ctx)
+	if err != nil {
+		return err
+	}
+	refunds := demoRefunds()
+	refundsBefore, err := startRefunds(ctx, stdout, a.Store(), sb, orders, refunds, notifyURL)
 	if err != nil {
 		return err
 	}
@@ -229,6 +236,10 @@ func demoStory(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.
 		return err
 	}
 	if err := demoStatement(ctx, stdout, a, cfg, sb, orders); err != nil {
+		return err
+	}
+	// Last, so that each refund shows where every source left it, the bill included.
+	if err := printRefunds(ctx, stdout, a.Store(), sb, orders, refunds, refundsBefore); err != nil {
 		return err
 	}
 	say(demoNextSteps)
@@ -292,7 +303,7 @@ func printBeforeAfter(w io.Writer, sb *sandbox.Sandbox, orders []demoOrder, befo
 }
 
 const demoNextSteps = `
-11. run it for real
+12. run it for real
    reconciler migrate                         # once per database, safe to repeat
    reconciler run                             # the CronJob: one pass, exit 0/1/2/3
    reconciler serve --schedule "@every 5m"    # callbacks + scheduled passes
@@ -393,12 +404,12 @@ func printFindings(ctx context.Context, w io.Writer, review *repo.Review) error 
 	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Kind < findings[j].Kind })
 	fmt.Fprintf(w, "\n8. for finance to review (%d open findings; reconciler mismatches list / show / ack / resolve)\n", len(findings))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  id\tkind\tplatform\torder\tlocal\tplatform\tseen")
+	fmt.Fprintln(tw, "  id\tkind\tplatform\torder\trefund\tlocal\tplatform\tseen")
 	withStatus := func(amount *int64, status string) string {
 		return strings.TrimSpace(reconcile.FormatYuanOr(amount, "-") + " " + status)
 	}
 	for _, f := range findings {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%d\n", f.ID, f.Kind, f.Platform, f.OutTradeNo,
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", f.ID, f.Kind, f.Platform, f.OutTradeNo, render.TermCell(f.OutRefundNo),
 			withStatus(f.LocalAmountMinor, f.LocalStatus), withStatus(f.PlatformAmountMinor, f.PlatformStatus), f.SeenCount)
 	}
 	return tw.Flush()

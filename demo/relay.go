@@ -97,15 +97,20 @@ type fulfilmentPrinter struct {
 func (f *fulfilmentPrinter) handle(m jetstream.Msg) {
 	var p struct {
 		OutTradeNo  string `json:"out_trade_no"`
+		OutRefundNo string `json:"out_refund_no"` // a refund's message: the money going back
 		AmountMinor int64  `json:"amount_minor"`
 		Source      string `json:"source"`
 	}
 	json.Unmarshal(m.Data(), &p) //nolint:errcheck // printed as far as it parses
 	h := m.Headers()
+	what := p.OutTradeNo
+	if p.OutRefundNo != "" {
+		what += " refund " + p.OutRefundNo
+	}
 	f.mu.Lock()
 	f.received++
 	fmt.Fprintf(f.w, "   fulfilment got %-22s order %-4s %-26s %10s yuan  via %-9s [%s]\n", m.Subject(), h.Get(relay.HeaderOrderID),
-		p.OutTradeNo, reconcile.FormatYuan(p.AmountMinor), p.Source, h.Get(relay.HeaderMsgID))
+		what, reconcile.FormatYuan(p.AmountMinor), p.Source, h.Get(relay.HeaderMsgID))
 	f.mu.Unlock()
 	f.printed <- struct{}{}
 }

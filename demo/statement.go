@@ -31,8 +31,8 @@ const unknownBillTrade = "W-bill-unknown-1"
 
 // demoStatement is the morning after: the platforms' bills of the demo's day go through the
 // statement run (reconciler statement --day), which repairs the order whose callback and
-// queries both failed, finds the payment for an order this merchant never had, and prints
-// the day's settlement figures.
+// queries both failed, finds the payment for an order this merchant never had and the refund
+// made in the merchant portal, and prints the day's settlement figures.
 func demoStatement(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.Config, sb *sandbox.Sandbox, orders []demoOrder) error {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	var billOnly demoOrder
@@ -94,8 +94,8 @@ func dayTotals(res statementrun.Result) string {
 		reconcile.FormatYuanMilliFen(t.FeeMilliFen), reconcile.FormatYuanMilliFen(t.NetMilliFen), t.Lines, t.Matched, t.Repaired, t.Found)
 }
 
-// printBillFindings lists the payments for orders this merchant never had that the
-// statement run saw.
+// printBillFindings lists the payments for orders this merchant never had, and the refunds
+// it never recorded (made in the merchant portal), that the statement run saw.
 func printBillFindings(ctx context.Context, w io.Writer, review *repo.Review, since time.Time) error {
 	findings, err := review.List(ctx, repo.ListFilter{Kind: reconcile.MismatchUnknownOrder, Since: since, Limit: 1000})
 	if err != nil {
@@ -106,6 +106,19 @@ func printBillFindings(ctx context.Context, w io.Writer, review *repo.Review, si
 	fmt.Fprintln(tw, "   id\tplatform\torder\tplatform says\tseen")
 	for _, f := range findings {
 		fmt.Fprintf(tw, "   %d\t%s\t%s\t%s\t%d\n", f.ID, f.Platform, f.OutTradeNo,
+			strings.TrimSpace(reconcile.FormatYuanOr(f.PlatformAmountMinor, "-")+" "+f.PlatformStatus), f.SeenCount)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if findings, err = review.List(ctx, repo.ListFilter{Kind: reconcile.MismatchUnknownRefund, Since: since, Limit: 1000}); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "   refunds we never recorded, seen on the bills (%d %s findings):\n", len(findings), reconcile.MismatchUnknownRefund)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "   id\tplatform\torder\trefund\tplatform says\tseen")
+	for _, f := range findings {
+		fmt.Fprintf(tw, "   %d\t%s\t%s\t%s\t%s\t%d\n", f.ID, f.Platform, f.OutTradeNo, f.OutRefundNo,
 			strings.TrimSpace(reconcile.FormatYuanOr(f.PlatformAmountMinor, "-")+" "+f.PlatformStatus), f.SeenCount)
 	}
 	return tw.Flush()

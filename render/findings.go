@@ -53,7 +53,9 @@ func WriteJSON(w io.Writer, v any) error {
 // FindingCSVHeader names the columns of FindingCSVRecord.
 var FindingCSVHeader = []string{"id", "kind", "platform", "merchant_id", "out_trade_no", "platform_trade_no",
 	"local_amount", "platform_amount", "at_stake", "local_status", "platform_status", "seen_count",
-	"first_seen_at", "last_seen_at", "review_status", "resolution", "resolved_by", "resolved_at", "note", "order_id"}
+	"first_seen_at", "last_seen_at", "review_status", "resolution", "resolved_by", "resolved_at", "note", "order_id",
+	// Last, so that the columns of files written before refunds keep their places.
+	"out_refund_no"}
 
 // FindingCSVRecord is one finding as a CSV row, times in loc and text guarded against
 // spreadsheet formulas.
@@ -67,7 +69,7 @@ func FindingCSVRecord(f repo.Finding, loc *time.Location) []string {
 		reconcile.FormatYuanOr(f.PlatformAmountMinor, ""), reconcile.FormatYuan(f.AtStakeMinor()), csvText(f.LocalStatus),
 		csvText(f.PlatformStatus), strconv.FormatInt(f.SeenCount, 10), rfc3339In(f.FirstSeenAt, loc),
 		rfc3339In(f.LastSeenAt, loc), string(f.ReviewStatus), csvText(f.Resolution), csvText(f.ResolvedBy),
-		rfc3339InPtr(f.ResolvedAt, loc), csvText(f.Note), order}
+		rfc3339InPtr(f.ResolvedAt, loc), csvText(f.Note), order, csvText(f.OutRefundNo)}
 }
 
 // csvText defuses spreadsheet formula injection: finding text comes from platforms and
@@ -117,10 +119,10 @@ func TermCell(s string) string {
 // WriteFindingTable prints findings as an aligned terminal table.
 func WriteFindingTable(w io.Writer, findings []repo.Finding, loc *time.Location) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tPLATFORM\tMERCHANT\tOUT_TRADE_NO\tPLATFORM_TRADE_NO\tLOCAL_AMOUNT\tPLATFORM_AMOUNT\tLOCAL_STATUS\tPLATFORM_STATUS\tSEEN\tFIRST_SEEN\tLAST_SEEN\tREVIEW\tVERSION")
+	fmt.Fprintln(tw, "ID\tKIND\tPLATFORM\tMERCHANT\tOUT_TRADE_NO\tREFUND_NO\tPLATFORM_TRADE_NO\tLOCAL_AMOUNT\tPLATFORM_AMOUNT\tLOCAL_STATUS\tPLATFORM_STATUS\tSEEN\tFIRST_SEEN\tLAST_SEEN\tREVIEW\tVERSION")
 	for _, f := range findings {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\n", f.ID, f.Kind, f.Platform,
-			TermCell(f.MerchantID), TermCell(f.OutTradeNo), TermCell(f.PlatformTradeNo), reconcile.FormatYuanOr(f.LocalAmountMinor, "-"),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\n", f.ID, f.Kind, f.Platform,
+			TermCell(f.MerchantID), TermCell(f.OutTradeNo), TermCell(f.OutRefundNo), TermCell(f.PlatformTradeNo), reconcile.FormatYuanOr(f.LocalAmountMinor, "-"),
 			reconcile.FormatYuanOr(f.PlatformAmountMinor, "-"), TermCell(f.LocalStatus), TermCell(f.PlatformStatus), f.SeenCount,
 			reviewTime(f.FirstSeenAt, loc), reviewTime(f.LastSeenAt, loc), f.ReviewStatus, f.EvidenceVersion)
 	}
@@ -135,16 +137,21 @@ type DetailsJSON struct {
 	Audit   []repo.AuditEntry   `json:"audit"`
 	Order   *repo.OrderState    `json:"order"`
 	Events  []repo.PaymentEvent `json:"events"`
+	Refunds []repo.RefundState  `json:"refunds"`
 }
 
 // DetailsView is d as DetailsJSON, times in loc.
 func DetailsView(d repo.FindingDetails, loc *time.Location) DetailsJSON {
-	out := DetailsJSON{Finding: NewFindingView(d.Finding, loc), Audit: d.Audit, Order: d.Order, Events: d.Events}
+	out := DetailsJSON{Finding: NewFindingView(d.Finding, loc), Audit: d.Audit, Order: d.Order, Events: d.Events, Refunds: d.Refunds}
 	for i := range out.Audit {
 		out.Audit[i].CreatedAt = out.Audit[i].CreatedAt.In(loc)
 	}
 	for i := range out.Events {
 		out.Events[i].CreatedAt = out.Events[i].CreatedAt.In(loc)
+	}
+	for i := range out.Refunds {
+		r := &out.Refunds[i]
+		r.CreatedAt, r.UpdatedAt, r.SucceededAt = r.CreatedAt.In(loc), r.UpdatedAt.In(loc), timeInLoc(r.SucceededAt, loc)
 	}
 	if o := out.Order; o != nil {
 		o.CreatedAt, o.UpdatedAt = o.CreatedAt.In(loc), o.UpdatedAt.In(loc)
@@ -155,7 +162,7 @@ func DetailsView(d repo.FindingDetails, loc *time.Location) DetailsJSON {
 }
 
 // WriteDetails prints everything known about one finding for a terminal: its fields, the
-// platform detail, the audit trail, and the order with its payment events.
+// platform detail, the audit trail, and the order with its payment events and refunds.
 func WriteDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error {
 	if err := writeFindingFields(w, d.Finding, loc); err != nil {
 		return err
@@ -167,7 +174,13 @@ func WriteDetails(w io.Writer, d repo.FindingDetails, loc *time.Location) error 
 		fmt.Fprintln(w, "\nOrder: none (the finding names no local order)")
 		return nil
 	}
-	return writeOrderState(w, d.Order, d.Events, loc)
+	if err := writeOrderState(w, d.Order, loc); err != nil {
+		return err
+	}
+	if err := writeEvents(w, d.Events, loc); err != nil {
+		return err
+	}
+	return writeRefunds(w, d.Refunds, loc)
 }
 
 func writeFindingFields(w io.Writer, f repo.Finding, loc *time.Location) error {
@@ -181,6 +194,7 @@ func writeFindingFields(w io.Writer, f repo.Finding, loc *time.Location) error {
 		{"platform", string(f.Platform)},
 		{"merchant", TermCell(f.MerchantID)},
 		{"out_trade_no", TermCell(f.OutTradeNo)},
+		{"refund no", TermCell(f.OutRefundNo)},
 		{"platform trade no", TermCell(f.PlatformTradeNo)},
 		{"order", order},
 		{"local amount", reconcile.FormatYuanOr(f.LocalAmountMinor, "-")},
@@ -239,7 +253,7 @@ func writeDetailAndAudit(w io.Writer, d repo.FindingDetails, loc *time.Location)
 	return nil
 }
 
-func writeOrderState(w io.Writer, o *repo.OrderState, events []repo.PaymentEvent, loc *time.Location) error {
+func writeOrderState(w io.Writer, o *repo.OrderState, loc *time.Location) error {
 	fmt.Fprintf(w, "\nOrder %d (current state):\n", o.ID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	checks := fmt.Sprintf("%d consecutive, last %s, next %s", o.CheckCount, reviewTimePtr(o.LastCheckedAt, loc), reviewTimePtr(o.NextCheckAt, loc))
@@ -251,6 +265,7 @@ func writeOrderState(w io.Writer, o *repo.OrderState, events []repo.PaymentEvent
 		{"amount", reconcile.FormatYuan(o.AmountMinor) + " " + o.Currency},
 		{"platform trade no", TermCell(o.PlatformTradeNo)},
 		{"paid amount", reconcile.FormatYuanOr(o.PaidAmountMinor, "-")},
+		{"refunded", reconcile.FormatYuan(o.RefundedMinor)},
 		{"paid at", reviewTimePtr(o.PaidAt, loc)},
 		{"expires at", reviewTimePtr(o.ExpiresAt, loc)},
 		{"created at", reviewTime(o.CreatedAt, loc)},
@@ -260,19 +275,38 @@ func writeOrderState(w io.Writer, o *repo.OrderState, events []repo.PaymentEvent
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\n", kv[0], kv[1])
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
+
+// writeEvents prints the order's payment events; a refund's event names its refund.
+func writeEvents(w io.Writer, events []repo.PaymentEvent, loc *time.Location) error {
 	fmt.Fprintln(w, "\nPayment events:")
 	if len(events) == 0 {
 		fmt.Fprintln(w, "  (none)")
 		return nil
 	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  WHEN\tEVENT\tSOURCE\tPLATFORM_TRADE_NO\tAMOUNT\tRAW_DIGEST")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// The refund column comes last: scripts that cut the first columns keep working.
+	fmt.Fprintln(tw, "  WHEN\tEVENT\tSOURCE\tPLATFORM_TRADE_NO\tAMOUNT\tRAW_DIGEST\tREFUND_NO")
 	for _, e := range events {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(e.CreatedAt, loc), e.EventType, e.Source,
-			TermCell(e.PlatformTradeNo), reconcile.FormatYuanOr(e.AmountMinor, "-"), TermCell(e.RawDigest))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", reviewTime(e.CreatedAt, loc), e.EventType, e.Source,
+			TermCell(e.PlatformTradeNo), reconcile.FormatYuanOr(e.AmountMinor, "-"), TermCell(e.RawDigest), TermCell(e.OutRefundNo))
+	}
+	return tw.Flush()
+}
+
+// writeRefunds prints the order's refunds, oldest first.
+func writeRefunds(w io.Writer, refunds []repo.RefundState, loc *time.Location) error {
+	fmt.Fprintln(w, "\nRefunds:")
+	if len(refunds) == 0 {
+		fmt.Fprintln(w, "  (none)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  REFUND_NO\tPLATFORM_REFUND_NO\tAMOUNT\tSTATUS\tSUCCEEDED\tCREATED")
+	for _, r := range refunds {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", TermCell(r.OutRefundNo), TermCell(r.PlatformRefundNo),
+			reconcile.FormatYuan(r.AmountMinor)+" "+r.Currency, r.Status, reviewTimePtr(r.SucceededAt, loc), reviewTime(r.CreatedAt, loc))
 	}
 	return tw.Flush()
 }

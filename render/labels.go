@@ -62,6 +62,7 @@ var labels = map[string]label{
 	"merchant_id":       {"Merchant account", "商户号"},
 	"out_trade_no":      {"Our order no.", "商户订单号"},
 	"platform_trade_no": {"Platform trade no.", "平台交易号"},
+	"out_refund_no":     {"Refund no.", "退款单号"},
 	"local_amount":      {"Our amount", "我方金额"},
 	"platform_amount":   {"Platform amount", "平台金额"},
 	"at_stake":          {"Amount at stake", "涉及金额"},
@@ -112,6 +113,7 @@ var labels = map[string]label{
 	"matched":         {"Matched", "已匹配"},
 	"found":           {"Findings", "差异"},
 	"held":            {"Held", "挂起"},
+	"refunds_unknown": {"Unknown refunds", "未知退款"},
 	"bill_sha256":     {"Bill SHA-256", "账单 SHA-256"},
 	"bill_location":   {"Bill kept at", "账单存放位置"},
 	// Finding kinds.

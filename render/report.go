@@ -194,11 +194,11 @@ func (d ReportDoc) findingSection() repSection {
 		Rows: func(yield func([]repCell) error) error {
 			return d.findings().Each(func(f repo.Finding) error { return yield(findingCells(f)) })
 		},
-		// id, kind, platform, merchant, our order, platform trade, ours, theirs, at stake,
-		// review status, seen, first seen, resolution: what fits a page at widths where no
-		// word, merchant account (16 digits), amount or date breaks; only a 28-digit trade
-		// number may, inside its cell (the XLSX has every column).
-		HTMLCols: []htmlCol{{0, 3}, {1, 8}, {2, 7}, {3, 12}, {4, 9}, {5, 10}, {6, 7}, {7, 7}, {8, 7},
+		// id, kind, platform, merchant, our order, our refund, platform trade, ours, theirs,
+		// at stake, review status, seen, first seen, resolution: what fits a page at widths
+		// where no word, merchant account (16 digits), amount or date breaks; only order,
+		// refund and trade numbers may, inside their cells (the XLSX has every column).
+		HTMLCols: []htmlCol{{0, 3}, {1, 8}, {2, 7}, {3, 12}, {4, 7}, {20, 5}, {5, 7}, {6, 7}, {7, 7}, {8, 7},
 			{14, 9}, {11, 5}, {12, 8}, {15, 8}}}
 }
 
@@ -212,7 +212,7 @@ func findingCells(f repo.Finding) []repCell {
 		rcText(f.MerchantID), rcText(f.OutTradeNo), rcText(f.PlatformTradeNo), rcYuanOpt(f.LocalAmountMinor),
 		rcYuanOpt(f.PlatformAmountMinor), rcYuan(f.AtStakeMinor()), rcText(f.LocalStatus), rcText(f.PlatformStatus),
 		rcInt(f.SeenCount), rcTime(f.FirstSeenAt), rcTime(f.LastSeenAt), rcStatus(f.ReviewStatus), rcCode(f.Resolution),
-		rcText(f.ResolvedBy), rcTimeOpt(f.ResolvedAt), rcText(f.Note), order}
+		rcText(f.ResolvedBy), rcTimeOpt(f.ResolvedAt), rcText(f.Note), order, rcText(f.OutRefundNo)}
 }
 
 // runSection is the runs that started in the period, with their counters added up. The
@@ -254,11 +254,13 @@ func (d ReportDoc) runSection(lang Lang) repSection {
 func (d ReportDoc) statementSection() repSection {
 	sec := repSection{Key: "statement", Sheet: "report.sheet.statements", Title: "report.statements", Empty: "report.statements.empty",
 		Header: []string{"bill_date", "platform", "merchant_id", "payments", "payments_amount", "refunds", "refunds_amount",
-			"received", "fees", "net", "lines", "matched", "repaired", "found", "held", "bill_sha256", "bill_location"},
+			"received", "fees", "net", "lines", "matched", "repaired", "found", "held", "refunds_repaired", "refunds_unknown",
+			"bill_sha256", "bill_location"},
 		// Day, account and the figures finance signs off; the digest and location stay in
 		// the XLSX and CSV.
-		// Received, bill lines and held stay in the XLSX and CSV too: the page keeps
-		// columns wide enough that no heading breaks inside a word.
+		// Received, bill lines, held and the refund lines' split (refunds repaired, refunds
+		// we do not have: both already counted in repaired and found) stay in the XLSX and
+		// CSV too: the page keeps columns wide enough that no heading breaks inside a word.
 		HTMLCols: []htmlCol{{0, 9}, {1, 8}, {2, 11}, {3, 8}, {4, 9}, {5, 7}, {6, 9}, {8, 8}, {9, 10},
 			{11, 7}, {12, 7}, {13, 7}}}
 	var tot repo.StatementDayRow
@@ -268,16 +270,18 @@ func (d ReportDoc) statementSection() repSection {
 			rcYuan(s.PaymentsMinor), rcInt(int64(s.Refunds)), rcYuan(s.RefundsMinor), rcYuan(s.ReceivedMinor),
 			rcMilliFen(s.FeeMilliFen), rcMilliFen(s.NetMilliFen),
 			rcInt(int64(s.Lines)), rcInt(int64(s.Matched)), rcInt(int64(s.Repaired)), rcInt(int64(s.Found)), rcInt(int64(s.Held)),
-			rcText(s.BillSHA256), rcText(s.BillLocation)})
+			rcInt(int64(s.RefundsRepaired)), rcInt(int64(s.RefundsUnknown)), rcText(s.BillSHA256), rcText(s.BillLocation)})
 		tot.Payments, tot.PaymentsMinor, tot.Refunds, tot.RefundsMinor = tot.Payments+s.Payments, tot.PaymentsMinor+s.PaymentsMinor, tot.Refunds+s.Refunds, tot.RefundsMinor+s.RefundsMinor
 		tot.ReceivedMinor, tot.FeeMilliFen, tot.NetMilliFen = tot.ReceivedMinor+s.ReceivedMinor, tot.FeeMilliFen+s.FeeMilliFen, tot.NetMilliFen+s.NetMilliFen
 		tot.Lines, tot.Matched, tot.Repaired, tot.Found, tot.Held = tot.Lines+s.Lines, tot.Matched+s.Matched, tot.Repaired+s.Repaired, tot.Found+s.Found, tot.Held+s.Held
+		tot.RefundsRepaired, tot.RefundsUnknown = tot.RefundsRepaired+s.RefundsRepaired, tot.RefundsUnknown+s.RefundsUnknown
 	}
 	if len(rows) > 0 {
 		sec.Totals = []repCell{rcCode("TOTAL"), rcText(""), rcText(""), rcInt(int64(tot.Payments)), rcYuan(tot.PaymentsMinor),
 			rcInt(int64(tot.Refunds)), rcYuan(tot.RefundsMinor), rcYuan(tot.ReceivedMinor), rcMilliFen(tot.FeeMilliFen),
 			rcMilliFen(tot.NetMilliFen), rcInt(int64(tot.Lines)), rcInt(int64(tot.Matched)),
-			rcInt(int64(tot.Repaired)), rcInt(int64(tot.Found)), rcInt(int64(tot.Held)), rcText(""), rcText("")}
+			rcInt(int64(tot.Repaired)), rcInt(int64(tot.Found)), rcInt(int64(tot.Held)), rcInt(int64(tot.RefundsRepaired)),
+			rcInt(int64(tot.RefundsUnknown)), rcText(""), rcText("")}
 	}
 	return section(sec, rows)
 }

@@ -24,6 +24,7 @@ type Finding struct {
 	MerchantID          string                 `json:"merchant_id" db:"merchant_id"`
 	OutTradeNo          string                 `json:"out_trade_no" db:"out_trade_no"`
 	PlatformTradeNo     string                 `json:"platform_trade_no" db:"platform_trade_no"`
+	OutRefundNo         string                 `json:"out_refund_no" db:"out_refund_no"` // the refund a refund finding is about; "" for a payment's
 	Kind                reconcile.MismatchKind `json:"kind" db:"kind"`
 	LocalAmountMinor    *int64                 `json:"local_amount_minor" db:"local_amount_minor"`
 	PlatformAmountMinor *int64                 `json:"platform_amount_minor" db:"platform_amount_minor"`
@@ -56,7 +57,7 @@ func (f Finding) AtStakeMinor() int64 {
 
 // findingColumns selects a Finding; NULL text comes back as "".
 const findingColumns = `id, order_id, platform, merchant_id, out_trade_no,
-	COALESCE(platform_trade_no, '') AS platform_trade_no, kind, local_amount_minor, platform_amount_minor,
+	COALESCE(platform_trade_no, '') AS platform_trade_no, out_refund_no, kind, local_amount_minor, platform_amount_minor,
 	COALESCE(local_status, '') AS local_status, COALESCE(platform_status, '') AS platform_status,
 	detail, first_seen_at, last_seen_at, seen_count, review_status,
 	COALESCE(resolution, '') AS resolution, COALESCE(note, '') AS note,
@@ -98,6 +99,7 @@ type OrderState struct {
 	Status          string     `json:"status" db:"status"`
 	PlatformTradeNo string     `json:"platform_trade_no" db:"platform_trade_no"`
 	PaidAmountMinor *int64     `json:"paid_amount_minor" db:"paid_amount_minor"`
+	RefundedMinor   int64      `json:"refunded_minor" db:"refunded_minor"` // its SUCCESS refunds added up: a PAID order with some back is partly refunded
 	PaidAt          *time.Time `json:"paid_at" db:"paid_at"`
 	ExpiresAt       *time.Time `json:"expires_at" db:"expires_at"`
 	CreatedAt       time.Time  `json:"created_at" db:"created_at"`
@@ -108,7 +110,8 @@ type OrderState struct {
 	LastCheckedAt   *time.Time `json:"last_checked_at" db:"last_checked_at"`
 }
 
-// PaymentEvent is one payment_events row of an order.
+// PaymentEvent is one payment_events row of an order. A refund's event names the refund
+// (RefundID, and its number OutRefundNo); the order's own events name none.
 type PaymentEvent struct {
 	ID              int64     `json:"id" db:"id"`
 	EventType       string    `json:"event_type" db:"event_type"`
@@ -116,15 +119,38 @@ type PaymentEvent struct {
 	PlatformTradeNo string    `json:"platform_trade_no" db:"platform_trade_no"`
 	AmountMinor     *int64    `json:"amount_minor" db:"amount_minor"`
 	RawDigest       string    `json:"raw_digest" db:"raw_digest"`
+	RefundID        *int64    `json:"refund_id" db:"refund_id"`
+	OutRefundNo     string    `json:"out_refund_no" db:"out_refund_no"`
 	CreatedAt       time.Time `json:"created_at" db:"created_at"`
+}
+
+// RefundState is one payment_refunds row of an order, as a reviewer reads it.
+type RefundState struct {
+	ID               int64      `json:"id" db:"id"`
+	OutRefundNo      string     `json:"out_refund_no" db:"out_refund_no"`
+	PlatformRefundNo string     `json:"platform_refund_no" db:"platform_refund_no"` // "" for Alipay, or not yet known
+	AmountMinor      int64      `json:"amount_minor" db:"amount_minor"`
+	Currency         string     `json:"currency" db:"currency"`
+	Status           string     `json:"status" db:"status"`
+	SucceededAt      *time.Time `json:"succeeded_at" db:"succeeded_at"`
+	CreatedAt        time.Time  `json:"created_at" db:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at" db:"updated_at"`
 }
 
 // FindingDetails is everything `mismatches show` prints about one finding.
 type FindingDetails struct {
 	Finding Finding        `json:"finding"`
 	Audit   []AuditEntry   `json:"audit"`
-	Order   *OrderState    `json:"order"`  // nil when the finding names no order
-	Events  []PaymentEvent `json:"events"` // the order's events, oldest first
+	Order   *OrderState    `json:"order"`   // nil when the finding names no order
+	Events  []PaymentEvent `json:"events"`  // the order's events, its refunds' included, oldest first
+	Refunds []RefundState  `json:"refunds"` // the order's refunds, oldest first
+}
+
+// OrderHistory is an order as it stands, with every payment event and refund it has had.
+type OrderHistory struct {
+	Order   OrderState     `json:"order"`
+	Events  []PaymentEvent `json:"events"`
+	Refunds []RefundState  `json:"refunds"`
 }
 
 // Review is the finance review workflow and period report over PostgreSQL. The review rules
@@ -233,39 +259,59 @@ func (r *Review) Audit(ctx context.Context, id int64) ([]AuditEntry, error) {
 }
 
 // Details returns a finding with its audit trail and, when it names an order, the order's
-// current state and payment events. A missing id is reconcile.ErrNotFound, wrapped.
+// current state, payment events and refunds. A missing id is reconcile.ErrNotFound, wrapped.
 func (r *Review) Details(ctx context.Context, id int64) (FindingDetails, error) {
 	f, err := r.Get(ctx, id)
 	if err != nil {
 		return FindingDetails{}, err
 	}
-	d := FindingDetails{Finding: f, Events: []PaymentEvent{}}
+	d := FindingDetails{Finding: f, Events: []PaymentEvent{}, Refunds: []RefundState{}}
 	if d.Audit, err = r.Audit(ctx, id); err != nil {
 		return FindingDetails{}, err
 	}
 	if f.OrderID == nil {
 		return d, nil
 	}
-	var o OrderState
-	err = r.db.GetContext(ctx, &o, `SELECT id, platform, merchant_id, out_trade_no, amount_minor, currency,
-		status, COALESCE(platform_trade_no, '') AS platform_trade_no, paid_amount_minor, paid_at, expires_at,
-		created_at, updated_at, version, next_check_at, check_count, last_checked_at
-		FROM payment_orders WHERE id = $1`, *f.OrderID)
+	h, err := r.OrderHistory(ctx, *f.OrderID)
 	switch {
-	case errors.Is(err, sql.ErrNoRows): // the foreign key makes this unreachable; show what there is
+	case errors.Is(err, reconcile.ErrNotFound): // the foreign key makes this unreachable; show what there is
 		return d, nil
 	case err != nil:
-		return FindingDetails{}, fmt.Errorf("read order %d of mismatch %d: %w", *f.OrderID, id, err)
+		return FindingDetails{}, fmt.Errorf("mismatch %d: %w", id, err)
 	}
-	d.Order = &o
-	err = r.db.SelectContext(ctx, &d.Events, `SELECT id, event_type, source,
-		COALESCE(platform_trade_no, '') AS platform_trade_no, amount_minor,
-		COALESCE(raw_digest, '') AS raw_digest, created_at
-		FROM payment_events WHERE order_id = $1 ORDER BY created_at, id`, o.ID)
-	if err != nil {
-		return FindingDetails{}, fmt.Errorf("read payment events of order %d: %w", o.ID, err)
-	}
+	d.Order, d.Events, d.Refunds = &h.Order, h.Events, h.Refunds
 	return d, nil
+}
+
+// OrderHistory returns an order's current state with its payment events and refunds,
+// oldest first. A missing order is reconcile.ErrNotFound, wrapped.
+func (r *Review) OrderHistory(ctx context.Context, orderID int64) (OrderHistory, error) {
+	h := OrderHistory{Events: []PaymentEvent{}, Refunds: []RefundState{}}
+	err := r.db.GetContext(ctx, &h.Order, `SELECT id, platform, merchant_id, out_trade_no, amount_minor, currency,
+		status, COALESCE(platform_trade_no, '') AS platform_trade_no, paid_amount_minor, refunded_minor, paid_at, expires_at,
+		created_at, updated_at, version, next_check_at, check_count, last_checked_at
+		FROM payment_orders WHERE id = $1`, orderID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return OrderHistory{}, fmt.Errorf("order %d: %w", orderID, reconcile.ErrNotFound)
+	}
+	if err != nil {
+		return OrderHistory{}, fmt.Errorf("read order %d: %w", orderID, err)
+	}
+	err = r.db.SelectContext(ctx, &h.Events, `SELECT e.id, e.event_type, e.source,
+		COALESCE(e.platform_trade_no, '') AS platform_trade_no, e.amount_minor,
+		COALESCE(e.raw_digest, '') AS raw_digest, e.refund_id, COALESCE(f.out_refund_no, '') AS out_refund_no, e.created_at
+		FROM payment_events e LEFT JOIN payment_refunds f ON f.id = e.refund_id
+		WHERE e.order_id = $1 ORDER BY e.created_at, e.id`, orderID)
+	if err != nil {
+		return OrderHistory{}, fmt.Errorf("read payment events of order %d: %w", orderID, err)
+	}
+	err = r.db.SelectContext(ctx, &h.Refunds, `SELECT id, out_refund_no, COALESCE(platform_refund_no, '') AS platform_refund_no,
+		amount_minor, currency, status, succeeded_at, created_at, updated_at
+		FROM payment_refunds WHERE order_id = $1 ORDER BY created_at, id`, orderID)
+	if err != nil {
+		return OrderHistory{}, fmt.Errorf("read refunds of order %d: %w", orderID, err)
+	}
+	return h, nil
 }
 
 // ReviewMove is the outcome of a successful move: the finding as it now stands and the

@@ -1,0 +1,214 @@
+package render_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xuri/excelize/v2"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/render"
+	"github.com/payrecon/payrecon/repo"
+)
+
+// refundReport is a day with a refund finding (a portal refund we never recorded), a payment
+// finding beside it, a run that repaired a refund and the day's bill figures with refunds.
+func refundReport() repo.Report {
+	from := time.Date(2026, 11, 28, 0, 0, 0, 0, shanghai)
+	p := func(v int64) *int64 { return &v }
+	order := int64(7)
+	findings := []repo.Finding{
+		{ID: 1, Kind: reconcile.MismatchUnknownRefund, Platform: reconcile.WechatPay, MerchantID: "1900000001", OrderID: &order,
+			OutTradeNo: "W-ORDER-1", OutRefundNo: "PORTAL-REFUND-88", PlatformTradeNo: "4200000001202611280001",
+			PlatformAmountMinor: p(1200), PlatformStatus: "SUCCESS", FirstSeenAt: from.Add(time.Hour), LastSeenAt: from.Add(time.Hour),
+			SeenCount: 1, ReviewStatus: reconcile.ReviewOpen, EvidenceVersion: 1},
+		{ID: 2, Kind: reconcile.MismatchAmount, Platform: reconcile.Alipay, MerchantID: "2021000000000001", OutTradeNo: "A-ORDER-2",
+			LocalAmountMinor: p(500), PlatformAmountMinor: p(400), FirstSeenAt: from.Add(2 * time.Hour), LastSeenAt: from.Add(2 * time.Hour),
+			SeenCount: 1, ReviewStatus: reconcile.ReviewOpen, EvidenceVersion: 1},
+	}
+	return repo.Report{From: from, To: from.Add(24 * time.Hour), Findings: repo.FindingList(findings),
+		Summary: []repo.SummaryRow{
+			{Kind: reconcile.MismatchUnknownRefund, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1, PlatformAmountMinor: 1200, AtStakeMinor: 1200},
+			{Kind: reconcile.MismatchAmount, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1, LocalAmountMinor: 500, PlatformAmountMinor: 400, AtStakeMinor: 100},
+		},
+		Totals: repo.SummaryRow{Count: 2, SeenCount: 2, LocalAmountMinor: 500, PlatformAmountMinor: 1600, AtStakeMinor: 1300},
+		Runs: []repo.RunRow{{ID: 1, Mode: "once", Status: "succeeded", Shard: "0/1", StartedAt: from.Add(time.Hour),
+			CounterValues: reconcile.CounterValues{Scanned: 3, RefundsRepaired: 1}}},
+		RunTotals: repo.RunTotals{Runs: 1, ByStatus: map[string]int64{"succeeded": 1}, CounterValues: reconcile.CounterValues{Scanned: 3, RefundsRepaired: 1}},
+		Statements: []repo.StatementDayRow{{Platform: "wechatpay", MerchantID: "1900000001", BillDate: "2026-11-28",
+			Payments: 4, PaymentsMinor: 31100, Refunds: 2, RefundsMinor: 4200, ReceivedMinor: 26900, FeeMilliFen: 161400,
+			NetMilliFen: 26900*1000 - 161400, Lines: 6, Matched: 5, Found: 1}},
+	}
+}
+
+func renderRefundReport(t *testing.T, format string, lang render.Lang) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	doc := render.ReportDoc{Report: refundReport(), Loc: shanghai, Generated: time.Date(2026, 11, 29, 9, 0, 0, 0, shanghai), Lang: lang}
+	if err := doc.Write(&buf, format); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestReportShowsRefunds: a refund finding names its refund in every format (the column
+// "refund no." / "退款单号"); the runs count repaired refunds; the statement days show the
+// bill's refunds, count and amount, in both languages.
+func TestReportShowsRefunds(t *testing.T) {
+	t.Parallel()
+	t.Run("csv", func(t *testing.T) {
+		cr := csv.NewReader(bytes.NewReader(renderRefundReport(t, "csv", "")))
+		cr.FieldsPerRecord = -1
+		rows, err := cr.ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each section opens with its own header row; cell reads a row by column name.
+		var header []string
+		got := map[string]func(string) string{} // "finding 1", "statement", "run_total" -> cell
+		for _, r := range rows {
+			if len(r) == 0 || r[0] == "" {
+				continue
+			}
+			if r[0] == "section" {
+				header = r
+				continue
+			}
+			row, h := r, header
+			cell := func(name string) string {
+				if i := slices.Index(h, name); i >= 0 && i < len(row) {
+					return row[i]
+				}
+				return "(no column " + name + ")"
+			}
+			switch r[0] {
+			case "finding":
+				got["finding "+r[1]] = cell
+			case "statement", "run_total":
+				got[r[0]] = cell
+			}
+		}
+		if c := got["finding 1"]; c == nil || c("out_refund_no") != "PORTAL-REFUND-88" {
+			t.Errorf("the refund finding's row lacks its refund number:\n%q", rows)
+		}
+		if c := got["finding 2"]; c == nil || c("out_refund_no") != "" {
+			t.Errorf("the payment finding's row names a refund:\n%q", rows)
+		}
+		if c := got["statement"]; c == nil || c("refunds") != "2" || c("refunds_amount") != "42.00" {
+			t.Errorf("the statement day lacks its 2 refunds of 42.00:\n%q", rows)
+		}
+		if c := got["run_total"]; c == nil || c("refunds_repaired") != "1" {
+			t.Errorf("the runs' totals lack the repaired refund:\n%q", rows)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		var doc struct {
+			Findings []struct {
+				OutRefundNo string `json:"out_refund_no"`
+			} `json:"findings"`
+		}
+		if err := json.Unmarshal(renderRefundReport(t, "json", ""), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Findings) != 2 || doc.Findings[0].OutRefundNo != "PORTAL-REFUND-88" || doc.Findings[1].OutRefundNo != "" {
+			t.Errorf("findings %+v: want the refund number on the refund finding only", doc.Findings)
+		}
+	})
+	for _, lang := range []render.Lang{render.LangEN, render.LangZH} {
+		t.Run("html-"+string(lang), func(t *testing.T) { checkRefundHTML(t, lang) })
+		t.Run("xlsx-"+string(lang), func(t *testing.T) { checkRefundXLSX(t, lang) })
+	}
+}
+
+func checkRefundHTML(t *testing.T, lang render.Lang) {
+	page := string(renderRefundReport(t, "html", lang))
+	for _, want := range []string{
+		render.Label(lang, "out_refund_no"), ">PORTAL-REFUND-88<", render.Label(lang, "UNKNOWN_REFUND"),
+		render.Label(lang, "refunds"), render.Label(lang, "refunds_amount"), "¥42.00", render.Label(lang, "refunds_repaired"),
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("%s page lacks %q", lang, want)
+		}
+	}
+	if lang == render.LangZH {
+		for _, want := range []string{"退款单号", "退款笔数", "退款金额", "未知退款"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("zh page lacks %q", want)
+			}
+		}
+	}
+}
+
+func checkRefundXLSX(t *testing.T, lang render.Lang) {
+	f, err := excelize.OpenReader(bytes.NewReader(renderRefundReport(t, "xlsx", lang)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := f.GetRows(render.Label(lang, "report.sheet.findings"))
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%s findings sheet %q (%v)", lang, rows, err)
+	}
+	i := slices.Index(rows[0], render.Label(lang, "out_refund_no"))
+	if i < 0 || rows[1][i] != "PORTAL-REFUND-88" {
+		t.Errorf("%s findings sheet header %q, first row %q: want the refund number under %q", lang, rows[0], rows[1], render.Label(lang, "out_refund_no"))
+	}
+	st, err := f.GetRows(render.Label(lang, "report.sheet.statements"))
+	if err != nil || len(st) < 2 {
+		t.Fatalf("%s statements sheet %q (%v)", lang, st, err)
+	}
+	j := slices.Index(st[0], render.Label(lang, "refunds"))
+	if j < 0 || st[1][j] != "2" {
+		t.Errorf("%s statements sheet %q: want 2 under %q", lang, st, render.Label(lang, "refunds"))
+	}
+}
+
+// TestWriteDetailsShowsRefunds: `mismatches show` names the finding's refund and prints the
+// order's refunded amount, its refunds and which refund each event is about; the JSON form
+// carries the refunds with times in the zone.
+func TestWriteDetailsShowsRefunds(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 28, 1, 20, 0, 0, time.UTC) // 09:20 China time
+	order, refundID, paid, back := int64(7), int64(3), int64(10000), int64(3000)
+	fr := refundReport()
+	var f repo.Finding
+	fr.Findings.Each(func(x repo.Finding) error { //nolint:errcheck // a list in memory
+		if f.ID == 0 {
+			f = x
+		}
+		return nil
+	})
+	d := repo.FindingDetails{Finding: f,
+		Order: &repo.OrderState{ID: order, Platform: "wechatpay", MerchantID: "1900000001", OutTradeNo: "W-ORDER-1", AmountMinor: 10000,
+			Currency: "CNY", Status: "PAID", PaidAmountMinor: &paid, RefundedMinor: 3000, CreatedAt: at, UpdatedAt: at},
+		Events: []repo.PaymentEvent{{ID: 1, EventType: "REFUND_SUCCESS", Source: "notify", AmountMinor: &back,
+			RefundID: &refundID, OutRefundNo: "RF-1", CreatedAt: at}},
+		Refunds: []repo.RefundState{{ID: refundID, OutRefundNo: "RF-1", PlatformRefundNo: "503000000120261128", AmountMinor: 3000,
+			Currency: "CNY", Status: "SUCCESS", SucceededAt: &at, CreatedAt: at, UpdatedAt: at}},
+	}
+	var out strings.Builder
+	if err := render.WriteDetails(&out, d, shanghai); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(out.String()), " ") // the columns' padding aside
+	for _, want := range []string{"refund no PORTAL-REFUND-88", "refunded 30.00", "REFUND_SUCCESS notify - 30.00 - RF-1",
+		"RF-1 503000000120261128 30.00 CNY SUCCESS 2026-11-28 09:20:00 CST 2026-11-28 09:20:00 CST"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("show lacks %q:\n%s", want, text)
+		}
+	}
+	var js bytes.Buffer
+	if err := render.WriteJSON(&js, render.DetailsView(d, shanghai)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"out_refund_no": "PORTAL-REFUND-88"`, `"refunded_minor": 3000`, `"succeeded_at": "2026-11-28T09:20:00+08:00"`} {
+		if !strings.Contains(js.String(), want) {
+			t.Errorf("show --format json lacks %s:\n%s", want, js.String())
+		}
+	}
+}
