@@ -155,7 +155,7 @@ func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (StagedBill
 	}()
 	var out StagedBill
 	err := t.conn.Raw(func(dc any) error {
-		return t.copyBatches(ctx, dc, batches, &out, func() error { return readErr })
+		return hideBadConn(t.copyBatches(ctx, dc, batches, &out, func() error { return readErr }))
 	})
 	if err != nil {
 		return out, err
@@ -167,6 +167,21 @@ func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (StagedBill
 		return out, fmt.Errorf("statement %s %s: analyze staged lines: %w", t.day.Account, t.day.Date, err)
 	}
 	return out, nil
+}
+
+// ErrConnLost: the statement's database session was lost while the bill streamed in; the
+// day applied nothing and can be run again.
+var ErrConnLost = errors.New("database session lost")
+
+// hideBadConn keeps driver.ErrBadConn (a session lost mid-COPY) from reaching Conn.Raw as
+// such: Raw would then close the connection, and closing waits for the statement's
+// transaction on it to end, which only the caller's Rollback after Stage returns ends: Stage
+// would never return. The connection is found broken and dropped at that Rollback instead.
+func hideBadConn(err error) error {
+	if errors.Is(err, driver.ErrBadConn) {
+		return fmt.Errorf("%w: %s", ErrConnLost, err.Error())
+	}
+	return err
 }
 
 // copyData is lib/pq's COPY statement taking rows already in COPY's text format.

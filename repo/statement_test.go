@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -149,5 +150,75 @@ func TestStatementHoldsRefunds(t *testing.T) {
 		ORDER BY refund_id NULLS FIRST) FROM statement_held`) //nolint:errcheck // compared below
 	if want := "H-1 LISTED_NEXT_DAY, HR-A REPORTED, HR-B LISTED_NEXT_DAY, HR-C HELD"; states != want {
 		t.Errorf("held list %q, want %q", states, want)
+	}
+}
+
+// killingReader is a long bill that, once kill lines have been read, has the statement's
+// session terminated from another one (the operator's pg_terminate_backend, a failover)
+// while the COPY is still streaming.
+type killingReader struct {
+	sliceReader
+	n, kill int
+	killed  func()
+}
+
+func (r *killingReader) Next() (statement.Line, error) {
+	if r.i == r.n {
+		return statement.Line{}, io.EOF
+	}
+	r.i++
+	if r.i == r.kill {
+		r.killed()
+	}
+	return statement.Line{No: r.i, Kind: statement.Payment, OutTradeNo: "K-" + strconv.Itoa(r.i), AmountMinor: 100,
+		Currency: "CNY", At: time.Date(2026, 11, 28, 10, 0, 0, 0, stmtZone)}, nil
+}
+
+// TestStageReturnsWhenItsSessionDies: a session killed before or during the COPY ends Stage
+// with an error (and the day with nothing kept); it must not hang. database/sql closes a
+// connection whose driver says ErrBadConn, and that close waits for the transaction on it,
+// which only the caller's Rollback after Stage ends: Stage once waited on itself for ever.
+func TestStageReturnsWhenItsSessionDies(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		kill int // the line read when the session is killed; 0: before Stage
+	}{{"before the COPY", 0}, {"during the COPY", 50_000}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			db := repotest.NewDB(t)
+			s := repo.NewStore(db.DB)
+			tx, err := s.BeginStatement(context.Background(), stmtDay("2026-11-28"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			kill := func() {
+				var n int
+				if err := db.Get(&n, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+					WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+					  AND (query LIKE 'COPY%' OR query LIKE 'CREATE TEMP TABLE statement_stage%')`); err != nil || n != 1 {
+					t.Errorf("terminate the statement's session: %d terminated, %v", n, err)
+				}
+			}
+			if c.kill == 0 {
+				kill()
+				time.Sleep(100 * time.Millisecond) // the server closes the socket
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := tx.Stage(context.Background(), &killingReader{n: 200_000, kill: c.kill, killed: kill})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("Stage succeeded on a session that was terminated")
+				}
+				t.Logf("Stage: %v", err)
+			case <-time.After(2 * time.Minute):
+				t.Fatal("Stage still running two minutes after its session was terminated")
+			}
+		})
 	}
 }
