@@ -12,8 +12,8 @@ import (
 	"github.com/lib/pq"
 )
 
-// OutboxChannel is the LISTEN/NOTIFY channel an insert into fulfillment_outbox signals
-// (migration 0005).
+// OutboxChannel is the LISTEN/NOTIFY channel a transition that wrote an outbox row
+// signals once it has committed (outbox_wake.go).
 const OutboxChannel = "payrecon_outbox"
 
 // OutboxRow is one undispatched fulfillment_outbox row.

@@ -174,5 +174,8 @@ func (s *Store) ApplyRefundTransition(ctx context.Context, t reconcile.RefundTra
 	if err != nil {
 		return reconcile.RefundMove{}, fmt.Errorf("transition refund %d -> %s: %w", t.RefundID, t.To, err)
 	}
+	if out.Moved == 1 && kind != "" {
+		s.wakeOutbox(ctx)
+	}
 	return reconcile.RefundMove{Changed: out.Moved == 1, OrderRefunded: out.OrderRefunded}, nil
 }

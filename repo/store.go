@@ -39,11 +39,12 @@ func ping(ctx context.Context, db *sqlx.DB) (*sqlx.DB, error) {
 
 // Store is the PostgreSQL implementation of reconcile.Store.
 type Store struct {
-	db *sqlx.DB
+	db    *sqlx.DB
+	waker *outboxWaker
 }
 
 // NewStore wraps a connection pool.
-func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
+func NewStore(db *sqlx.DB) *Store { return &Store{db: db, waker: &outboxWaker{}} }
 
 // DB exposes the pool to the other adapters of this package's callers (runs, reports).
 func (s *Store) DB() *sqlx.DB { return s.db }
@@ -154,6 +155,9 @@ func (s *Store) ApplyTransition(ctx context.Context, t reconcile.Transition) (bo
 		t.PlatformTradeNo, t.AmountMinor, paidAt, string(t.Source), t.RawDigest, kind, string(payload))
 	if err != nil {
 		return false, fmt.Errorf("transition order %d %s -> %s: %w", t.OrderID, t.From, t.To, err)
+	}
+	if n == 1 && kind != "" {
+		s.wakeOutbox(ctx)
 	}
 	return n == 1, nil
 }
