@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # need-debs.sh COMMAND:PACKAGE...
 #
-# Makes sure each COMMAND is on PATH, installing its Debian PACKAGE where it is missing
+# Makes sure each COMMAND is on PATH (or, given as an absolute path, that the file exists:
+# a font, say), installing its Debian PACKAGE where it is missing
 # (as root, with apt-get). Installing never starts a service: the prometheus package, for
 # one, would otherwise start a server on :9090. Not root and something missing: print the
 # command to run and exit 2.
@@ -14,7 +15,11 @@ missing=()
 for pair in "$@"; do
 	cmd=${pair%%:*}
 	pkg=${pair#*:}
-	command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+	if [[ $cmd == /* ]]; then
+		[ -e "$cmd" ] || missing+=("$pkg")
+	else
+		command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+	fi
 done
 [ "${#missing[@]}" -gt 0 ] || exit 0
 

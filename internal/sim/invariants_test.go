@@ -21,21 +21,33 @@ type dbOrder struct {
 	PaidAmount sql.NullInt64  `db:"paid_amount_minor"`
 	Amount     int64          `db:"amount_minor"`
 	LeaseOwner sql.NullString `db:"lease_owner"`
-	Events     int            `db:"events"`
-	EventOK    int            `db:"event_ok"`
-	Outbox     int            `db:"outbox"`
+	// Events, EventOK and PaidEvents count the order's own events (not its refunds'): all,
+	// those of its status, and PAID ones.
+	Events     int   `db:"events"`
+	EventOK    int   `db:"event_ok"`
+	PaidEvents int   `db:"paid_events"`
+	Outbox     int   `db:"outbox"`
+	Refunded   int64 `db:"refunded_minor"`
 }
 
 type snapshot struct {
 	orders   map[string]dbOrder
-	findings map[string]bool // platform/otn/kind
-	dupes    int
-	running  int
+	findings map[string]bool // platform/otn/kind, payment findings
+	// refundFindings are the refund findings, by platform/out_refund_no/kind.
+	refundFindings map[string]bool
+	// why is each refund finding's evidence, for a violation's message.
+	why     map[string]string
+	refunds map[string]dbRefund // by out_refund_no
+	// strays are refund events and outbox rows that name no refund.
+	strays  int
+	dupes   int
+	running int
 }
 
-// read reads the world back; a connection the faults killed is retried.
+// read reads the world back; a connection the faults killed is retried (each of the pool's
+// idle connections may be one, and the pool gives out three).
 func (s *seedRun) read(ctx context.Context) (snap snapshot, err error) {
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 5; i++ {
 		if snap, err = s.readOnce(ctx); err == nil {
 			return snap, nil
 		}
@@ -47,34 +59,57 @@ func (s *seedRun) readOnce(ctx context.Context) (snapshot, error) {
 	var rows []dbOrder
 	err := s.w.db.SelectContext(ctx, &rows, `SELECT o.id, o.platform, o.out_trade_no, o.status, o.platform_trade_no,
 			o.paid_amount_minor, o.amount_minor, o.lease_owner,
-			(SELECT count(*) FROM payment_events e WHERE e.order_id = o.id) AS events,
-			(SELECT count(*) FROM payment_events e WHERE e.order_id = o.id AND e.event_type = o.status) AS event_ok,
+			o.refunded_minor,
+			(SELECT count(*) FROM payment_events e WHERE e.order_id = o.id AND e.refund_id IS NULL) AS events,
+			(SELECT count(*) FROM payment_events e WHERE e.order_id = o.id AND e.refund_id IS NULL AND e.event_type = o.status) AS event_ok,
+			(SELECT count(*) FROM payment_events e WHERE e.order_id = o.id AND e.refund_id IS NULL AND e.event_type = 'PAID') AS paid_events,
 			(SELECT count(*) FROM fulfillment_outbox f WHERE f.order_id = o.id AND f.kind = 'order.paid') AS outbox
 		FROM payment_orders o`)
 	if err != nil {
 		return snapshot{}, fmt.Errorf("read orders: %w", err)
 	}
-	snap := snapshot{orders: map[string]dbOrder{}, findings: map[string]bool{}}
+	snap := snapshot{orders: map[string]dbOrder{}, findings: map[string]bool{}, refundFindings: map[string]bool{},
+		why: map[string]string{}}
 	for _, r := range rows {
 		snap.orders[r.Platform+"/"+r.OTN] = r
 	}
+	if err := s.readFindings(ctx, &snap); err != nil {
+		return snapshot{}, err
+	}
+	if err := s.readRefunds(ctx, &snap); err != nil {
+		return snapshot{}, err
+	}
+	err = s.w.db.GetContext(ctx, &snap.running, `SELECT count(*) FROM reconcile_runs WHERE status = 'running'`)
+	return snap, err
+}
+
+// readFindings reads the findings: a payment's by platform/otn/kind, a refund's by
+// platform/out_refund_no/kind (one order's refunds each have their own).
+func (s *seedRun) readFindings(ctx context.Context, snap *snapshot) error {
 	var fs []struct {
 		Platform string `db:"platform"`
 		OTN      string `db:"out_trade_no"`
 		Kind     string `db:"kind"`
+		Refund   string `db:"out_refund_no"`
+		Why      string `db:"why"`
 	}
-	if err := s.w.db.SelectContext(ctx, &fs, `SELECT platform, out_trade_no, kind FROM reconcile_mismatches`); err != nil {
-		return snapshot{}, fmt.Errorf("read findings: %w", err)
+	if err := s.w.db.SelectContext(ctx, &fs, `SELECT platform, out_trade_no, kind, out_refund_no,
+		format('local %s, platform %s, seen %s times, %s', local_status, platform_status, seen_count, detail) AS why
+		FROM reconcile_mismatches`); err != nil {
+		return fmt.Errorf("read findings: %w", err)
 	}
 	for _, f := range fs {
-		k := f.Platform + "/" + f.OTN + "/" + f.Kind
-		if snap.findings[k] {
+		m, k := snap.findings, f.Platform+"/"+f.OTN+"/"+f.Kind
+		if f.Refund != "" {
+			m, k = snap.refundFindings, f.Platform+"/"+f.Refund+"/"+f.Kind
+			snap.why[k] = f.Why
+		}
+		if m[k] {
 			snap.dupes++
 		}
-		snap.findings[k] = true
+		m[k] = true
 	}
-	err = s.w.db.GetContext(ctx, &snap.running, `SELECT count(*) FROM reconcile_runs WHERE status = 'running'`)
-	return snap, err
+	return nil
 }
 
 func (snap snapshot) finding(o order, kind reconcile.MismatchKind) bool {
@@ -97,10 +132,18 @@ func (s *seedRun) safety(snap snapshot) []string {
 		switch r.Status {
 		case "PENDING":
 			wantEvents = 0
-		case "PAID":
+		case "PAID", "REFUNDED":
+			// A REFUNDED order was PAID first: its PAID event and outbox row, and the
+			// REFUNDED event its last refund's transition wrote (invariant 13).
 			wantOutbox = 1
+			if r.Status == "REFUNDED" {
+				wantEvents = 2
+			}
+			if r.PaidEvents != 1 {
+				v = append(v, fmt.Sprintf("%s: %s with %d PAID events", o.otn, r.Status, r.PaidEvents))
+			}
 			if !slices.Contains(truth.Payments, r.TradeNo.String) || r.PaidAmount.Int64 != o.amount {
-				v = append(v, fmt.Sprintf("%s: PAID with trade %q amount %d, platform payments %v amount %d", o.otn, r.TradeNo.String, r.PaidAmount.Int64, truth.Payments, o.amount))
+				v = append(v, fmt.Sprintf("%s: %s with trade %q amount %d, platform payments %v amount %d", o.otn, r.Status, r.TradeNo.String, r.PaidAmount.Int64, truth.Payments, o.amount))
 			}
 		case "CLOSED":
 			if truth.EverPaid {
@@ -127,7 +170,7 @@ func (s *seedRun) safety(snap snapshot) []string {
 			v = append(v, fmt.Sprintf("finding %s, which nothing at the platform explains", k))
 		}
 	}
-	return v
+	return append(v, s.refundSafety(snap)...)
 }
 
 // explained are the finding kinds the simulated platform can cause: a wrong amount, a second
@@ -153,10 +196,12 @@ func (s *seedRun) converged(snap snapshot) []string {
 				// second payment of the right amount may have paid the order meanwhile.
 				bad = r.Status == "CLOSED" || !snap.finding(o, reconcile.MismatchAmount)
 			} else {
-				bad = r.Status != "PAID" || (len(t.Payments) > 1 && !snap.finding(o, reconcile.MismatchDuplicatePayment))
+				bad = (r.Status != "PAID" && r.Status != "REFUNDED") || (len(t.Payments) > 1 && !snap.finding(o, reconcile.MismatchDuplicatePayment))
 			}
 		case reconcile.StateRefunded:
-			bad = r.Status == "CLOSED" || !snap.finding(o, reconcile.MismatchRefundedAtPlatform)
+			// A finding, unless the order's own refunds (landed, in flight or abnormal)
+			// account for the platform's word, as they do when the app's refund is under way.
+			bad = r.Status == "CLOSED" || (!snap.finding(o, reconcile.MismatchRefundedAtPlatform) && !snap.liveRefunds(o))
 		case reconcile.StateClosed:
 			bad = r.Status != "CLOSED"
 		case reconcile.StateOpen:
@@ -175,18 +220,22 @@ func (s *seedRun) converged(snap snapshot) []string {
 	if snap.running > 0 {
 		v = append(v, fmt.Sprintf("%d runs still 'running' after every process ended and clean passes ran", snap.running))
 	}
-	return v
+	return append(v, s.refundsConverged(snap)...)
 }
 
 // durable: every acknowledged callback's outcome is in the database.
 func (s *seedRun) durable(snap snapshot) []string {
 	var v []string
 	for _, a := range s.acks {
+		if a.cb.refund != nil {
+			v = append(v, refundDurable(snap, a)...)
+			continue
+		}
 		o := order{pl: a.cb.pl, otn: a.cb.otn}
 		r := snap.orders[string(o.pl.Platform())+"/"+o.otn]
 		switch a.outcome {
 		case reconcile.OutcomeApplied, reconcile.OutcomeDuplicate:
-			if r.Status != "PAID" || r.TradeNo.String != a.cb.trade {
+			if (r.Status != "PAID" && r.Status != "REFUNDED") || r.TradeNo.String != a.cb.trade {
 				v = append(v, fmt.Sprintf("%s: callback %s acknowledged as %s, order %s with trade %q", o.otn, a.cb.trade, a.outcome, r.Status, r.TradeNo.String))
 			}
 		case reconcile.OutcomeMismatch:

@@ -84,6 +84,9 @@ type Movement struct {
 	Amount     int64
 	At         time.Time
 	Refund     bool
+	// RefundNo and RefundID name a refund the merchant's app or portal made (its
+	// out_refund_no, WeChat Pay's refund_id); "" for a whole-trade refund (Refund).
+	RefundNo, RefundID string
 }
 
 // Platform is an in-process payment platform implementing reconcile.PlatformClient. Its
@@ -101,11 +104,16 @@ type Platform struct {
 	moves  []Movement // every payment and refund, in order: what the platform's bill lists
 	rate   float64    // probability that a call fails
 	hang   time.Duration
+	// refunds are the trades' refunds by out_refund_no (refunds.go); refundedTotal is each
+	// trade's sum of successful refunds, what Alipay's refund notification reports.
+	refunds       map[string]*PlatformRefund
+	refundedTotal map[string]int64
 }
 
 // NewPlatform builds the platform of one merchant account.
 func NewPlatform(p reconcile.Platform, merchant string, seed int64, faults *Faults) *Platform {
-	return &Platform{platform: p, merchant: merchant, faults: faults, rng: rand.New(rand.NewSource(seed)), trades: map[string]*Trade{}}
+	return &Platform{platform: p, merchant: merchant, faults: faults, rng: rand.New(rand.NewSource(seed)), trades: map[string]*Trade{},
+		refunds: map[string]*PlatformRefund{}, refundedTotal: map[string]int64{}}
 }
 
 // Platform implements reconcile.PlatformClient.

@@ -52,17 +52,20 @@ func (p *Platform) Close(ctx context.Context, otn string) error {
 	return err
 }
 
-// QueryRefund implements reconcile.PlatformClient. The simulated platform keeps no refund
-// records of the merchant's own yet: every refund is unknown to it, behind the same faults
-// as a query.
+// QueryRefund implements reconcile.PlatformClient: the truth about that refund of that trade
+// (SUCCESS with its amount and time; NOT_FOUND when the platform has none, as for a refund
+// the merchant's app recorded but never got to the platform), behind the same faults as a
+// query.
 func (p *Platform) QueryRefund(ctx context.Context, otn, outRefundNo string) (reconcile.RefundResult, error) {
-	kind, latency, hang := p.fault("query")
+	kind, latency, hang := p.fault("query_refund")
+	// The answer is the truth when the platform read it; the latency comes after, so a
+	// refund settled meanwhile makes it stale by the time the pass applies it.
+	answer := p.refundAnswer(otn, outRefundNo)
 	if err := reconcile.Sleep(ctx, latency); err != nil {
 		return reconcile.RefundResult{}, &reconcile.PlatformError{Platform: p.platform, Kind: reconcile.KindRetryable, Err: err}
 	}
 	if kind != "" {
 		return reconcile.RefundResult{}, p.fail(ctx, kind, hang)
 	}
-	return reconcile.RefundResult{Platform: p.platform, MerchantID: p.merchant, OutTradeNo: otn, OutRefundNo: outRefundNo,
-		State: reconcile.RefundStateNotFound, RawState: string(reconcile.RefundStateNotFound)}, nil
+	return answer, nil
 }

@@ -27,6 +27,10 @@ type Process struct {
 	mu      sync.Mutex
 	session reconcile.Session
 	unlock  func()
+	// crashAt counts down the transitions (order or refund) left before the process dies
+	// right after one commits; 0: no such crash. crash is what dying means to the harness.
+	crashAt atomic.Int64
+	crash   func()
 }
 
 // NewProcess wraps a store (over the process's own pool) and a claimer.
@@ -45,6 +49,30 @@ func (p *Process) Crash() reconcile.Session {
 
 func (p *Process) dead() bool { return p.crashed.Load() }
 
+// CrashAtTransition makes the process die right after its nth transition commits (an
+// order's or a refund's), before it can mark the claim done, release anything or record
+// the check: crash is called (it must call Crash and end the lock session) and the
+// transition returns ErrCrashed. A crash at a random moment rarely lands in that gap, where
+// the outcome is durable but everything around it is left behind.
+func (p *Process) CrashAtTransition(n int, crash func()) {
+	p.mu.Lock()
+	p.crash = crash
+	p.mu.Unlock()
+	p.crashAt.Store(int64(n))
+}
+
+// afterTransition counts a committed transition and says whether the process died there.
+func (p *Process) afterTransition() bool {
+	if p.crashAt.Load() <= 0 || p.crashAt.Add(-1) != 0 {
+		return false
+	}
+	p.mu.Lock()
+	crash := p.crash
+	p.mu.Unlock()
+	crash()
+	return true
+}
+
 // Reap runs after the crashed process's lock session was terminated: the real unlock then
 // fails and closes that connection, as the kernel closes a dead process's sockets, so a
 // pool shared by the simulated processes gets its slot back.
@@ -58,7 +86,7 @@ func (p *Process) Reap() {
 	}
 }
 
-// Store is the process's reconcile.Store, WorkQueue and RunLog.
+// Store is the process's reconcile.Store, RefundStore, WorkQueue, RefundQueue and RunLog.
 func (p *Process) Store() *ProcessStore { return &ProcessStore{p: p} }
 
 // Claimer is the process's claimer.
@@ -67,8 +95,9 @@ func (p *Process) Claimer() reconcile.Claimer { return processClaimer{p: p} }
 // Locker is the process's shard locker.
 func (p *Process) Locker() reconcile.Locker { return processLocker{p: p} }
 
-// ProcessStore implements reconcile.Store, reconcile.WorkQueue and reconcile.RunLog over
-// the real store until the process crashes.
+// ProcessStore implements reconcile.Store, reconcile.RefundStore, reconcile.WorkQueue,
+// reconcile.RefundQueue and reconcile.RunLog over the real store until the process crashes
+// (the refund half is in process_refunds.go).
 type ProcessStore struct{ p *Process }
 
 // FindOrder implements reconcile.Store.
@@ -92,7 +121,11 @@ func (s *ProcessStore) ApplyTransition(ctx context.Context, t reconcile.Transiti
 	if s.p.dead() {
 		return false, ErrCrashed
 	}
-	return s.p.store.ApplyTransition(ctx, t)
+	changed, err := s.p.store.ApplyTransition(ctx, t)
+	if err == nil && s.p.afterTransition() {
+		return false, ErrCrashed
+	}
+	return changed, err
 }
 
 // RecordMismatch implements reconcile.Store.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"sync"
 	"time"
 
 	"github.com/payrecon/payrecon/internal/sim"
@@ -11,7 +12,8 @@ import (
 )
 
 func newSeedRun(w *world, seed int64) *seedRun {
-	s := &seedRun{w: w, seed: seed, start: time.Now(), rng: rand.New(rand.NewSource(seed)), faults: &sim.Faults{}}
+	s := &seedRun{w: w, seed: seed, start: time.Now(), rng: rand.New(rand.NewSource(seed)), faults: &sim.Faults{},
+		seen: &sim.Faults{}, asked: map[string]int64{}}
 	s.ali = sim.NewPlatform(reconcile.Alipay, aliMerchant, seed*7+1, s.faults)
 	s.wx = sim.NewPlatform(reconcile.WechatPay, wxMerchant, seed*7+2, s.faults)
 	s.claims = sim.NewSwitch(w.up, w.down)
@@ -20,7 +22,9 @@ func newSeedRun(w *world, seed int64) *seedRun {
 }
 
 // seedOrders creates the orders and the platform's truth about each: never paid (open or
-// unknown), paid, paid with a wrong amount, closed, paid and refunded, paid twice.
+// unknown), paid, paid with a wrong amount, closed, paid and refunded, paid twice, and paid
+// with the payment already landed here before the schedule starts (so the merchant's app
+// has orders to refund from the first step on).
 func (s *seedRun) seedOrders(ctx context.Context) error {
 	n := 4 + s.rng.Intn(13)
 	for i := 0; i < n; i++ {
@@ -42,13 +46,37 @@ func (s *seedRun) seedOrders(ctx context.Context) error {
 			return fmt.Errorf("seed order: %w", err)
 		}
 		s.orders = append(s.orders, o)
-		s.setTruth(o)
+		if s.setTruth(o) {
+			if err := s.land(ctx, o); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-func (s *seedRun) setTruth(o order) {
-	switch r := s.rng.Intn(20); {
+// land applies an order's payment callback at once, as the callback service did before the
+// schedule began.
+func (s *seedRun) land(ctx context.Context, o order) error {
+	t := o.pl.Truth(o.otn)
+	res := reconcile.Result{Platform: o.pl.Platform(), MerchantID: o.pl.MerchantID(), OutTradeNo: o.otn,
+		PlatformTradeNo: t.TradeNo, State: reconcile.StatePaid, RawState: "TRADE_SUCCESS", AmountMinor: t.Amount,
+		PaidAt: t.PaidAt, Source: reconcile.SourceNotify}
+	var err error
+	for i := 0; i < 3; i++ { // a connection the last seed's kills left dead is retried
+		var applied reconcile.Applied
+		if applied, err = s.serve.ApplyResult(ctx, res, reconcile.ApplyOptions{}); err == nil {
+			s.acks = append(s.acks, ack{cb: callback{pl: o.pl, otn: o.otn, trade: t.TradeNo, amount: t.Amount, paidAt: t.PaidAt},
+				outcome: applied.Outcome, mismatch: applied.Mismatch})
+			return nil
+		}
+	}
+	return fmt.Errorf("land the payment of %s: %w", o.otn, err)
+}
+
+// setTruth sets the platform's truth about an order; true: its payment is to land at once.
+func (s *seedRun) setTruth(o order) bool {
+	switch r := s.rng.Intn(24); {
 	case r < 5:
 		o.pl.Set(o.otn, sim.Trade{State: reconcile.StateOpen})
 	case r < 7:
@@ -65,11 +93,16 @@ func (s *seedRun) setTruth(o order) {
 		o.pl.Set(o.otn, sim.Trade{State: reconcile.StateOpen})
 		s.pay(o, o.amount)
 		o.pl.Refund(o.otn, s.now().Truncate(time.Second))
-	default:
+	case r < 20:
 		o.pl.Set(o.otn, sim.Trade{State: reconcile.StateOpen})
 		s.pay(o, o.amount)
 		s.pay(o, o.amount) // paid twice
+	default:
+		o.pl.Set(o.otn, sim.Trade{State: reconcile.StateOpen})
+		s.pay(o, o.amount)
+		return true
 	}
+	return false
 }
 
 // pay pays an order at the platform and queues the platform's callbacks: one to four
@@ -108,11 +141,58 @@ func (s *seedRun) deliver(ctx context.Context, n int) {
 	}
 }
 
+// deliverAtOnce sends up to n queued callbacks, each on a handler of its own at the same
+// moment, as a callback service serves concurrent requests. The first is picked at random
+// and the other queued notifications of the same payment or refund go with it (copies, and
+// a refund's other outcomes: ABNORMAL and SUCCESS then race each other to the conditional
+// update), then more picked at random.
+func (s *seedRun) deliverAtOnce(ctx context.Context, n int) {
+	s.mu.Lock()
+	var batch []callback
+	take := func(j int) {
+		batch = append(batch, s.pending[j])
+		s.pending = append(s.pending[:j], s.pending[j+1:]...)
+	}
+	if len(s.pending) > 0 {
+		take(s.rng.Intn(len(s.pending)))
+		for j := len(s.pending) - 1; j >= 0 && len(batch) < n; j-- {
+			if subject(s.pending[j]) == subject(batch[0]) {
+				take(j)
+			}
+		}
+	}
+	for len(batch) < n && len(s.pending) > 0 {
+		take(s.rng.Intn(len(s.pending)))
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, cb := range batch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.deliverOne(ctx, cb)
+		}()
+	}
+	wg.Wait()
+}
+
+// subject names what a notification is about: one payment, or one refund.
+func subject(cb callback) string {
+	if cb.refund != nil {
+		return "refund " + cb.refund.OutRefundNo
+	}
+	return "payment " + cb.trade
+}
+
 func (s *seedRun) deliverOne(ctx context.Context, cb callback) {
 	if cb.spoiled {
 		s.faults.Add("callback_spoiled")
 		cb.spoiled = false
 		s.requeue(cb)
+		return
+	}
+	if cb.refund != nil {
+		s.deliverRefund(ctx, cb)
 		return
 	}
 	res := reconcile.Result{Platform: cb.pl.Platform(), MerchantID: cb.pl.MerchantID(), OutTradeNo: cb.otn,
@@ -135,14 +215,19 @@ func (s *seedRun) requeue(cb callback) {
 }
 
 // startPass runs a pass (or backfill) in a process of its own; it may be interrupted (a
-// signal: drain and record) or crash (at a random point: nothing more reaches the
-// database or Redis, its lock session dies, its row and leases stay behind).
+// signal: drain and record) or crash (at a random point, or right after its nth transition
+// commits: nothing more reaches the database or Redis, its lock session dies, its row, its
+// leases and its claims stay behind).
 // passDeadline bounds one simulated pass in real time (seeds take well under a second).
 const passDeadline = 20 * time.Second
 
 func (s *seedRun) startPass(mode reconcile.RunMode, crashAfter, interruptAfter time.Duration) {
 	proc := s.process()
 	runner := s.runner(proc, 1+s.rng.Intn(4))
+	atTransition := 0
+	if crashAfter == 0 && s.rng.Intn(8) == 0 {
+		atTransition = 1 + s.rng.Intn(3)
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -151,12 +236,9 @@ func (s *seedRun) startPass(mode reconcile.RunMode, crashAfter, interruptAfter t
 		// another connection could otherwise wait for each other for ever.
 		ctx, cancel := context.WithTimeout(context.Background(), passDeadline)
 		defer cancel()
-		crashed := make(chan struct{})
-		switch {
-		case crashAfter > 0:
-			s.faults.Add("process_crash")
-			time.AfterFunc(crashAfter, func() {
-				defer close(crashed)
+		var once sync.Once
+		die := func() {
+			once.Do(func() {
 				sess := proc.Crash()
 				cancel()
 				if sess.PID != 0 {
@@ -164,12 +246,27 @@ func (s *seedRun) startPass(mode reconcile.RunMode, crashAfter, interruptAfter t
 					proc.Reap()
 				}
 			})
+		}
+		crashed := make(chan struct{})
+		switch {
+		case crashAfter > 0:
+			s.faults.Add("process_crash")
+			time.AfterFunc(crashAfter, func() {
+				defer close(crashed)
+				die()
+			})
 		case interruptAfter > 0:
 			s.faults.Add("pass_interrupted")
 			time.AfterFunc(interruptAfter, cancel)
 			close(crashed)
 		default:
 			close(crashed)
+		}
+		if atTransition > 0 {
+			proc.CrashAtTransition(atTransition, func() {
+				s.faults.Add("process_crash_at_transition")
+				die()
+			})
 		}
 		runner.Pass(ctx, s.spec(mode)) //nolint:errcheck // failures are part of the schedule
 		<-crashed

@@ -41,9 +41,13 @@ func (p *timeTally) add(a, b, c time.Duration) {
 
 func repoStore(w *world) *repo.Store { return repo.NewStore(w.db.DB) }
 
-// minSeeds is how many seeds a run must get through within its budget, or it fails: fewer
+// minSeeds is how many seeds a run under SIM_BUDGET must get through, or it fails: fewer
 // means the simulation got too slow to mean anything.
 const minSeeds = 100
+
+// defaultSeeds is the seed count `make test` runs: a count, not a time budget, so a loaded
+// machine makes the run slower, never shorter.
+const defaultSeeds = 1000
 
 func envInt(name string, def int64) int64 {
 	if v, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil && v > 0 {
@@ -54,11 +58,12 @@ func envInt(name string, def int64) int64 {
 
 // TestSimulation drives SIM_SEEDS random schedules (default 1000, seeds SIM_FIRST onwards)
 // through the real apply path, passes and backfills on PostgreSQL and Redis, with faults,
-// and checks the invariants after each; it stops at SIM_BUDGET (default 4m) and reports how
-// many ran, on SIM_WORKERS workers (default 4) each with its own database.
+// and checks the invariants after each, on SIM_WORKERS workers (default 4) each with its own
+// database. Every seed runs, however long it takes, unless SIM_BUDGET (a duration, for long
+// campaigns: `make sim`) stops the run early; it then reports how many ran.
 func TestSimulation(t *testing.T) {
-	seeds := envInt("SIM_SEEDS", 1000)
-	budget := 4 * time.Minute
+	seeds := envInt("SIM_SEEDS", defaultSeeds)
+	var budget time.Duration // none: the count decides
 	if d, err := time.ParseDuration(os.Getenv("SIM_BUDGET")); err == nil && d > 0 {
 		budget = d
 	}
@@ -74,60 +79,80 @@ func TestSimulation(t *testing.T) {
 		first, seeds, workers = one, 1, 1
 	}
 	start := time.Now()
-	deadline := start.Add(budget)
 	next := make(chan int64)
 	go func() {
 		defer close(next)
-		for i := int64(0); i < seeds && time.Now().Before(deadline); i++ {
+		for i := int64(0); i < seeds && (budget == 0 || time.Since(start) < budget); i++ {
 			next <- first + i
 		}
 	}()
-	total := &sim.Faults{}
-	var ran, cleanRounds atomic.Int64
-	var mu sync.Mutex
-	var failed []string
+	c := &campaign{total: &sim.Faults{}, seen: &sim.Faults{}, first: first}
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
 		w := newWorld(t)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for seed := range next {
-				s := newSeedRun(w, seed)
-				rounds, violations, err := s.run(context.Background())
-				ran.Add(1)
-				cleanRounds.Add(int64(rounds))
-				total.Merge(s.faults)
-				if err != nil {
-					violations = append(violations, "seed could not run: "+err.Error())
-					if seed == first || ran.Load() < 2 {
-						// The harness itself is broken: one line says so, not a thousand.
-						t.Errorf("seed %d could not run: %v", seed, err)
-						return
-					}
-				}
-				if len(violations) > 0 {
-					mu.Lock()
-					failed = append(failed, fmt.Sprintf("seed %d: %d violations:\n  %s\n  replay: go test ./internal/sim -run Simulation -seed %d -v",
-						seed, len(violations), joinMax(violations, 12), seed))
-					mu.Unlock()
-				}
-			}
+			c.work(t, w, next)
 		}()
 	}
 	wg.Wait()
 	took := time.Since(start)
-	summary := fmt.Sprintf("simulation: %d seeds (from %d) in %s on %d workers, %.2f clean rounds per seed; faults injected: %s; seeds violating invariants: %d",
-		ran.Load(), first, took.Round(time.Millisecond), workers, float64(cleanRounds.Load())/float64(max(1, ran.Load())), total, len(failed))
-	fmt.Println(summary)
 	fmt.Printf("simulation: time in schedules %s, waiting for their passes %s, clean rounds and checks %s (summed over workers)\n",
 		phaseTimes.schedule.Round(time.Millisecond), phaseTimes.drain.Round(time.Millisecond), phaseTimes.checks.Round(time.Millisecond))
+	ran := c.ran.Load()
+	fmt.Printf("simulation: refunds as the seeds left them: %s\n", c.seen)
+	// The last line says it all: how many seeds, how long, how many violated an invariant.
+	summary := fmt.Sprintf("simulation: %d seeds in %s, %d violations, faults: %s(seeds %d-%d, %d workers, %.2f clean rounds per seed)",
+		ran, took.Round(time.Second), len(c.failed), c.total, first, first+ran-1, workers,
+		float64(c.cleanRounds.Load())/float64(max(1, ran)))
+	fmt.Println(summary)
 	t.Log(summary)
-	for _, f := range failed {
+	for _, f := range c.failed {
 		t.Error(f)
 	}
-	if want := min(seeds, minSeeds); ran.Load() < want {
-		t.Errorf("only %d seeds ran within SIM_BUDGET %s (want at least %d): the simulation got too slow", ran.Load(), budget, want)
+	if budget == 0 && ran < seeds {
+		t.Errorf("only %d of %d seeds ran", ran, seeds)
+	}
+	if want := min(seeds, minSeeds); budget > 0 && ran < want {
+		t.Errorf("only %d seeds ran within SIM_BUDGET %s (want at least %d): the simulation got too slow", ran, budget, want)
+	}
+}
+
+// campaign is what the workers of one TestSimulation add up.
+type campaign struct {
+	first            int64
+	total            *sim.Faults
+	seen             *sim.Faults // how the refunds ended (tallyRefunds)
+	ran, cleanRounds atomic.Int64
+
+	mu     sync.Mutex
+	failed []string
+}
+
+// work runs seeds from next on one world until there are none left.
+func (c *campaign) work(t *testing.T, w *world, next <-chan int64) {
+	for seed := range next {
+		s := newSeedRun(w, seed)
+		rounds, violations, err := s.run(context.Background())
+		c.ran.Add(1)
+		c.cleanRounds.Add(int64(rounds))
+		c.total.Merge(s.faults)
+		c.seen.Merge(s.seen)
+		if err != nil {
+			violations = append(violations, "seed could not run: "+err.Error())
+			if seed == c.first || c.ran.Load() < 2 {
+				// The harness itself is broken: one line says so, not a thousand.
+				t.Errorf("seed %d could not run: %v", seed, err)
+				return
+			}
+		}
+		c.mu.Lock()
+		if len(violations) > 0 {
+			c.failed = append(c.failed, fmt.Sprintf("seed %d: %d violations:\n  %s\n  replay: go test ./internal/sim -run Simulation -seed %d -v",
+				seed, len(violations), joinMax(violations, 12), seed))
+		}
+		c.mu.Unlock()
 	}
 }
 
@@ -155,6 +180,9 @@ func (s *seedRun) run(ctx context.Context) (int, []string, error) {
 		if err = s.w.reset(ctx); err == nil {
 			break
 		}
+		// Whatever the last seed left (a session still under its 1 ms timeout), gone.
+		s.w.statementTimeout(ctx, "")
+		s.w.freshSessions()
 	}
 	if err != nil {
 		return 0, nil, fmt.Errorf("reset: %w", err)
@@ -163,7 +191,7 @@ func (s *seedRun) run(ctx context.Context) (int, []string, error) {
 		return 0, nil, err
 	}
 	state := &faultState{}
-	steps := 6 + s.rng.Intn(14)
+	steps := 8 + s.rng.Intn(16) // about 6-19 of the other kinds, beside the refund steps
 	t0 := time.Now()
 	for i := 0; i < steps; i++ {
 		s.step(ctx, state)
@@ -173,14 +201,17 @@ func (s *seedRun) run(ctx context.Context) (int, []string, error) {
 	t2 := time.Now()
 	defer func() { phaseTimes.add(t1.Sub(t0), t2.Sub(t1), time.Since(t2)) }()
 	// The faults stop. The clean phase's pool drops the idle sessions the schedule's kills
-	// may have left dead.
+	// may have left dead; after a statement timeout every pool does. The platform settles
+	// every refund that is not stuck.
 	s.w.cleanPool.SetMaxIdleConns(0)
 	s.w.cleanPool.SetMaxIdleConns(4)
 	s.ali.SetFaults(0, 0)
 	s.wx.SetFaults(0, 0)
 	s.claims.SetDown(false)
-	if state.stmtTimeout {
+	s.settleRefunds(0, true)
+	if state.stmtTouched {
 		s.w.statementTimeout(ctx, "")
+		s.w.freshSessions()
 	}
 	snap, err := s.read(ctx)
 	if err != nil {
@@ -198,7 +229,7 @@ func (s *seedRun) run(ctx context.Context) (int, []string, error) {
 		if snap, err = s.read(ctx); err != nil {
 			return rounds, nil, err
 		}
-		if len(s.converged(snap)) == 0 && len(s.pending) == 0 {
+		if stuck, _ := s.unacknowledged(snap); len(s.converged(snap)) == 0 && len(stuck) == 0 {
 			break
 		}
 	}
@@ -219,8 +250,13 @@ func (s *seedRun) run(ctx context.Context) (int, []string, error) {
 	if len(violations) > 0 && testing.Verbose() {
 		violations = append(violations, s.runsReport(ctx))
 	}
-	if len(s.pending) > 0 {
-		violations = append(violations, fmt.Sprintf("%d callbacks never acknowledged", len(s.pending)))
+	stuck, given := s.unacknowledged(snap)
+	for i := 0; i < given; i++ {
+		s.seen.Add("alipay_total_never_split")
+	}
+	s.tallyRefunds(snap)
+	if len(stuck) > 0 {
+		violations = append(violations, fmt.Sprintf("%d callbacks never acknowledged (first: %s)", len(stuck), describe(stuck[0])))
 	}
 	return rounds + 1, violations, nil
 }
@@ -244,16 +280,23 @@ func (s *seedRun) runsReport(ctx context.Context) string {
 	return out
 }
 
-// clean is one round without faults: every queued callback delivered, then a backfill
-// and a run pass in one process; and where a statement run stopped without finishing, the
-// day's statement again, which takes it over as the next morning's would.
+// clean is one round without faults: every queued callback delivered (four at a time, a
+// payment's or refund's notifications together), then a backfill
+// and a run pass in one process, and the callbacks still queued once more (an Alipay running
+// total splits onto its refund once the pass landed the trade's earlier ones); and where a
+// statement run stopped without finishing, the day's statement again, which takes it over
+// as the next morning's would.
 func (s *seedRun) clean(ctx context.Context) {
+	s.lastClean = s.now()
 	for tries := 0; tries < 3 && len(s.pending) > 0; tries++ {
-		s.deliver(ctx, len(s.pending))
+		for left := len(s.pending); left > 0; left -= 4 {
+			s.deliverAtOnce(ctx, 4)
+		}
 	}
 	r := s.runner(s.process(), 4)
 	r.Pass(ctx, s.spec(reconcile.ModeBackfill)) //nolint:errcheck // judged by the invariants
 	r.Pass(ctx, s.spec(reconcile.ModeOnce))     //nolint:errcheck
+	s.deliver(ctx, len(s.pending))
 	var open int
 	if s.w.db.GetContext(ctx, &open, `SELECT count(*) FROM reconcile_runs WHERE mode = 'statement' AND status = 'running'`) == nil && open > 0 {
 		if st, spec, cleanup, err := s.statementRun(2, s.w.cleanPool); err == nil {
@@ -261,4 +304,12 @@ func (s *seedRun) clean(ctx context.Context) {
 			cleanup()
 		}
 	}
+}
+
+// describe names a callback for a violation message.
+func describe(cb callback) string {
+	if r := cb.refund; r != nil {
+		return fmt.Sprintf("refund %s of %s, %s, amount %d, running total %d", r.OutRefundNo, cb.otn, r.State, r.AmountMinor, r.RefundedTotalMinor)
+	}
+	return fmt.Sprintf("payment %s of %s, amount %d", cb.trade, cb.otn, cb.amount)
 }

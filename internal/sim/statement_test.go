@@ -129,12 +129,20 @@ func billLines(pl *sim.Platform, day statementrun.Day) []statement.Line {
 			MerchantID: pl.MerchantID(), Currency: "CNY", AmountMinor: m.Amount, ReceivedMinor: m.Amount,
 			FeeMilliFen: m.Amount * 6, At: m.At.In(billZone), CreatedAt: m.At.Add(-time.Minute).In(billZone)}
 		if m.Refund {
-			l.Kind, l.RefundNo, l.FeeMilliFen = statement.Refund, "RF"+m.OutTradeNo, -l.FeeMilliFen
+			l.Kind, l.RefundNo, l.PlatformRefundNo, l.FeeMilliFen = statement.Refund, m.RefundNo, m.RefundID, -l.FeeMilliFen
+			if m.RefundNo == "" {
+				l.RefundNo = wholeTradeRefundNo(m.OutTradeNo)
+			}
 		}
 		lines = append(lines, l)
 	}
 	return lines
 }
+
+// wholeTradeRefundNo is the refund number the bill gives a whole-trade refund
+// (sim.Platform.Refund). The merchant's app never recorded it: a statement that matches
+// refund lines reports it as an UNKNOWN_REFUND.
+func wholeTradeRefundNo(otn string) string { return "RF" + otn }
 
 // rerunChangesNothing reconciles the day twice more once the world has converged: the first
 // run may still settle lines an interrupted run left, the second must change nothing at all
@@ -161,13 +169,14 @@ func (s *seedRun) rerunChangesNothing(ctx context.Context) []string {
 	return nil
 }
 
-// fingerprint is every order's state, every finding with its sightings, and the event and
-// outbox counts: what a no-op must leave as it found it.
+// fingerprint is every order's and refund's state, every finding with its sightings, and the
+// event and outbox counts: what a no-op must leave as it found it.
 func (s *seedRun) fingerprint(ctx context.Context) (string, error) {
 	var out string
 	err := s.w.db.GetContext(ctx, &out, `SELECT concat_ws(' | ',
 		(SELECT string_agg(out_trade_no || '=' || status || '/' || COALESCE(platform_trade_no, '-'), ',' ORDER BY id) FROM payment_orders),
 		(SELECT string_agg(out_trade_no || ':' || kind || 'x' || seen_count || 'v' || evidence_version, ',' ORDER BY id) FROM reconcile_mismatches),
+		(SELECT string_agg(out_refund_no || '=' || status, ',' ORDER BY id) FROM payment_refunds),
 		'events=' || (SELECT count(*) FROM payment_events), 'outbox=' || (SELECT count(*) FROM fulfillment_outbox))`)
 	return out, err
 }
