@@ -7,11 +7,18 @@ import (
 	"time"
 )
 
+// quietOutbox, joined into a transition's outbox insert, tells the outbox trigger
+// (migration 0013) that this transaction's writer sends its NOTIFY itself, after the commit:
+// set_config runs before the insert's first row, and the trigger, AFTER INSERT, reads it
+// at the statement's end. Local to the transition's own transaction.
+const quietOutbox = `(SELECT set_config('payrecon.outbox_notify', 'off', true)) AS quiet`
+
 // outboxWaker wakes the relays following the outbox (LISTEN OutboxChannel) after a
 // transition that wrote an outbox row has committed, with a NOTIFY of its own outside that
 // transaction.
 //
-// The NOTIFY used to come from a trigger inside the transition's transaction. PostgreSQL
+// The NOTIFY used to come from the outbox trigger inside the transition's transaction (it
+// still does for rows inserted any other way: migration 0013). PostgreSQL
 // serialises the commits of every transaction that notified, cluster-wide, across the
 // commit's WAL flush: notifying transitions could not share a flush, and the server topped
 // out at one per disk flush (347 commits/s where the same inserts without it made 2,130 on

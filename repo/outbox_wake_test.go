@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo"
 	"github.com/payrecon/payrecon/repo/repotest"
@@ -138,5 +140,47 @@ func TestOutboxWakeFollowsEveryCommit(t *testing.T) {
 	case <-l.Wake():
 	case <-time.After(5 * time.Second):
 		t.Fatal("a succeeded refund's outbox row woke nobody")
+	}
+}
+
+// TestOutboxTriggerStaysQuietForTransitions: a transition's outbox insert tells the trigger
+// its writer notifies after the commit, so each sequential transition brings exactly one
+// notification (the Store's, from outside the transaction, where it serialises nothing),
+// not two; a row inserted any other way still notifies from the trigger.
+func TestOutboxTriggerStaysQuietForTransitions(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	s := repo.NewStore(db.DB)
+	l := pq.NewListener(db.URL, 100*time.Millisecond, time.Second, nil)
+	defer l.Close()
+	if err := l.Listen(repo.OutboxChannel); err != nil {
+		t.Fatal(err)
+	}
+	count := func(quiet time.Duration) int {
+		n := 0
+		for {
+			select {
+			case m := <-l.Notify:
+				if m != nil {
+					n++
+				}
+			case <-time.After(quiet):
+				return n
+			}
+		}
+	}
+	const transitions = 5
+	for _, id := range pendingOrders(t, db, "Q-", transitions) {
+		if moved, err := s.ApplyTransition(context.Background(), paidTransition(id)); err != nil || !moved {
+			t.Fatalf("transition of order %d: %v, %v", id, moved, err)
+		}
+	}
+	if n := count(time.Second); n != transitions {
+		t.Fatalf("%d notifications for %d transitions, want one each: the trigger notified inside the transaction too", n, transitions)
+	}
+	db.MustExec(`INSERT INTO fulfillment_outbox (order_id, kind, payload)
+		SELECT id, 'manual', '{}'::jsonb FROM payment_orders WHERE out_trade_no = 'Q-1'`)
+	if n := count(time.Second); n != 1 {
+		t.Fatalf("%d notifications for a row inserted by hand, want the trigger's one", n)
 	}
 }

@@ -137,7 +137,7 @@ WITH ord AS (
 	FROM paid_back p JOIN moved m ON m.order_id = p.id WHERE p.status = 'REFUNDED'
 ), outbox AS (
 	INSERT INTO fulfillment_outbox (order_id, kind, payload, refund_id)
-	SELECT order_id, $11::text, $12::jsonb, id FROM moved WHERE $11::text <> ''
+	SELECT order_id, $11::text, $12::jsonb, id FROM moved, ` + quietOutbox + ` WHERE $11::text <> ''
 )
 SELECT (SELECT count(*) FROM moved) AS moved,
 	COALESCE((SELECT status = 'REFUNDED' FROM paid_back), false) AS order_refunded`

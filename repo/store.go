@@ -128,7 +128,7 @@ WITH moved AS (
 	SELECT id, platform, NULLIF($4::text, ''), $3::text, $7::text, $5::bigint, NULLIF($8::text, '') FROM moved
 ), outbox AS (
 	INSERT INTO fulfillment_outbox (order_id, kind, payload)
-	SELECT id, $9::text, $10::jsonb FROM moved WHERE $9::text <> ''
+	SELECT id, $9::text, $10::jsonb FROM moved, ` + quietOutbox + ` WHERE $9::text <> ''
 )
 SELECT count(*) FROM moved`
 
