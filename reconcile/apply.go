@@ -348,8 +348,13 @@ func (a *Applier) applyRefunded(ctx context.Context, r Result, o Order, opt Appl
 	if o.Status == StatusRefunded {
 		return Applied{Outcome: OutcomeUnchanged, Order: o}, nil
 	}
-	// WeChat Pay's REFUND: some refund of the trade has started, however much.
-	return a.refundedAtPlatform(ctx, r, o, 1, opt)
+	// WeChat Pay's REFUND: some refund of the trade has started, however much. Alipay's
+	// TRADE_CLOSED after payment: the whole of it went back.
+	least := int64(1)
+	if r.Platform == Alipay {
+		least = max(o.PaidAmountMinor, o.AmountMinor, 1)
+	}
+	return a.refundedAtPlatform(ctx, r, o, least, opt)
 }
 
 // refundedAtPlatform: the platform reports money that went in and back out. A paid order

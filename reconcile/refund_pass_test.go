@@ -258,7 +258,9 @@ func TestPassChecksDueRefunds(t *testing.T) {
 func TestOrdersAndRefundsShareTheWorkers(t *testing.T) {
 	t.Parallel()
 	p := setupPass(t, func(s *reconcile.RunnerSettings) { s.Concurrency = 8 })
-	p.ali.latency = 50 * time.Millisecond
+	// Long enough that the orders' checks are still in flight when the refunds' take comes
+	// back, however loaded the machine (at 50 ms a slow take under load found them done).
+	p.ali.latency = 500 * time.Millisecond
 	for i := range 3 {
 		otn := fmt.Sprintf("SH-O-%d", i)
 		p.order(orderSpec{otn: otn})

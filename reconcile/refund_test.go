@@ -395,32 +395,47 @@ func TestRefundDatabaseFailureLeavesNothingHalfApplied(t *testing.T) {
 // TestRefundedTradeExplainedByItsRefunds: a trade query that reports a paid order refunded
 // (WeChat Pay REFUND, Alipay TRADE_CLOSED after payment) is a REFUNDED_AT_PLATFORM finding
 // only when the order's own refunds do not explain it: WeChat Pay says REFUND once any refund
-// started, Alipay closes the trade only when the whole of it went back.
+// started, Alipay closes the trade only when the whole of it went back. A PENDING order the
+// platform reports refunded is never closed: money went in and back out.
 func TestRefundedTradeExplainedByItsRefunds(t *testing.T) {
 	t.Parallel()
 	type localRefund struct {
 		amount int64
 		status reconcile.RefundStatus
 	}
+	wechat, alipay := reconcile.WechatPay, reconcile.Alipay
 	cases := []struct {
-		name    string
-		state   reconcile.PlatformState // StateRefunded (WeChat Pay REFUND) or StateClosed (Alipay TRADE_CLOSED)
-		refunds []localRefund
-		finding bool
+		name     string
+		platform reconcile.Platform
+		state    reconcile.PlatformState // StateRefunded, or StateClosed (Alipay TRADE_CLOSED read without its payment date)
+		pending  bool                    // the order is still PENDING here
+		refunds  []localRefund
+		finding  bool
 	}{
-		{"refund, none of ours", reconcile.StateRefunded, nil, true},
-		{"refund, ours in flight", reconcile.StateRefunded, []localRefund{{3000, reconcile.RefundProcessing}}, false},
-		{"refund, ours abnormal", reconcile.StateRefunded, []localRefund{{3000, reconcile.RefundAbnormal}}, false},
-		{"refund, ours only closed", reconcile.StateRefunded, []localRefund{{3000, reconcile.RefundClosed}}, true},
-		{"closed, ours partial", reconcile.StateClosed, []localRefund{{3000, reconcile.RefundSuccess}}, true},
-		{"closed, ours whole in flight", reconcile.StateClosed, []localRefund{{3000, reconcile.RefundSuccess}, {7000, reconcile.RefundProcessing}}, false},
-		{"closed, none of ours", reconcile.StateClosed, nil, true},
+		{"wechat refund, none of ours", wechat, reconcile.StateRefunded, false, nil, true},
+		{"wechat refund, ours in flight", wechat, reconcile.StateRefunded, false, []localRefund{{3000, reconcile.RefundProcessing}}, false},
+		{"wechat refund, ours abnormal", wechat, reconcile.StateRefunded, false, []localRefund{{3000, reconcile.RefundAbnormal}}, false},
+		{"wechat refund, ours only closed", wechat, reconcile.StateRefunded, false, []localRefund{{3000, reconcile.RefundClosed}}, true},
+		{"alipay refunded, ours partial", alipay, reconcile.StateRefunded, false, []localRefund{{3000, reconcile.RefundSuccess}}, true},
+		{"alipay refunded, ours whole in flight", alipay, reconcile.StateRefunded, false, []localRefund{{3000, reconcile.RefundSuccess}, {7000, reconcile.RefundProcessing}}, false},
+		{"alipay closed after payment, ours partial", alipay, reconcile.StateClosed, false, []localRefund{{3000, reconcile.RefundSuccess}}, true},
+		{"alipay closed after payment, ours whole", alipay, reconcile.StateClosed, false, []localRefund{{10000, reconcile.RefundProcessing}}, false},
+		{"alipay closed after payment, none of ours", alipay, reconcile.StateClosed, false, nil, true},
+		{"alipay refunded, pending here", alipay, reconcile.StateRefunded, true, nil, true},
+		{"wechat refund, pending here", wechat, reconcile.StateRefunded, true, nil, true},
 	}
 	b := setup(t, dbOnly)
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			otn, tradeNo := fmt.Sprintf("RT-%d", i), fmt.Sprintf("T-RT-%d", i)
-			oid := b.paidOrder(otn, tradeNo, 10000)
+			var oid int64
+			if c.pending {
+				oid = b.order(orderSpec{otn: otn, amount: 10000, platform: c.platform, merchant: "2021000000000001"})
+			} else {
+				oid = b.order(orderSpec{otn: otn, amount: 10000, status: reconcile.StatusPaid, tradeNo: tradeNo,
+					platform: c.platform, merchant: "2021000000000001"})
+				b.db.MustExec(`UPDATE payment_orders SET paid_amount_minor = amount_minor, paid_at = now() WHERE id = $1`, oid)
+			}
 			var succeeded int64
 			for j, r := range c.refunds {
 				id := b.refund(oid, fmt.Sprintf("%s-%d", otn, j), r.amount, time.Minute)
@@ -431,7 +446,7 @@ func TestRefundedTradeExplainedByItsRefunds(t *testing.T) {
 			}
 			b.db.MustExec(`UPDATE payment_orders SET refunded_minor = $2 WHERE id = $1`, oid, succeeded)
 			res := stateResult(otn, c.state, reconcile.SourceBackfill)
-			res.PlatformTradeNo = tradeNo
+			res.Platform, res.PlatformTradeNo = c.platform, tradeNo
 			got, err := b.applier.ApplyResult(context.Background(), res, reconcile.ApplyOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -443,8 +458,12 @@ func TestRefundedTradeExplainedByItsRefunds(t *testing.T) {
 			if !c.finding && (got.Outcome != reconcile.OutcomeUnchanged || n != 0) {
 				t.Fatalf("outcome %s %s and %d findings, want unchanged: the order's refunds explain it", got.Outcome, got.Mismatch, n)
 			}
-			if st := b.count(`SELECT count(*) FROM payment_orders WHERE id = $1 AND status = 'PAID'`, oid); st != 1 {
-				t.Fatal("the order left PAID")
+			want := "PAID"
+			if c.pending {
+				want = "PENDING"
+			}
+			if st := b.count(`SELECT count(*) FROM payment_orders WHERE id = $1 AND status = $2`, oid, want); st != 1 {
+				t.Fatalf("the order left %s", want)
 			}
 		})
 	}

@@ -29,8 +29,9 @@ type tradeNode struct {
 	BuyerUserID string               `json:"buyer_user_id"`
 }
 
-// StateOf maps trade_status to the normalised state. TRADE_CLOSED stays StateClosed: on a
-// locally paid order the domain reads it as a refund signal.
+// StateOf maps trade_status to the normalised state. TRADE_CLOSED stays StateClosed here:
+// a trade query tells a fully refunded trade from an unpaid one by its send_pay_date
+// (queryResult), and on a locally paid order the domain reads a close as a refund anyway.
 func StateOf(tradeStatus string) (reconcile.PlatformState, bool) {
 	switch tradeStatus {
 	case StatusTradeSuccess, StatusTradeFinished:
@@ -88,6 +89,12 @@ func (c *Client) queryResult(a answer, wantOutTradeNo string) (reconcile.Result,
 		return reconcile.Result{}, platformclient.NewError(reconcile.Alipay, reconcile.KindPermanent, "UNKNOWN_STATUS",
 			fmt.Sprintf("unknown trade_status %q", n.TradeStatus), nil)
 	}
+	if state == reconcile.StateClosed && n.SendPayDate != "" {
+		// Closed after it was paid: refunded in full, never a close. An unpaid trade that
+		// timed out has no payment date; reading this one as a close would close a
+		// PENDING order whose payment and refund callbacks were both lost.
+		state = reconcile.StateRefunded
+	}
 	res := base
 	res.OutTradeNo = n.OutTradeNo
 	if res.OutTradeNo == "" {
@@ -100,7 +107,7 @@ func (c *Client) queryResult(a answer, wantOutTradeNo string) (reconcile.Result,
 	if n.TotalAmount != nil {
 		res.AmountMinor = int64(*n.TotalAmount)
 	}
-	if state == reconcile.StatePaid && n.SendPayDate != "" {
+	if (state == reconcile.StatePaid || state == reconcile.StateRefunded) && n.SendPayDate != "" {
 		t, err := time.ParseInLocation(platformclient.ChinaTimeLayout, n.SendPayDate, platformclient.ChinaTime)
 		if err != nil {
 			return reconcile.Result{}, platformclient.NewError(reconcile.Alipay, reconcile.KindPermanent, "UNREADABLE",

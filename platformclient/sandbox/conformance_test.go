@@ -104,8 +104,9 @@ var alipayHarness = harness{
 	states: map[sandbox.State]reconcile.PlatformState{
 		sandbox.StatePaid: reconcile.StatePaid, sandbox.StateOpen: reconcile.StateOpen,
 		sandbox.StateClosed: reconcile.StateClosed, sandbox.StateNotFound: reconcile.StateNotFound,
-		// Alipay reports a fully refunded trade, and has no failed state: TRADE_CLOSED.
-		sandbox.StateRefunded: reconcile.StateClosed, sandbox.StateFailed: reconcile.StateClosed,
+		// Alipay reports a fully refunded trade, and has no failed state: TRADE_CLOSED; the
+		// refunded one carries its send_pay_date, which tells the client it was paid.
+		sandbox.StateRefunded: reconcile.StateRefunded, sandbox.StateFailed: reconcile.StateClosed,
 	},
 	rawStates:        map[string]reconcile.PlatformState{alipay.StatusTradeFinished: reconcile.StatePaid},
 	paidWord:         alipay.StatusTradeSuccess,
