@@ -87,12 +87,28 @@ const StageColumns = `line_no integer NOT NULL, kind text NOT NULL, out_trade_no
 	platform_trade_no text NOT NULL, refund_no text NOT NULL, platform_refund_no text NOT NULL,
 	refund_status text NOT NULL, currency text NOT NULL, amount_minor bigint NOT NULL, paid_at timestamptz NULL`
 
+// warmWait bounds how long WarmConns waits for a connection: past it a worker opens its own.
+const warmWait = 5 * time.Second
+
 // WarmConns opens up to n pooled connections at once and gives them back idle, so that n
 // workers about to start find their sessions ready: on a busy server a new session costs
 // tens, even hundreds, of milliseconds, and a statement run's apply workers would otherwise
 // all wait for theirs at once, after the bill is staged. A connection that cannot be opened
 // is left to the worker that needs it.
+//
+// It never waits for the pool: it holds the connections it got until all have come, so
+// asking for more than the pool has free would hold the workers' connections while it waits
+// for theirs (a statement run whose RECONCILER_CONCURRENCY passed the pool's size hung so).
+// It asks for what is free now, and each ask gives up after warmWait.
 func (s *Store) WarmConns(ctx context.Context, n int) {
+	if st := s.db.Stats(); st.MaxOpenConnections > 0 {
+		n = min(n, st.MaxOpenConnections-st.InUse)
+	}
+	if n <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, warmWait)
+	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	conns := make([]*sql.Conn, 0, n)

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
@@ -307,5 +310,40 @@ func TestNothingReceivedIsNotTheOrderAmount(t *testing.T) {
 	}
 	if d := res.Days[0].Figures; d.PaymentsMinor != 400 || d.ReceivedMinor != 300 {
 		t.Errorf("payments %d received %d; want 400 paid and 300 received (the free order brought in nothing)", d.PaymentsMinor, d.ReceivedMinor)
+	}
+}
+
+// TestMoreWorkersThanThePoolHasConnections: a statement run with more apply workers than
+// its pool has connections finishes (the workers share what there is). Warming their
+// sessions once held the connections it got while it waited for more, and the day hung.
+func TestMoreWorkersThanThePoolHasConnections(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.db.DB.SetMaxOpenConns(4)
+	p := reconcile.Alipay
+	var lines []statement.Line
+	for i := range 40 {
+		otn := fmt.Sprintf("P-%02d", i)
+		e.insert(order{platform: p, merchant: merchantOf(p), outTradeNo: otn, amount: 100, status: reconcile.StatusPending})
+		lines = append(lines, payLine(otn, "PT-"+otn, 100, testDay.Start.Add(time.Hour)))
+	}
+	runner := NewRunner(e.store, reconcile.NewApplier(e.store, nil, reconcile.ApplierSettings{}, zerolog.Nop()), e.store.Runs(), nil, 32, zerolog.Nop())
+	done := make(chan error, 1)
+	go func() {
+		_, err := runner.Run(context.Background(), Spec{Day: testDay, Accounts: []Account{
+			{Key: reconcile.AccountKey{Platform: p, MerchantID: merchantOf(p)}, Source: memSource{lines: lines}}}})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("a statement run with 32 workers on a pool of 4 connections still running after two minutes")
+	}
+	var n int
+	if err := e.db.Get(&n, `SELECT count(*) FROM payment_orders WHERE status = 'PAID'`); err != nil || n != 40 {
+		t.Fatalf("%d of 40 orders repaired (%v)", n, err)
 	}
 }
