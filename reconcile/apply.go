@@ -339,7 +339,7 @@ func (a *Applier) applyClosed(ctx context.Context, r Result, o Order, opt ApplyO
 		return a.transition(ctx, r, o, StatusClosed, opt)
 	case StatusPaid:
 		// Alipay TRADE_CLOSED after payment means fully refunded.
-		return a.refundedAtPlatform(ctx, r, o, max(o.PaidAmountMinor, o.AmountMinor, 1), opt)
+		return a.refundedAtPlatform(ctx, r, o, opt)
 	}
 	return Applied{Outcome: OutcomeUnchanged, Order: o}, nil
 }
@@ -348,21 +348,21 @@ func (a *Applier) applyRefunded(ctx context.Context, r Result, o Order, opt Appl
 	if o.Status == StatusRefunded {
 		return Applied{Outcome: OutcomeUnchanged, Order: o}, nil
 	}
-	// WeChat Pay's REFUND: some refund of the trade has started, however much. Alipay's
-	// TRADE_CLOSED after payment: the whole of it went back.
+	return a.refundedAtPlatform(ctx, r, o, opt)
+}
+
+// refundedAtPlatform: the platform reports money that went in and back out. A paid order
+// whose own refunds (landed, in flight or abnormal) account for it is explained: those
+// refunds are checked on their own, and land the order as REFUNDED when they are whole.
+// WeChat Pay says REFUND once any refund of the trade has started, however much; Alipay
+// closes a paid trade only when the whole of it went back. Anything else (a pending order, a
+// refund made where our books never heard of it) gets no automatic transition: finance
+// decides.
+func (a *Applier) refundedAtPlatform(ctx context.Context, r Result, o Order, opt ApplyOptions) (Applied, error) {
 	least := int64(1)
 	if r.Platform == Alipay {
 		least = max(o.PaidAmountMinor, o.AmountMinor, 1)
 	}
-	return a.refundedAtPlatform(ctx, r, o, least, opt)
-}
-
-// refundedAtPlatform: the platform reports money that went in and back out. A paid order
-// whose own refunds (landed, in flight or abnormal) come to at least `least` explain
-// it: those refunds are checked on their own, and land the order as REFUNDED when they are
-// whole. Anything else (a pending order, a refund made where our books never heard of it)
-// gets no automatic transition: finance decides.
-func (a *Applier) refundedAtPlatform(ctx context.Context, r Result, o Order, least int64, opt ApplyOptions) (Applied, error) {
 	if o.Status == StatusPaid && a.refunds != nil {
 		refunds, err := a.refunds.OrderRefunds(ctx, o.ID)
 		if err != nil {

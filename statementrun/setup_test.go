@@ -187,20 +187,29 @@ func (e *env) snapshot() snapshot {
 	return s
 }
 
+// findings maps each finding's order number to its kind.
 func (e *env) findings(p reconcile.Platform) map[string]string {
+	return e.kinds(`SELECT out_trade_no, kind FROM reconcile_mismatches WHERE platform = $1`, p)
+}
+
+// kinds maps the first column of query's rows (about platform p) to the second.
+func (e *env) kinds(query string, p reconcile.Platform) map[string]string {
 	e.t.Helper()
-	rows, err := e.db.DB.Query(`SELECT out_trade_no, kind FROM reconcile_mismatches WHERE platform = $1`, string(p))
+	rows, err := e.db.DB.Query(query, string(p))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer rows.Close()
 	out := map[string]string{}
 	for rows.Next() {
-		var o, k string
-		if err := rows.Scan(&o, &k); err != nil {
+		var key, kind string
+		if err := rows.Scan(&key, &kind); err != nil {
 			e.t.Fatal(err)
 		}
-		out[o] = k
+		out[key] = kind
+	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
 	}
 	return out
 }
@@ -238,21 +247,7 @@ func (e *env) insertRefund(r refund) int64 {
 
 // refundFindings maps each refund finding's refund number to its kind.
 func (e *env) refundFindings(p reconcile.Platform) map[string]string {
-	e.t.Helper()
-	rows, err := e.db.DB.Query(`SELECT out_refund_no, kind FROM reconcile_mismatches WHERE platform = $1 AND out_refund_no <> ''`, string(p))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var no, k string
-		if err := rows.Scan(&no, &k); err != nil {
-			e.t.Fatal(err)
-		}
-		out[no] = k
-	}
-	return out
+	return e.kinds(`SELECT out_refund_no, kind FROM reconcile_mismatches WHERE platform = $1 AND out_refund_no <> ''`, p)
 }
 
 func isRejected(err error) bool { return errors.Is(err, statement.ErrRejected) }
