@@ -35,6 +35,10 @@ func TestE2ESIGKILLedRunIsTakenOverAtOnce(t *testing.T) {
 		return first.exited() || e.count(`SELECT count(*) FROM payment_orders WHERE status = 'PAID'`) > 0
 	})
 	e.sb.SetFault(reconcile.Alipay, sandbox.Fault{Hang: true})
+	// Queries already on their way answer within the old latency and release their leases
+	// as they repair; only what is leased after that hangs for good (a lease counted while
+	// one of them was still in flight once vanished before the kill).
+	time.Sleep(1500 * time.Millisecond)
 	const leasedLong = `SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL AND lease_until > now() + interval '1 minute'`
 	e2eEventually(t, 30*time.Second, "the first run to hold leases on orders whose queries hang", func() bool {
 		return first.exited() || e.count(leasedLong) > 0
