@@ -153,6 +153,13 @@ func (w *world) terminate(ctx context.Context, pid int) {
 
 // statementTimeout sets (or with "" resets) the database's statement_timeout, then ends its
 // sessions so the pools reconnect under it.
+//
+// A reset must leave no session that read the 1 ms: the clean phase would fail on it for
+// good, as a timed-out statement does not retire its connection. A session can begin while
+// the setting changes (database/sql opens connections in the background for requests a
+// cancelled pass gave up on) and be too young for pg_stat_activity to name its database
+// when the kill is sent. So the reset is read back until it holds, and every session that
+// began before it committed is ended, again and again, until none is left.
 func (w *world) statementTimeout(ctx context.Context, v string) {
 	q := `ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` RESET statement_timeout`
 	if v != "" {
@@ -163,7 +170,41 @@ func (w *world) statementTimeout(ctx context.Context, v string) {
 			break
 		}
 	}
-	w.terminate(ctx, 0)
+	if v != "" {
+		w.terminate(ctx, 0)
+		return
+	}
+	var committed time.Time
+	for i := 0; i < 100 && committed.IsZero(); i++ {
+		var set int
+		err := w.admin.GetContext(ctx, &set, `SELECT count(*) FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase
+			WHERE d.datname = $1 AND s.setrole = 0 AND EXISTS (SELECT 1 FROM unnest(s.setconfig) c WHERE c LIKE 'statement_timeout=%')`, w.db.Name)
+		switch {
+		case err != nil:
+			time.Sleep(5 * time.Millisecond)
+		case set > 0:
+			w.admin.ExecContext(ctx, q) //nolint:errcheck // read back on the next turn
+		default:
+			w.admin.GetContext(ctx, &committed, `SELECT clock_timestamp()`) //nolint:errcheck // zero: asked again
+		}
+	}
+	// A backend shows in pg_stat_activity only once it has read its settings: a clean sweep
+	// counts when three checks 50 ms apart, each after the kills, find none older.
+	for i, clean := 0, 0; i < 400 && !committed.IsZero(); i++ {
+		var older int
+		err := w.admin.GetContext(ctx, &older, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = $1 AND backend_start < $2`, w.db.Name, committed)
+		if err != nil || older > 0 {
+			clean = 0
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		if clean++; clean == 3 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	w.t.Errorf("statement_timeout of %s: sessions from before its reset would not end", w.db.Name)
 }
 
 // freshSessions drops the idle sessions of every pool of the world, after statementTimeout
