@@ -55,7 +55,8 @@ type ApplyOptions struct {
 	DryRun bool
 	// Order, when set, is the caller's fresh copy of the order the result is about (the
 	// reconciler has just read it under its lease), so the lookup is skipped. The
-	// conditional update still decides; a stale copy only costs a re-read.
+	// conditional update still decides; a stale copy only costs a re-read. With Refund, it
+	// is that refund's order.
 	Order *Order
 	// Refund, when set, is the caller's fresh copy of the refund a refund result is about
 	// (the pass has just taken it under its lease), so its lookup is skipped; the

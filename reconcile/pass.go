@@ -556,9 +556,9 @@ func (l *accountLoop) takeBatch(ctx context.Context, free int) (int, error) {
 	}
 	l.refunds.done = len(refunds) < want
 	taken := time.Now()
-	for _, ref := range refunds {
-		l.start(ctx, &l.refunds, refundPosition(l.p.run.Mode, ref), taken,
-			func(ctx context.Context) error { return l.p.checkRefund(ctx, ref, l.source, l.owner) })
+	for _, due := range refunds {
+		l.start(ctx, &l.refunds, refundPosition(l.p.run.Mode, due.Refund), taken,
+			func(ctx context.Context) error { return l.p.checkRefund(ctx, due, l.source, l.owner) })
 	}
 	return started + len(refunds), nil
 }

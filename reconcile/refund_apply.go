@@ -36,7 +36,7 @@ func (a *Applier) ApplyRefundResult(ctx context.Context, r RefundResult, opt App
 	if err != nil {
 		return Applied{}, fmt.Errorf("find refund %s/%s: %w: %w", r.Platform, r.OutRefundNo, ErrRetryable, err)
 	}
-	order, err := a.store.FindOrder(ctx, ref.Platform, ref.MerchantID, ref.OutTradeNo)
+	order, err := a.lookupRefundOrder(ctx, ref, opt)
 	if err != nil {
 		return Applied{}, fmt.Errorf("find order %s of refund %s: %w: %w", ref.OutTradeNo, ref.OutRefundNo, ErrRetryable, err)
 	}
@@ -56,6 +56,16 @@ func (a *Applier) lookupRefund(ctx context.Context, r RefundResult, opt ApplyOpt
 		return *ref, nil
 	}
 	return a.refunds.FindRefund(ctx, r.Platform, r.MerchantID, r.OutRefundNo)
+}
+
+// lookupRefundOrder finds the refund's order, preferring the caller's copy. What the copy
+// says of the order's refunds may be stale: the conditional statement, which reads the
+// order afresh, decides whether it can take the amount back.
+func (a *Applier) lookupRefundOrder(ctx context.Context, ref Refund, opt ApplyOptions) (Order, error) {
+	if o := opt.Order; o != nil && o.ID == ref.OrderID {
+		return *o, nil
+	}
+	return a.store.FindOrder(ctx, ref.Platform, ref.MerchantID, ref.OutTradeNo)
 }
 
 // applyRefundTo decides what an answer means for a refund we have.

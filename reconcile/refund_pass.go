@@ -18,9 +18,17 @@ type RefundQueue interface {
 	// refund's created_at, next check reached) in their (created_at, id) order; a backfill
 	// takes every refund of the orders created in [q.From, q.To) in (its order's
 	// created_at, refund id) order. A dry run leases nothing.
-	TakeRefunds(ctx context.Context, q TakeQuery) ([]Refund, error)
+	// Each refund comes with its order as the same statement read it.
+	TakeRefunds(ctx context.Context, q TakeQuery) ([]DueRefund, error)
 	// RefundChecked releases the lease and schedules the next check of an unsettled refund.
 	RefundChecked(ctx context.Context, c RefundCheckRecord) error
+}
+
+// DueRefund is a refund a pass took, with its order: the check needs both, and the take
+// reads the order in the same statement for less than a lookup per check costs.
+type DueRefund struct {
+	Refund Refund
+	Order  Order
 }
 
 // RefundCheckRecord is what a pass writes back about one checked refund.
@@ -53,8 +61,9 @@ func refundOrder(r Refund) Order {
 
 // checkRefund asks the platform about one refund and feeds the answer to the refund apply
 // path. Like check, it returns an error only for what must stop the whole pass.
-func (p *pass) checkRefund(ctx context.Context, ref Refund, source Source, owner string) error {
+func (p *pass) checkRefund(ctx context.Context, due DueRefund, source Source, owner string) error {
 	start := time.Now()
+	ref := due.Refund
 	c := Check{RunID: p.run.ID, Order: refundOrder(ref), Refund: &ref, DryRun: p.run.DryRun}
 	log := p.log.With().Str("platform", string(ref.Platform)).Str("out_trade_no", ref.OutTradeNo).
 		Str("out_refund_no", ref.OutRefundNo).Int64("refund_id", ref.ID).Logger()
@@ -66,7 +75,7 @@ func (p *pass) checkRefund(ctx context.Context, ref Refund, source Source, owner
 	if err == nil {
 		res.Source = source
 		// A dead run may have died holding this refund's claim.
-		opts := ApplyOptions{DryRun: p.run.DryRun, OverrideHeldClaim: p.adoptedRefunds[ref.ID], Refund: &ref}
+		opts := ApplyOptions{DryRun: p.run.DryRun, OverrideHeldClaim: p.adoptedRefunds[ref.ID], Refund: &ref, Order: &due.Order}
 		c.Applied, err = p.applier.ApplyRefundResult(ctx, res, opts)
 	}
 	c.Err = err

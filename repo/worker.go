@@ -134,6 +134,18 @@ func (s *Store) Unconfigured(ctx context.Context, from, to time.Time, shard reco
 }
 
 // prefixed qualifies a comma-separated column list with a table alias.
+// aliased qualifies each column with table (such as "o.") and names it so too, `o.id AS
+// "o.id"`: how sqlx fills a nested struct tagged `db:"o"` beside another table's columns of
+// the same names.
+func aliased(table, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		c := table + strings.TrimSpace(p)
+		parts[i] = c + ` AS "` + c + `"`
+	}
+	return strings.Join(parts, ", ")
+}
+
 func prefixed(prefix, cols string) string {
 	parts := strings.Split(cols, ",")
 	for i, p := range parts {

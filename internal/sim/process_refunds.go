@@ -44,7 +44,7 @@ func (s *ProcessStore) OrderRefunds(ctx context.Context, orderID int64) ([]recon
 }
 
 // TakeRefunds implements reconcile.RefundQueue.
-func (s *ProcessStore) TakeRefunds(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Refund, error) {
+func (s *ProcessStore) TakeRefunds(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.DueRefund, error) {
 	if s.p.dead() {
 		return nil, ErrCrashed
 	}
