@@ -63,7 +63,7 @@ func (s *Store) TakeRefunds(ctx context.Context, q reconcile.TakeQuery) ([]recon
 	var rows []dueRefundRow
 	if err := retryConn(ctx, func() error {
 		rows = rows[:0]
-		return s.db.SelectContext(ctx, &rows, query, args...)
+		return s.selectPrepared(ctx, &rows, query, args...)
 	}); err != nil {
 		return nil, fmt.Errorf("take refunds of %s after %s: %w", q.Account, q.After, err)
 	}
@@ -117,14 +117,13 @@ func sortedRefunds(rows []dueRefundRow, pos string) []reconcile.DueRefund {
 // Retried on a broken connection.
 func (s *Store) RefundChecked(ctx context.Context, c reconcile.RefundCheckRecord) error {
 	err := retryConn(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, `UPDATE payment_refunds SET
+		return s.execPrepared(ctx, `UPDATE payment_refunds SET
 			lease_until = NULL, lease_owner = NULL, last_checked_at = $3,
 			next_check_at = CASE WHEN status IN ('PROCESSING', 'ABNORMAL') THEN $4 ELSE next_check_at END,
 			check_count = CASE WHEN status IN ('PROCESSING', 'ABNORMAL') AND $5 THEN check_count + 1 ELSE check_count END
 		WHERE id = $1 AND (lease_owner = $2 OR lease_owner IS NULL)
 		  AND last_checked_at IS DISTINCT FROM $3 -- a retry after a lost answer counts the check once`,
 			c.RefundID, c.Owner, c.Now, c.NextCheck, c.Backoff)
-		return err
 	})
 	if err != nil {
 		return fmt.Errorf("schedule next check of refund %d: %w", c.RefundID, err)

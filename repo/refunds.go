@@ -45,7 +45,7 @@ func (r refundRow) refund() reconcile.Refund {
 // FindRefund implements reconcile.RefundStore.
 func (s *Store) FindRefund(ctx context.Context, p reconcile.Platform, merchantID, outRefundNo string) (reconcile.Refund, error) {
 	var row refundRow
-	err := s.db.GetContext(ctx, &row, `SELECT `+refundColumns+` FROM payment_refunds
+	err := s.getPrepared(ctx, &row, `SELECT `+refundColumns+` FROM payment_refunds
 		WHERE platform = $1 AND merchant_id = $2 AND out_refund_no = $3`, string(p), merchantID, outRefundNo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return reconcile.Refund{}, reconcile.ErrNotFound
@@ -168,7 +168,7 @@ func (s *Store) ApplyRefundTransition(ctx context.Context, t reconcile.RefundTra
 		Moved         int  `db:"moved"`
 		OrderRefunded bool `db:"order_refunded"`
 	}
-	err := s.db.GetContext(ctx, &out, applyRefundTransitionSQL, t.RefundID, t.OrderID, string(t.To),
+	err := s.getPrepared(ctx, &out, applyRefundTransitionSQL, t.RefundID, t.OrderID, string(t.To),
 		t.PlatformRefundNo, succeededAt, pq.Array(froms), t.PlatformTradeNo, string(reconcile.RefundEvent(t.To)),
 		string(t.Source), t.RawDigest, kind, string(payload))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -41,10 +42,15 @@ func ping(ctx context.Context, db *sqlx.DB) (*sqlx.DB, error) {
 type Store struct {
 	db    *sqlx.DB
 	waker *outboxWaker
+	stmts *statements
 }
 
 // NewStore wraps a connection pool.
-func NewStore(db *sqlx.DB) *Store { return &Store{db: db, waker: &outboxWaker{}} }
+func NewStore(db *sqlx.DB) *Store {
+	s := &Store{db: db, waker: &outboxWaker{}, stmts: newStatements(db)}
+	runtime.AddCleanup(s, (*statements).close, s.stmts)
+	return s
+}
 
 // DB exposes the pool to the other adapters of this package's callers (runs, reports).
 func (s *Store) DB() *sqlx.DB { return s.db }
@@ -83,7 +89,7 @@ func (r orderRow) order() reconcile.Order {
 // FindOrder implements reconcile.Store.
 func (s *Store) FindOrder(ctx context.Context, p reconcile.Platform, merchantID, outTradeNo string) (reconcile.Order, error) {
 	var row orderRow
-	err := s.db.GetContext(ctx, &row, `SELECT `+orderColumns+` FROM payment_orders
+	err := s.getPrepared(ctx, &row, `SELECT `+orderColumns+` FROM payment_orders
 		WHERE platform = $1 AND merchant_id = $2 AND out_trade_no = $3`, string(p), merchantID, outTradeNo)
 	if errors.Is(err, sql.ErrNoRows) {
 		return reconcile.Order{}, reconcile.ErrNotFound
@@ -151,7 +157,7 @@ func (s *Store) ApplyTransition(ctx context.Context, t reconcile.Transition) (bo
 		payload = b
 	}
 	var n int
-	err := s.db.GetContext(ctx, &n, applyTransitionSQL, t.OrderID, string(t.From), string(t.To),
+	err := s.getPrepared(ctx, &n, applyTransitionSQL, t.OrderID, string(t.From), string(t.To),
 		t.PlatformTradeNo, t.AmountMinor, paidAt, string(t.Source), t.RawDigest, kind, string(payload))
 	if err != nil {
 		return false, fmt.Errorf("transition order %d %s -> %s: %w", t.OrderID, t.From, t.To, err)
@@ -191,7 +197,7 @@ func (s *Store) RecordMismatch(ctx context.Context, m reconcile.Mismatch) error 
 	if m.Detail == nil {
 		detail = []byte("{}")
 	}
-	_, err = s.db.ExecContext(ctx, recordMismatchSQL, m.OrderID, string(m.Platform), m.MerchantID, m.OutTradeNo,
+	err = s.execPrepared(ctx, recordMismatchSQL, m.OrderID, string(m.Platform), m.MerchantID, m.OutTradeNo,
 		m.PlatformTradeNo, string(m.Kind), m.LocalAmountMinor, m.PlatformAmountMinor, string(m.LocalStatus),
 		m.PlatformStatus, string(detail), m.OutRefundNo)
 	if err != nil {

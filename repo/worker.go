@@ -85,7 +85,7 @@ func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Or
 	var rows []takenRow
 	if err := retryConn(ctx, func() error {
 		rows = rows[:0]
-		return s.db.SelectContext(ctx, &rows, query, args...)
+		return s.selectPrepared(ctx, &rows, query, args...)
 	}); err != nil {
 		return nil, fmt.Errorf("take orders after %s: %w", q.After, err)
 	}
@@ -158,14 +158,13 @@ func prefixed(prefix, cols string) string {
 // is left to that pass. Retried on a broken connection.
 func (s *Store) Checked(ctx context.Context, c reconcile.CheckRecord) error {
 	err := retryConn(ctx, func() error {
-		_, err := s.db.ExecContext(ctx, `UPDATE payment_orders SET
+		return s.execPrepared(ctx, `UPDATE payment_orders SET
 			lease_until = NULL, lease_owner = NULL, last_checked_at = $3,
 			next_check_at = CASE WHEN status = 'PENDING' THEN $4 ELSE next_check_at END,
 			check_count = CASE WHEN status = 'PENDING' AND $5 THEN check_count + 1 ELSE check_count END
 		WHERE id = $1 AND (lease_owner = $2 OR lease_owner IS NULL)
 		  AND last_checked_at IS DISTINCT FROM $3 -- a retry after a lost answer counts the check once`,
 			c.OrderID, c.Owner, c.Now, c.NextCheck, c.Backoff)
-		return err
 	})
 	if err != nil {
 		return fmt.Errorf("schedule next check of order %d: %w", c.OrderID, err)
