@@ -122,6 +122,9 @@ func TestStatementHoldsRefunds(t *testing.T) {
 	}
 	for range 2 { // the day twice: held once
 		tx := stageDay(t, s, day, refundLine("HR-C", 300))
+		if _, err := tx.Classify(ctx); err != nil { // holds the order
+			t.Fatal(err)
+		}
 		n, err := tx.HoldUnlisted(ctx)
 		if err != nil || n != 4 {
 			t.Fatalf("held %d (%v), want 4: the order and its refunds HR-A, HR-B, HR-C (its line names another order)", n, err)

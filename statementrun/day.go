@@ -88,7 +88,8 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 // statement's own connection: applying is a commit per line, each waiting on the disk (and a
 // repair, whose outbox row notifies the relay, on PostgreSQL's cluster-wide notification
 // lock), while the held lists are a few set-based statements; and the two never touch the
-// same order (an order a line names is never held: see repo.StatementTx.HoldUnlisted).
+// same order (an order a line names is never held, and holding a refund writes only the
+// held list: see repo.StatementTx.Classify and HoldUnlisted).
 func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, d *DayResult) error {
 	start := time.Now()
@@ -129,7 +130,7 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.Statem
 }
 
 // drawHeld reports the previous day's held orders and refunds this bill does not list
-// either, then holds today's unlisted ones.
+// either, then holds today's unlisted refunds (Classify held today's unlisted orders).
 func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, d *DayResult) error {
 	if err := r.reportHeld(ctx, log, tx, acct, spec, bill, &d.Tally); err != nil {
