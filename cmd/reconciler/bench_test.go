@@ -57,7 +57,7 @@ type passFigures struct {
 	cpu          time.Duration
 	peakRSSKiB   int64
 	p50, p99     time.Duration
-	statements   float64
+	xacts        float64
 	platformCall int
 }
 
@@ -145,10 +145,11 @@ func runPassBench(b *testing.B, n int, latency time.Duration, qps float64, concu
 	if paid != n || succeeded != refunds {
 		b.Fatalf("%d orders paid, %d refunds succeeded; want %d and %d", paid, succeeded, n, refunds)
 	}
-	// PostgreSQL counts transactions, and lib/pq's extended-protocol round trip (parse, then
-	// bind/execute, each closed by a Sync) counts as two per statement: halve it. The
-	// benchmark's own statistics reads are excluded.
-	f.statements = float64(after-before-3) / 2 / float64(n)
+	// PostgreSQL's transactions per check, the benchmark's own statistics reads excluded:
+	// every Sync the driver sends ends one, so a prepared statement's execution counts one,
+	// an unprepared statement two (its Parse, then its Bind and Execute), and preparing a
+	// statement on a new session one.
+	f.xacts = float64(after-before-3) / float64(n)
 	return f
 }
 
@@ -218,55 +219,85 @@ func signingFloor(b *testing.B) time.Duration {
 	return time.Since(start) / rounds
 }
 
+// passCase is one BenchmarkPass configuration.
+type passCase struct {
+	name        string
+	n           int
+	latency     time.Duration
+	qps         float64
+	concurrency int
+	halfRefunds bool
+}
+
+// limit is the checks/s the platforms allow: both platforms' QPS, or what C workers can do
+// at latency L if that is less.
+func (c passCase) limit() float64 {
+	limit := 2 * c.qps
+	if c.latency > 0 {
+		limit = min(limit, float64(c.concurrency)/c.latency.Seconds())
+	}
+	return limit
+}
+
 // BenchmarkPass runs whole passes as a separate worker process and prints the figures the
 // worker is judged by. Run it with `make bench` (-benchtime 1x: each case is one pass).
-// PAYRECON_BENCH_LARGE sets the large N (default 100000).
+// PAYRECON_BENCH_LARGE sets the large N (default 100000); PAYRECON_BENCH_PARITY_ROUNDS how
+// many times the orders-only and half-refunds passes alternate (default 3).
 func BenchmarkPass(b *testing.B) {
 	large := 100000
 	if v, err := strconv.Atoi(os.Getenv("PAYRECON_BENCH_LARGE")); err == nil && v > 0 {
 		large = v
 	}
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("PAYRECON_BENCH_PARITY_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
 	floor := signingFloor(b)
 	fmt.Printf("\nsigning floor (RSA-2048 sign + verify, this machine): %s per query\n\n", floor.Round(time.Microsecond))
-	cases := []struct {
-		name        string
-		n           int
-		latency     time.Duration
-		qps         float64
-		concurrency int
-		halfRefunds bool
-	}{
-		{"L20ms-C64-Q100", 4000, 20 * time.Millisecond, 100, 64, false},
-		{"L20ms-C64-Q250", 10000, 20 * time.Millisecond, 250, 64, false},
-		// The same, with half the due work refunds: the ratio should match the line above.
-		{"L20ms-C64-Q250-refunds", 10000, 20 * time.Millisecond, 250, 64, true},
-		{"L0-C16-N10k", 10000, 0, 100000, 16, false},
-		{fmt.Sprintf("L0-C16-N%dk", large/1000), large, 0, 100000, 16, false},
+	fmt.Printf("%-22s %8s %9s %9s %6s %10s %10s %12s %8s %10s %11s %11s\n", "case", "checks", "checks/s", "limit", "ratio",
+		"p50 ovh", "p99 ovh", "cpu/check", "x floor", "peak RSS", "xacts/check", "calls/check")
+	row := func(b *testing.B, c passCase) float64 {
+		f := runPassBench(b, c.n, c.latency, c.qps, c.concurrency, c.halfRefunds)
+		rate := float64(f.orders) / f.wall.Seconds()
+		cpu := f.cpu / time.Duration(f.orders)
+		ratio := fmt.Sprintf("%.2f", rate/c.limit())
+		if c.latency == 0 {
+			ratio = "cpu" // no platform bound: the machine is the limit
+		}
+		fmt.Printf("%-22s %8d %9.0f %9.0f %6s %10s %10s %12s %8.2f %8.1fMiB %11.2f %11.2f\n", c.name, f.orders, rate, c.limit(), ratio,
+			f.p50, f.p99, cpu.Round(time.Microsecond), float64(cpu)/float64(floor), float64(f.peakRSSKiB)/1024, f.xacts,
+			float64(f.platformCall)/float64(f.orders))
+		b.ReportMetric(rate, "checks/s")
+		b.ReportMetric(rate/c.limit(), "ratio")
+		b.ReportMetric(float64(cpu)/float64(floor), "cpu/floor")
+		b.ReportMetric(float64(f.peakRSSKiB)/1024, "peakRSS-MiB")
+		b.ReportMetric(f.xacts, "xacts/check")
+		return rate / c.limit()
 	}
-	fmt.Printf("%-22s %8s %9s %9s %6s %10s %10s %12s %8s %10s %11s\n", "case", "orders", "orders/s", "limit", "ratio",
-		"p50 ovh", "p99 ovh", "cpu/order", "x floor", "peak RSS", "stmts/order")
-	for _, c := range cases {
+	one := func(c passCase) {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				f := runPassBench(b, c.n, c.latency, c.qps, c.concurrency, c.halfRefunds)
-				rate := float64(f.orders) / f.wall.Seconds()
-				limit := 2 * c.qps
-				if c.latency > 0 {
-					limit = min(limit, float64(c.concurrency)/c.latency.Seconds())
-				}
-				cpu := f.cpu / time.Duration(f.orders)
-				ratio := fmt.Sprintf("%.2f", rate/limit)
-				if c.latency == 0 {
-					ratio = "cpu" // no platform bound: the machine is the limit
-				}
-				fmt.Printf("%-22s %8d %9.0f %9.0f %6s %10s %10s %12s %8.2f %8.1fMiB %11.2f\n", c.name, f.orders, rate, limit, ratio,
-					f.p50, f.p99, cpu.Round(time.Microsecond), float64(cpu)/float64(floor), float64(f.peakRSSKiB)/1024, f.statements)
-				b.ReportMetric(rate, "orders/s")
-				b.ReportMetric(rate/limit, "ratio")
-				b.ReportMetric(float64(cpu)/float64(floor), "cpu/floor")
-				b.ReportMetric(float64(f.peakRSSKiB)/1024, "peakRSS-MiB")
-				b.ReportMetric(f.statements, "stmts/order")
+				row(b, c)
 			}
 		})
 	}
+	one(passCase{"L20ms-C64-Q100", 4000, 20 * time.Millisecond, 100, 64, false})
+	// Orders only, and half the due work refunds, run in turns: on a shared 2-core machine
+	// one pass against the next varies by 10-20%, so each kind is judged by its best round.
+	b.Run("L20ms-C64-Q250-parity", func(b *testing.B) {
+		orders := passCase{"L20ms-C64-Q250", 10000, 20 * time.Millisecond, 250, 64, false}
+		refunds := orders
+		refunds.name, refunds.halfRefunds = "L20ms-C64-Q250-refunds", true
+		var best [2]float64
+		for r := 0; r < rounds; r++ {
+			for i, c := range []passCase{orders, refunds} {
+				best[i] = max(best[i], row(b, c))
+			}
+		}
+		fmt.Printf("%-22s best of %d rounds: orders only %.2f, half refunds %.2f of the limit (refunds/orders %.2f)\n",
+			"Q250 parity", rounds, best[0], best[1], best[1]/best[0])
+		b.ReportMetric(best[1]/best[0], "refunds/orders")
+	})
+	one(passCase{"L0-C16-N10k", 10000, 0, 100000, 16, false})
+	one(passCase{fmt.Sprintf("L0-C16-N%dk", large/1000), large, 0, 100000, 16, false})
 }
