@@ -54,12 +54,14 @@ type ApplyOptions struct {
 	// DryRun classifies without writing anything: no claim, no update, no finding.
 	DryRun bool
 	// Order, when set, is the caller's fresh copy of the order the result is about (the
-	// reconciler has just read it under its lease), so the lookup is skipped. The
+	// reconciler has just read it under its lease, a statement run with the day's lines), so
+	// the lookup is skipped. The
 	// conditional update still decides; a stale copy only costs a re-read. With Refund, it
 	// is that refund's order.
 	Order *Order
 	// Refund, when set, is the caller's fresh copy of the refund a refund result is about
-	// (the pass has just taken it under its lease), so its lookup is skipped; the
+	// (the pass has just taken it under its lease, a statement run read it with the day's
+	// lines), so its lookup is skipped; the
 	// conditional statement still decides.
 	Refund *Refund
 	// OverrideHeldClaim says the order was taken over from a run whose process died: a

@@ -225,3 +225,41 @@ func TestStageReturnsWhenItsSessionDies(t *testing.T) {
 		})
 	}
 }
+
+// TestStatementBooksReadWhatTheLinesName: the orders and refunds of the account that the
+// lines for the apply path name come back in two statements, keyed as the lines name them;
+// another merchant's order of the same number, and the lines an earlier run settled, do not.
+func TestStatementBooksReadWhatTheLinesName(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	s := repo.NewStore(db.DB)
+	day := stmtDay("2026-11-28")
+	at := day.Start.Add(10 * time.Hour)
+	var orderID int64
+	if err := db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status,
+		platform_trade_no, paid_amount_minor, paid_at, created_at)
+		VALUES ('wechatpay', '1900000001', 'B-1', 1000, 'PAID', 'BT-1', 1000, $1, $1) RETURNING id`, at); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
+		VALUES ('wechatpay', '1900000002', 'B-2', 500, 'PENDING', $1), ('wechatpay', '1900000001', 'B-3', 700, 'PENDING', $1)`, at)
+	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status) VALUES ($1, 'BR-1', 300, 'PROCESSING')`, orderID)
+	tx := stageDay(t, s, day)
+	books, err := tx.Books(context.Background(), []repo.StatementLine{
+		{Kind: statement.Payment, OutTradeNo: "B-1"},
+		{Kind: statement.Refund, OutTradeNo: "B-1", RefundNo: "BR-1"},
+		{Kind: statement.Payment, OutTradeNo: "B-2"},                    // another merchant's
+		{Kind: statement.Payment, OutTradeNo: "B-3", Prior: "repaired"}, // settled by an earlier run
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := books.Orders["B-1"]
+	if len(books.Orders) != 1 || !ok || o.ID != orderID || o.Status != reconcile.StatusPaid || o.PlatformTradeNo != "BT-1" {
+		t.Errorf("orders %+v, want B-1 alone, PAID under BT-1", books.Orders)
+	}
+	r, ok := books.Refunds["BR-1"]
+	if len(books.Refunds) != 1 || !ok || r.OrderID != orderID || r.AmountMinor != 300 || r.Status != reconcile.RefundProcessing {
+		t.Errorf("refunds %+v, want BR-1 of B-1, 300, PROCESSING", books.Refunds)
+	}
+}

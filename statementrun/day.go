@@ -97,6 +97,10 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.Statem
 	if err != nil {
 		return err
 	}
+	books, err := tx.Books(ctx, lines)
+	if err != nil {
+		return err
+	}
 	d.Phases.Classify = time.Since(start)
 	var t Tally // the lines' own outcomes; the held lists add theirs to d.Tally
 	var outcomes []repo.LineOutcome
@@ -104,7 +108,7 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.Statem
 	go func() {
 		defer close(applied)
 		start := time.Now()
-		outcomes = r.applyLines(ctx, log, acct, spec, bill, lines, &t)
+		outcomes = r.applyLines(ctx, log, acct, spec, bill, lines, books, &t)
 		d.Phases.Apply = time.Since(start)
 	}()
 	start = time.Now()
@@ -156,7 +160,7 @@ func figures(s repo.StagedBill, b Bill) repo.StatementFigures {
 // lines of one order go to the same worker, in bill order (payments first), so a payment and
 // its refund on the same day repair, then report.
 func (r *Runner) applyLines(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
-	lines []repo.StatementLine, t *Tally) []repo.LineOutcome {
+	lines []repo.StatementLine, books repo.LineBooks, t *Tally) []repo.LineOutcome {
 	queues := make([][]repo.StatementLine, r.concurrency)
 	for _, l := range lines {
 		if l.Prior != "" {
@@ -174,7 +178,7 @@ func (r *Runner) applyLines(ctx context.Context, log zerolog.Logger, acct reconc
 	for i, q := range queues {
 		wg.Go(func() {
 			for _, l := range q {
-				if o, ok := r.applyLine(ctx, log, acct, spec, bill, l, &tallies[i]); ok {
+				if o, ok := r.applyLine(ctx, log, acct, spec, bill, l, books, &tallies[i]); ok {
 					outs[i] = append(outs[i], o)
 				}
 			}
@@ -193,9 +197,15 @@ func (r *Runner) applyLines(ctx context.Context, log zerolog.Logger, acct reconc
 // ApplyRefundResult); ok is false when its outcome is not final (an error, or a callback
 // holding the claim) and a re-run of the day must apply it again.
 func (r *Runner) applyLine(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
-	l repo.StatementLine, t *Tally) (repo.LineOutcome, bool) {
+	l repo.StatementLine, books repo.LineBooks, t *Tally) (repo.LineOutcome, bool) {
 	opt := reconcile.ApplyOptions{DryRun: spec.DryRun,
 		Detail: map[string]any{"bill_date": spec.Day.Date, "bill_line": l.No, "bill_sha256": bill.SHA256}}
+	if o, ok := books.Orders[l.OutTradeNo]; ok {
+		opt.Order = &o
+	}
+	if ref, ok := books.Refunds[l.RefundNo]; ok && l.Kind == statement.Refund {
+		opt.Refund = &ref
+	}
 	var applied reconcile.Applied
 	var err error
 	if l.Kind == statement.Refund {
