@@ -23,44 +23,34 @@ import (
 // server a statement per Store on every session.
 type statements struct {
 	db      *sqlx.DB
-	mu      sync.Mutex
-	byQuery map[string]*sqlx.Stmt
+	byQuery sync.Map // query text -> *sqlx.Stmt
 }
 
-func newStatements(db *sqlx.DB) *statements {
-	return &statements{db: db, byQuery: map[string]*sqlx.Stmt{}}
-}
+func newStatements(db *sqlx.DB) *statements { return &statements{db: db} }
 
 // get returns query's statement, preparing it if this Store has not yet. Two callers
 // preparing the same query at once keep the first; the other's is closed.
 func (c *statements) get(ctx context.Context, query string) (*sqlx.Stmt, error) {
-	c.mu.Lock()
-	st, ok := c.byQuery[query]
-	c.mu.Unlock()
-	if ok {
-		return st, nil
+	if st, ok := c.byQuery.Load(query); ok {
+		return st.(*sqlx.Stmt), nil
 	}
 	st, err := c.db.PreparexContext(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("prepare: %w", err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if first, ok := c.byQuery[query]; ok {
+	if first, lost := c.byQuery.LoadOrStore(query, st); lost {
 		st.Close()
-		return first, nil
+		return first.(*sqlx.Stmt), nil
 	}
-	c.byQuery[query] = st
 	return st, nil
 }
 
 func (c *statements) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for q, st := range c.byQuery {
-		st.Close()
-		delete(c.byQuery, q)
-	}
+	c.byQuery.Range(func(q, st any) bool {
+		st.(*sqlx.Stmt).Close()
+		c.byQuery.Delete(q)
+		return true
+	})
 }
 
 // getPrepared is GetContext through query's prepared statement.

@@ -82,8 +82,9 @@ func (s *Store) BeginStatement(ctx context.Context, day StatementDay, runID int6
 	}
 	// The staged bill lives in this session's local buffers: 8 MB by default, so a
 	// million-line day (100 MB) went to and came back from temporary files at the COPY and at
-	// every scan. A session may raise it only before its first temporary table: a pooled
-	// session that held an earlier day keeps what it had (the block swallows the refusal).
+	// every scan. A session may raise it only until it first uses its local buffers: a
+	// pooled session that staged an earlier day keeps what it had (the block swallows the
+	// refusal).
 	if _, err := tx.ExecContext(ctx, `DO $$ BEGIN PERFORM set_config('temp_buffers', '256MB', true);
 		EXCEPTION WHEN OTHERS THEN NULL; END $$`); err != nil {
 		t.Rollback()

@@ -26,6 +26,19 @@ func stmtDay(date string) repo.StatementDay {
 		Date: date, Start: d, End: d.AddDate(0, 0, 1)}
 }
 
+// insertPaidOrder seeds a PAID order of the statement days' account: 1000 paid at `at`, its
+// trade number the out_trade_no with a T after the first letter (C-1: CT-1).
+func insertPaidOrder(t *testing.T, db *repotest.DB, otn string, at time.Time) int64 {
+	t.Helper()
+	var id int64
+	if err := db.Get(&id, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status,
+		platform_trade_no, paid_amount_minor, paid_at, created_at)
+		VALUES ('wechatpay', '1900000001', $1, 1000, 'PAID', $2, 1000, $3, $3) RETURNING id`, otn, otn[:1]+"T"+otn[1:], at); err != nil {
+		t.Fatalf("seed paid order %s: %v", otn, err)
+	}
+	return id
+}
+
 // sliceReader is a bill of the given lines (numbered from 1) that adds up.
 type sliceReader struct {
 	lines []statement.Line
@@ -68,10 +81,7 @@ func TestStatementClassifiesRefundLines(t *testing.T) {
 	s := repo.NewStore(db.DB)
 	day := stmtDay("2026-11-28")
 	at := day.Start.Add(10 * time.Hour)
-	var orderID int64
-	db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, platform_trade_no,
-		paid_amount_minor, paid_at, created_at) VALUES ('wechatpay', '1900000001', 'C-1', 1000, 'PAID', 'CT-1', 1000, $1, $1)
-		RETURNING id`, at.Add(-time.Hour)) //nolint:errcheck // checked by the inserts below
+	orderID := insertPaidOrder(t, db, "C-1", at.Add(-time.Hour))
 	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, succeeded_at)
 		VALUES ($1, 'CR-DONE', 100, 'SUCCESS', $2), ($1, 'CR-WAIT', 200, 'PROCESSING', NULL), ($1, 'CR-SHORT', 300, 'SUCCESS', $2)`,
 		orderID, at)
@@ -109,12 +119,7 @@ func TestStatementHoldsRefunds(t *testing.T) {
 	ctx := context.Background()
 	day, next := stmtDay("2026-11-28"), stmtDay("2026-11-29")
 	late := day.End.Add(-time.Minute)
-	var orderID int64
-	if err := db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status,
-		platform_trade_no, paid_amount_minor, paid_at, created_at)
-		VALUES ('wechatpay', '1900000001', 'H-1', 1000, 'PAID', 'HT-1', 1000, $1, $1) RETURNING id`, late); err != nil {
-		t.Fatal(err)
-	}
+	orderID := insertPaidOrder(t, db, "H-1", late)
 	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, succeeded_at)
 		VALUES ($1, 'HR-A', 100, 'SUCCESS', $2), ($1, 'HR-B', 200, 'SUCCESS', $2), ($1, 'HR-C', 300, 'SUCCESS', $2)`, orderID, late)
 	refundLine := func(no string, amount int64) statement.Line {
@@ -235,12 +240,7 @@ func TestStatementBooksReadWhatTheLinesName(t *testing.T) {
 	s := repo.NewStore(db.DB)
 	day := stmtDay("2026-11-28")
 	at := day.Start.Add(10 * time.Hour)
-	var orderID int64
-	if err := db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status,
-		platform_trade_no, paid_amount_minor, paid_at, created_at)
-		VALUES ('wechatpay', '1900000001', 'B-1', 1000, 'PAID', 'BT-1', 1000, $1, $1) RETURNING id`, at); err != nil {
-		t.Fatal(err)
-	}
+	orderID := insertPaidOrder(t, db, "B-1", at)
 	db.MustExec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
 		VALUES ('wechatpay', '1900000002', 'B-2', 500, 'PENDING', $1), ('wechatpay', '1900000001', 'B-3', 700, 'PENDING', $1)`, at)
 	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status) VALUES ($1, 'BR-1', 300, 'PROCESSING')`, orderID)
