@@ -134,10 +134,13 @@ func TestE2EBudgetWithoutRedisEachShardTakesItsShare(t *testing.T) {
 	peak := calls.maxInWindow(time.Second)
 	t.Logf("%d calls in %s (%.1f/s), steady %.1f calls/s, busiest second %d, %d throttled",
 		len(calls), calls.busy().Round(time.Millisecond), whole, rate, peak, calls.throttles())
-	// Each process: its share per second plus its bucket's burst.
+	// Each process: its share per second plus its bucket's burst, and 5% for the platform's
+	// side (the recorder), which on a loaded machine accepts a call late and bunches it into
+	// the next second (CI saw 45 against 44), as the shared-budget test allows. A process
+	// that ignored its share would make four times its calls.
 	share := budgetQPS / 4.0
-	if limit := 4 * (share + float64(reconcile.BudgetBurst(share))); float64(peak) > limit {
-		t.Errorf("%d calls in one second, want <= %.0f (four shares of %.0f, each with its burst)", peak, limit, share)
+	if limit := 4 * (share*1.05 + float64(reconcile.BudgetBurst(share))); float64(peak) > limit {
+		t.Errorf("%d calls in one second, want <= %.0f (four shares of %.0f + 5%%, each with its burst)", peak, limit, share)
 	}
 	if rate > budgetQPS {
 		t.Errorf("steady rate %.1f calls/s over the budget %d", rate, budgetQPS)
