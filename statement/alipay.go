@@ -78,6 +78,14 @@ func newAlipayReader(r io.Reader, o options) *alipayReader {
 	return &alipayReader{opt: o, rec: newCSVRecords(decodeAlipay(r))}
 }
 
+// newAlipayReaderAhead is newAlipayReader with the unzipping, decoding and tab dropping done
+// ahead of the parsing, in a goroutine of its own (readAhead). Its closer must be set, and
+// closed: closing stops the goroutine, then src is closed.
+func newAlipayReaderAhead(r io.Reader, src io.Closer, o options) *alipayReader {
+	ra := newReadAhead(transform.NewReader(decodeAlipay(r), quoteTabs{}))
+	return &alipayReader{opt: o, rec: newCSVRecordsTabbed(ra), closer: closers{ra, src}}
+}
+
 // decodeAlipay wraps r in a GBK decoder unless its start is valid UTF-8 with non-ASCII text
 // in it (GBK's Chinese is almost never valid UTF-8); a UTF-8 BOM is skipped.
 func decodeAlipay(r io.Reader) io.Reader {

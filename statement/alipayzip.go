@@ -73,8 +73,7 @@ func newAlipayZip(r io.ReaderAt, size int64, o options) (*alipayReader, error) {
 	}
 	file := o.name
 	o.name = file + ":" + entryName(detail)
-	a := newAlipayReader(rc, o)
-	a.closer = rc
+	a := newAlipayReaderAhead(rc, rc, o)
 	if summary != nil {
 		a.afterDetail = func(t Totals, payRecv, refRecv int64) error {
 			return checkAlipaySummary(file+":"+entryName(summary), summary, t, payRecv-refRecv)

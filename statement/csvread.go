@@ -31,7 +31,12 @@ type csvRecords struct {
 }
 
 func newCSVRecords(decoded io.Reader) *csvRecords {
-	limit := &recordLimit{r: transform.NewReader(decoded, quoteTabs{})}
+	return newCSVRecordsTabbed(transform.NewReader(decoded, quoteTabs{}))
+}
+
+// newCSVRecordsTabbed is newCSVRecords over text quoteTabs has already been through.
+func newCSVRecordsTabbed(tabbed io.Reader) *csvRecords {
+	limit := &recordLimit{r: tabbed}
 	r := csv.NewReader(limit)
 	// Field counts vary: the "#" lines are one field, the rows as many as the header names.
 	r.FieldsPerRecord, r.LazyQuotes, r.ReuseRecord = -1, true, true

@@ -31,7 +31,5 @@ func Open(platform reconcile.Platform, file string, opts ...Option) (ReadCloser,
 		f.Close()
 		return OpenAlipayZip(file, opts...)
 	}
-	a := newAlipayReader(br, o)
-	a.closer = f
-	return a, nil
+	return newAlipayReaderAhead(br, f, o), nil
 }

@@ -126,7 +126,14 @@ func (w *wechatReader) open() error {
 		text = zr
 	}
 	w.sha = sha1.New()
-	w.lr = newLineReader(io.TeeReader(text, w.sha))
+	text = io.TeeReader(text, w.sha)
+	if w.closer != nil {
+		// A bill opened from a file is unzipped and digested ahead of the parsing; w.sha is
+		// read only after the last block came through, once the goroutine is done with it.
+		ra := newReadAhead(text)
+		w.closer, text = closers{ra, w.closer}, ra
+	}
+	w.lr = newLineReader(text)
 	return nil
 }
 
