@@ -1,12 +1,14 @@
 package repo
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +41,7 @@ type StatementDay struct {
 type StatementTx struct {
 	conn  *sqlx.Conn // the transaction's connection: Stage streams COPY data on it directly
 	tx    *sqlx.Tx
+	pool  *sqlx.DB // the store's pool: Books reads on it while the classification streams on conn
 	day   StatementDay
 	runID int64
 }
@@ -62,7 +65,7 @@ func (s *Store) BeginStatement(ctx context.Context, day StatementDay, runID int6
 		conn.Close()
 		return nil, fmt.Errorf("statement %s %s: begin: %w", day.Account, day.Date, err)
 	}
-	t := &StatementTx{conn: conn, tx: tx, day: day, runID: runID}
+	t := &StatementTx{conn: conn, tx: tx, pool: s.db, day: day, runID: runID}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, statementLockKey, day.Account.String()); err != nil {
 		t.Rollback()
 		return nil, fmt.Errorf("statement %s %s: lock: %w", day.Account, day.Date, err)
@@ -420,19 +423,21 @@ type StatementLine struct {
 // lines by their refund, as the apply path will see them: the planner cannot know how few
 // they are, and joined plainly it hashed all the account's orders to probe them (0.9 s), and
 // earlier, a small or empty payment_refunds, the million joined lines.
+// The lines come back in no particular order, and as the join finds them: nothing in the
+// statement waits for the join's end before the first line is sent (the held list and the
+// other day's lines are written after the last), so the apply path can start on the first
+// lines while the join is still probing.
 // $1 platform, $2 merchant, $3 bill date, $4/$5 the day, $6 run id.
 const classifySQL = `
 WITH few AS MATERIALIZED (
 	SELECT s.line_no, s.kind, s.out_trade_no, s.platform_trade_no, s.refund_no, s.platform_refund_no, s.refund_status,
-		s.currency, s.amount_minor, s.paid_at, d.id AS day_order_id, d.out_trade_no AS day_out_trade_no,
-		p.outcome AS prior, p.mismatch_kind AS prior_mismatch
+		s.currency, s.amount_minor, s.paid_at, d.id AS day_order_id, d.out_trade_no AS day_out_trade_no
 	FROM statement_stage s
 	FULL JOIN (SELECT id, out_trade_no, platform_trade_no, amount_minor, currency FROM payment_orders
 		WHERE platform = $1 AND merchant_id = $2 AND status = 'PAID' AND paid_at >= $4 AND paid_at < $5) d
 		ON d.out_trade_no = s.out_trade_no
-	LEFT JOIN statement_lines p ON p.platform = $1 AND p.merchant_id = $2 AND p.bill_date = $3::date
-		AND p.line_no = s.line_no AND p.kind = s.kind AND p.out_trade_no = s.out_trade_no AND p.amount_minor = s.amount_minor
-	WHERE s.line_no IS NULL OR p.outcome IS NOT NULL
+	WHERE s.line_no IS NULL
+		OR s.line_no IN (SELECT line_no FROM statement_lines WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date)
 		OR NOT COALESCE(s.kind = 'payment' AND d.platform_trade_no = s.platform_trade_no
 			AND d.amount_minor = s.amount_minor AND d.currency = s.currency, false)
 ), held AS (
@@ -442,12 +447,14 @@ WITH few AS MATERIALIZED (
 		AND NOT EXISTS (SELECT 1 FROM statement_lines l WHERE l.order_id = f.day_order_id AND l.kind = 'payment')
 	ON CONFLICT DO NOTHING
 ), c AS MATERIALIZED (
-	SELECT f.*, o.id AS order_id, CASE f.kind WHEN 'payment' THEN o.paid_at ELSE r.succeeded_at END AS booked_at,
+	SELECT f.*, p.outcome AS prior, p.mismatch_kind AS prior_mismatch, o.id AS order_id, CASE f.kind WHEN 'payment' THEN o.paid_at ELSE r.succeeded_at END AS booked_at,
 		CASE f.kind WHEN 'payment' THEN COALESCE(o.status IN ('PAID', 'REFUNDED') AND o.platform_trade_no = f.platform_trade_no
 				AND o.amount_minor = f.amount_minor AND o.currency = f.currency, false)
 			ELSE COALESCE(f.refund_status IN ('', 'SUCCESS') AND r.status = 'SUCCESS' AND r.amount_minor = f.amount_minor
 				AND r.currency = f.currency, false) END AS matched
 	FROM few f
+	LEFT JOIN statement_lines p ON p.platform = $1 AND p.merchant_id = $2 AND p.bill_date = $3::date
+		AND p.line_no = f.line_no AND p.kind = f.kind AND p.out_trade_no = f.out_trade_no AND p.amount_minor = f.amount_minor
 	LEFT JOIN LATERAL (SELECT id, status, platform_trade_no, amount_minor, currency, paid_at FROM payment_orders
 		WHERE platform = $1 AND merchant_id = $2 AND out_trade_no = f.out_trade_no LIMIT 1) o ON true
 	LEFT JOIN LATERAL (SELECT status, amount_minor, currency, succeeded_at FROM payment_refunds
@@ -462,34 +469,45 @@ WITH few AS MATERIALIZED (
 )
 SELECT line_no, kind, out_trade_no, platform_trade_no, refund_no, platform_refund_no, refund_status, currency,
 	amount_minor, paid_at, COALESCE(prior, '') AS prior, COALESCE(prior_mismatch, '') AS prior_mismatch
-FROM c WHERE prior IS NOT NULL OR NOT matched
-ORDER BY kind, line_no`
+FROM c WHERE prior IS NOT NULL OR NOT matched`
 
-// Classify returns the staged lines that are not plain matches (payments before refunds, so
-// a payment and its refund on one day repair, then refund, in that order), and holds the
-// day's PAID orders that no line names (see classifySQL; HoldUnlisted holds the refunds).
-func (t *StatementTx) Classify(ctx context.Context) ([]StatementLine, error) {
+// ClassifyEach calls each for every staged line that is not a plain match, as the server
+// finds them and in no particular order, and holds the day's PAID orders that no line names
+// (see classifySQL; HoldUnlisted holds the refunds). each runs on the caller's goroutine
+// between reads of the result: it must hand the line on rather than apply it.
+func (t *StatementTx) ClassifyEach(ctx context.Context, each func(StatementLine)) error {
 	rows, err := t.tx.QueryxContext(ctx, classifySQL, string(t.day.Account.Platform), t.day.Account.MerchantID,
 		t.day.Date, t.day.Start, t.day.End, t.runID)
 	if err != nil {
-		return nil, fmt.Errorf("statement %s %s: classify: %w", t.day.Account, t.day.Date, err)
+		return fmt.Errorf("statement %s %s: classify: %w", t.day.Account, t.day.Date, err)
 	}
 	defer rows.Close()
-	var out []StatementLine
 	for rows.Next() {
 		var l StatementLine
 		var kind, prior string
 		var at sql.NullTime
 		if err := rows.Scan(&l.No, &kind, &l.OutTradeNo, &l.PlatformTradeNo, &l.RefundNo, &l.PlatformRefundNo,
 			&l.RefundStatus, &l.Currency, &l.AmountMinor, &at, &l.Prior, &prior); err != nil {
-			return nil, fmt.Errorf("statement %s %s: read classified line: %w", t.day.Account, t.day.Date, err)
+			return fmt.Errorf("statement %s %s: read classified line: %w", t.day.Account, t.day.Date, err)
 		}
 		l.Kind, l.At, l.PriorMismatch = statement.LineKind(kind), at.Time, reconcile.MismatchKind(prior)
-		out = append(out, l)
+		each(l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("statement %s %s: classify: %w", t.day.Account, t.day.Date, err)
+		return fmt.Errorf("statement %s %s: classify: %w", t.day.Account, t.day.Date, err)
 	}
+	return nil
+}
+
+// Classify is ClassifyEach collected, payments before refunds, each in bill order.
+func (t *StatementTx) Classify(ctx context.Context) ([]StatementLine, error) {
+	var out []StatementLine
+	if err := t.ClassifyEach(ctx, func(l StatementLine) { out = append(out, l) }); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b StatementLine) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.No, b.No))
+	})
 	return out, nil
 }
 
@@ -502,7 +520,10 @@ type LineBooks struct {
 	Refunds map[string]reconcile.Refund
 }
 
-// Books reads the orders and refunds of the account that the lines name, in two statements.
+// Books reads the orders and refunds of the account that the lines name, in two statements,
+// on the store's pool rather than in the statement's transaction: it runs while the
+// classification still streams on the transaction's session. What it reads is the apply
+// path's copy; the conditional statements decide.
 func (t *StatementTx) Books(ctx context.Context, lines []StatementLine) (LineBooks, error) {
 	b := LineBooks{Orders: map[string]reconcile.Order{}, Refunds: map[string]reconcile.Refund{}}
 	var trades, refunds []string
@@ -520,7 +541,7 @@ func (t *StatementTx) Books(ctx context.Context, lines []StatementLine) (LineBoo
 	}
 	acct := t.day.Account
 	var orders []orderRow
-	if err := t.tx.SelectContext(ctx, &orders, `SELECT `+orderColumns+` FROM payment_orders
+	if err := t.pool.SelectContext(ctx, &orders, `SELECT `+orderColumns+` FROM payment_orders
 		WHERE platform = $1 AND merchant_id = $2 AND out_trade_no = ANY($3)`,
 		string(acct.Platform), acct.MerchantID, pq.Array(trades)); err != nil {
 		return b, fmt.Errorf("statement %s %s: read the orders of %d lines: %w", acct, t.day.Date, len(lines), err)
@@ -532,7 +553,7 @@ func (t *StatementTx) Books(ctx context.Context, lines []StatementLine) (LineBoo
 		return b, nil
 	}
 	var rs []refundRow
-	if err := t.tx.SelectContext(ctx, &rs, `SELECT `+refundColumns+` FROM payment_refunds
+	if err := t.pool.SelectContext(ctx, &rs, `SELECT `+refundColumns+` FROM payment_refunds
 		WHERE platform = $1 AND merchant_id = $2 AND out_refund_no = ANY($3)`,
 		string(acct.Platform), acct.MerchantID, pq.Array(refunds)); err != nil {
 		return b, fmt.Errorf("statement %s %s: read the refunds of %d lines: %w", acct, t.day.Date, len(lines), err)

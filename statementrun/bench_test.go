@@ -128,7 +128,7 @@ func reportStatement(b *testing.B, n int, d DayResult, elapsed time.Duration, pe
 	b.Logf("  vs a client COPY with an Exec per row (the floor before) %.0f lines/s: %.2f", floors.rowExec, rate/floors.rowExec)
 	b.Logf("  lines %d: matched %d repaired %d (refunds %d) found %d (unknown refunds %d) held %d",
 		f.Lines, f.Matched, f.Repaired, f.RefundsRepaired, f.Found, f.RefundsUnknown, f.Held)
-	b.Logf("  phases: stage (unzip, decode, parse, COPY) %.2fs, classify %.2fs, apply %.2fs, held and figures %.2fs",
+	b.Logf("  phases: stage (unzip, decode, parse, COPY) %.2fs, classify %.2fs, apply (overlaps classify) %.2fs, held and figures %.2fs",
 		ph.Stage.Seconds(), ph.Classify.Seconds(), ph.Apply.Seconds(), ph.Settle.Seconds())
 	if proc.elapsed == 0 {
 		return

@@ -3,9 +3,7 @@ package statementrun
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -84,36 +82,38 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 }
 
 // settle does the day's work on the staged bill, short of committing. The lines that need
-// the apply path are applied while the held lists are settled and drawn up on the
-// statement's own connection: applying is a commit per line, each waiting on the disk (and a
-// repair, whose outbox row notifies the relay, on PostgreSQL's cluster-wide notification
-// lock), while the held lists are a few set-based statements; and the two never touch the
-// same order (an order a line names is never held, and holding a refund writes only the
-// held list: see repo.StatementTx.Classify and HoldUnlisted).
+// the apply path are applied as the classification finds them (streamApplier), and the rest
+// of them while the held lists are settled and drawn up on the statement's own connection:
+// applying is a commit per line, each waiting on the disk, while the classification and the
+// held lists are a few set-based statements; and the two never touch the same order (an
+// order a line names is never held, and holding a refund writes only the held list: see
+// repo.StatementTx.ClassifyEach and HoldUnlisted).
+//
+// Should the classification fail part way, the lines it had found are still applied, each
+// through the apply path (a commit of its own), and the day is not saved: a re-run finds
+// their orders and refunds already so, and counts those lines as matched.
 func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, d *DayResult) error {
 	start := time.Now()
-	lines, err := tx.Classify(ctx)
-	if err != nil {
-		return err
-	}
-	books, err := tx.Books(ctx, lines)
-	if err != nil {
-		return err
-	}
+	apply := r.newStreamApplier(ctx, log, acct, spec, bill, tx)
+	err := tx.ClassifyEach(ctx, apply.add)
 	d.Phases.Classify = time.Since(start)
+	if err != nil {
+		apply.finish()
+		return err
+	}
 	var t Tally // the lines' own outcomes; the held lists add theirs to d.Tally
 	var outcomes []repo.LineOutcome
 	applied := make(chan struct{})
 	go func() {
 		defer close(applied)
-		start := time.Now()
-		outcomes = r.applyLines(ctx, log, acct, spec, bill, lines, books, &t)
+		outcomes, t = apply.finish()
+		// From the classification's start: the two overlap.
 		d.Phases.Apply = time.Since(start)
 	}()
-	start = time.Now()
+	heldStart := time.Now()
 	err = r.drawHeld(ctx, log, tx, acct, spec, bill, d)
-	d.Phases.Settle = time.Since(start)
+	d.Phases.Settle = time.Since(heldStart)
 	<-applied
 	if err != nil {
 		return err
@@ -152,45 +152,6 @@ func figures(s repo.StagedBill, b Bill) repo.StatementFigures {
 		ReceivedMinor: s.ReceivedMinor, FeeMilliFen: t.FeeMilliFen, NetMilliFen: s.ReceivedMinor*1000 - t.FeeMilliFen,
 		Lines: s.Lines, BillSHA256: b.SHA256, BillLocation: b.Location,
 	}
-}
-
-// applyLines sends the lines that need it through the apply path and counts every returned
-// line; lines an earlier run of the day settled count as they did then and are not applied.
-// Lines are applied by several workers, each commit costing a round trip and a WAL flush; all
-// lines of one order go to the same worker, in bill order (payments first), so a payment and
-// its refund on the same day repair, then report.
-func (r *Runner) applyLines(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
-	lines []repo.StatementLine, books repo.LineBooks, t *Tally) []repo.LineOutcome {
-	queues := make([][]repo.StatementLine, r.concurrency)
-	for _, l := range lines {
-		if l.Prior != "" {
-			countPrior(t, l)
-			continue
-		}
-		h := fnv.New32a()
-		h.Write([]byte(l.OutTradeNo))
-		i := h.Sum32() % uint32(len(queues))
-		queues[i] = append(queues[i], l)
-	}
-	outs := make([][]repo.LineOutcome, len(queues))
-	tallies := make([]Tally, len(queues))
-	var wg sync.WaitGroup
-	for i, q := range queues {
-		wg.Go(func() {
-			for _, l := range q {
-				if o, ok := r.applyLine(ctx, log, acct, spec, bill, l, books, &tallies[i]); ok {
-					outs[i] = append(outs[i], o)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	var out []repo.LineOutcome
-	for i := range queues {
-		out = append(out, outs[i]...)
-		t.add(tallies[i])
-	}
-	return out
 }
 
 // applyLine applies one line (a payment through ApplyResult, a refund through

@@ -279,35 +279,53 @@ func checkHeldRefundFinding(t *testing.T, e *env) {
 	}
 }
 
-// TestRefundAndItsPaymentOnOneDay: a payment whose callback was lost and its refund, both on
-// the day's bill: the payment repairs the order first, then the refund lands on it (an order's
-// lines go through one worker, payments first), and a re-run changes nothing.
+// TestRefundAndItsPaymentOnOneDay: payments whose callbacks were lost and their refunds, all
+// on the day's bill: each payment repairs its order first, then its refund lands on it (an
+// order's lines go through one worker, payments first), whichever of the two the bill lists
+// first, and a re-run changes nothing. There are more orders than one read of the lines'
+// books takes (booksChunk), so the lines reach the workers in several chunks.
 func TestRefundAndItsPaymentOnOneDay(t *testing.T) {
+	const orders = booksChunk*2 + 3
 	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
 		t.Run(string(p), func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			id := e.insert(order{platform: p, merchant: merchantOf(p), outTradeNo: "SD-1", amount: 1000, status: reconcile.StatusPending})
-			e.insertRefund(refund{orderID: id, outRefundNo: "SDR-1", amount: 1000, status: reconcile.RefundProcessing})
 			at := testDay.Start.Add(10 * time.Hour)
-			path := writeBill(t, p, testDay, []statement.Line{payLine("SD-1", "SDT-1", 1000, at),
-				{Kind: statement.Refund, OutTradeNo: "SD-1", PlatformTradeNo: "SDT-1", RefundNo: "SDR-1", Currency: "CNY",
-					AmountMinor: 1000, ReceivedMinor: 1000, At: at.Add(time.Hour)}})
+			var lines []statement.Line
+			for i := range orders {
+				no := fmt.Sprintf("SD-%d", i)
+				id := e.insert(order{platform: p, merchant: merchantOf(p), outTradeNo: no, amount: 1000, status: reconcile.StatusPending})
+				e.insertRefund(refund{orderID: id, outRefundNo: "SDR-" + no, amount: 1000, status: reconcile.RefundProcessing})
+				pay := payLine(no, "SDT-"+no, 1000, at)
+				ref := statement.Line{Kind: statement.Refund, OutTradeNo: no, PlatformTradeNo: "SDT-" + no, RefundNo: "SDR-" + no,
+					Currency: "CNY", AmountMinor: 1000, ReceivedMinor: 1000, At: at.Add(time.Hour)}
+				if i%2 == 0 {
+					lines = append(lines, pay, ref)
+				} else { // the refund listed before the payment it refunds
+					lines = append(lines, ref, pay)
+				}
+			}
+			path := writeBill(t, p, testDay, lines)
 			res, err := e.runFile(p, testDay, path, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got string
-			e.db.DB.Get(&got, `SELECT o.status || ' ' || o.refunded_minor || ' ' || r.status || ' ' ||
+			var got []string
+			e.db.DB.Select(&got, `SELECT o.out_trade_no || ': ' || o.status || ' ' || o.refunded_minor || ' ' || r.status || ' ' ||
 				(SELECT string_agg(event_type || '/' || source, ',' ORDER BY event_type) FROM payment_events WHERE order_id = o.id) || ' ' ||
 				(SELECT string_agg(kind, ',' ORDER BY id) FROM fulfillment_outbox WHERE order_id = o.id)
-				FROM payment_orders o JOIN payment_refunds r ON r.order_id = o.id WHERE o.id = $1`, id) //nolint:errcheck // compared below
-			want := "REFUNDED 1000 SUCCESS PAID/statement,REFUNDED/statement,REFUND_SUCCESS/statement order.paid,refund.succeeded"
-			if got != want {
-				t.Errorf("after the day: %q\nwant %q", got, want)
+				FROM payment_orders o JOIN payment_refunds r ON r.order_id = o.id ORDER BY o.id`) //nolint:errcheck // compared below
+			if len(got) != orders {
+				t.Fatalf("%d orders with refunds, want %d", len(got), orders)
 			}
-			if f := res.Days[0].Figures; f.Repaired != 2 || f.RefundsRepaired != 1 || f.Found != 0 || f.Held != 0 {
-				t.Errorf("figures %+v: want 2 repaired (1 a refund), nothing found or held", f)
+			for i, g := range got {
+				want := fmt.Sprintf("SD-%d: REFUNDED 1000 SUCCESS PAID/statement,REFUNDED/statement,REFUND_SUCCESS/statement order.paid,refund.succeeded", i)
+				if g != want {
+					t.Errorf("after the day: %q\nwant %q", g, want)
+				}
+			}
+			if f := res.Days[0].Figures; f.Repaired != 2*orders || f.RefundsRepaired != orders || f.Found != 0 || f.Held != 0 {
+				t.Errorf("figures %+v: want %d repaired (%d refunds), nothing found or held", f, 2*orders, orders)
 			}
 			before := e.snapshot()
 			if _, err := e.runFile(p, testDay, path, false); err != nil {

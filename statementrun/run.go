@@ -83,7 +83,8 @@ type DayResult struct {
 	// zero after a dry run or a failure.
 	LastDay time.Time
 	// Phases is where the day's time went: reading the bill into the staging table, the
-	// set-based classification, the apply path, and the held list with the figures.
+	// set-based classification, the apply path (from the classification's start: lines are
+	// applied as it finds them, so the two overlap), and the held list with the figures.
 	Phases Phases
 }
 

@@ -1,0 +1,142 @@
+package statementrun
+
+import (
+	"context"
+	"hash/fnv"
+	"slices"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/statement"
+)
+
+// booksChunk is how many classified lines share one read of their orders and refunds: the
+// first lines reach the apply path while the classification is still running, and a day's
+// few thousand lines cost a few dozen reads.
+const booksChunk = 64
+
+// streamApplier applies a day's lines while the classification streams them in: the
+// classification is one server-side join on one core, the apply path a commit per line, and
+// the two overlap instead of following each other.
+//
+// Lines are read in chunks with their orders (repo.StatementTx.Books) and go to the workers
+// as they come, all lines of one order to the same worker, in the order they were handed
+// over. Refund lines are handed over after every payment line: a payment and its refund on
+// the same day must repair, then refund, and the classification returns lines in no
+// particular order. Lines an earlier run of the day settled are counted as that run counted
+// them and not applied.
+type streamApplier struct {
+	r       *Runner
+	ctx     context.Context
+	log     zerolog.Logger
+	acct    reconcile.AccountKey
+	spec    Spec
+	bill    Bill
+	tx      *repo.StatementTx
+	chunk   []repo.StatementLine
+	chunks  chan []repo.StatementLine
+	queues  []chan bookedLine
+	refunds []repo.StatementLine
+	prior   Tally          // lines an earlier run settled
+	unread  int            // lines whose books could not be read
+	routed  sync.WaitGroup // the chunks' reader
+	workers sync.WaitGroup
+	outs    [][]repo.LineOutcome
+	tallies []Tally
+}
+
+// bookedLine is a line with what our books held for its order when its chunk was read.
+type bookedLine struct {
+	line  repo.StatementLine
+	books *repo.LineBooks
+}
+
+func (r *Runner) newStreamApplier(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
+	tx *repo.StatementTx) *streamApplier {
+	a := &streamApplier{r: r, ctx: ctx, log: log, acct: acct, spec: spec, bill: bill, tx: tx,
+		chunks: make(chan []repo.StatementLine, 4), queues: make([]chan bookedLine, r.concurrency),
+		outs: make([][]repo.LineOutcome, r.concurrency), tallies: make([]Tally, r.concurrency)}
+	for i := range a.queues {
+		a.queues[i] = make(chan bookedLine, booksChunk)
+		a.workers.Go(func() {
+			for b := range a.queues[i] {
+				if o, ok := r.applyLine(ctx, log, acct, spec, bill, b.line, *b.books, &a.tallies[i]); ok {
+					a.outs[i] = append(a.outs[i], o)
+				}
+			}
+		})
+	}
+	a.routed.Go(a.route)
+	return a
+}
+
+// add takes one classified line (ClassifyEach's callback): it never waits for the apply path
+// beyond a full hand-over channel.
+func (a *streamApplier) add(l repo.StatementLine) {
+	switch {
+	case l.Prior != "":
+		countPrior(&a.prior, l)
+	case l.Kind == statement.Refund:
+		a.refunds = append(a.refunds, l)
+	default:
+		if a.chunk = append(a.chunk, l); len(a.chunk) == booksChunk {
+			a.chunks <- a.chunk
+			a.chunk = nil
+		}
+	}
+}
+
+// route reads each chunk's orders and hands its lines to their workers. A chunk whose books
+// cannot be read is not applied: its lines count as errors, and a re-run of the day applies
+// them.
+func (a *streamApplier) route() {
+	defer func() {
+		for _, q := range a.queues {
+			close(q)
+		}
+	}()
+	for chunk := range a.chunks {
+		books, err := a.tx.Books(a.ctx, chunk)
+		if err != nil {
+			a.unread += len(chunk)
+			a.log.Error().Err(err).Int("lines", len(chunk)).Msg("bill lines not applied: their orders and refunds could not be read")
+			continue
+		}
+		for _, l := range chunk {
+			a.queues[workerOf(l.OutTradeNo, len(a.queues))] <- bookedLine{line: l, books: &books}
+		}
+	}
+}
+
+// finish applies what is left once the classification has ended (or failed): the last
+// chunk of payment lines, then the refund lines. It returns every applied line's outcome and
+// the lines' tally.
+func (a *streamApplier) finish() ([]repo.LineOutcome, Tally) {
+	if len(a.chunk) > 0 {
+		a.chunks <- a.chunk
+	}
+	for c := range slices.Chunk(a.refunds, booksChunk) {
+		a.chunks <- c
+	}
+	close(a.chunks)
+	a.routed.Wait()
+	a.workers.Wait()
+	t := a.prior
+	t.Errors += a.unread
+	var out []repo.LineOutcome
+	for i := range a.outs {
+		out = append(out, a.outs[i]...)
+		t.add(a.tallies[i])
+	}
+	return out, t
+}
+
+// workerOf is the worker all lines of an order go to.
+func workerOf(outTradeNo string, workers int) int {
+	h := fnv.New32a()
+	h.Write([]byte(outTradeNo))
+	return int(h.Sum32() % uint32(workers))
+}
