@@ -59,7 +59,7 @@ const benchRefundEvery = 1000
 // machine the load drifts. Peak RSS is the process's own (VmHWM, reset before the run) and
 // the child's (its rusage).
 //
-//	go test ./statementrun/ -run XXX -bench BenchmarkStatement -benchtime 1x -statement.lines 1000000
+//	go test ./statementrun/ -run XXX -bench BenchmarkStatement -benchtime 3x -statement.lines 1000000
 func BenchmarkStatement(b *testing.B) {
 	n, p := *benchLines, reconcile.Platform(*benchPlatform)
 	full := setup(b)
