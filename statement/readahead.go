@@ -1,7 +1,6 @@
 package statement
 
 import (
-	"errors"
 	"io"
 	"sync"
 )
@@ -56,10 +55,7 @@ func (ra *readAhead) fill(src io.Reader) {
 		case <-ra.stop:
 			return
 		}
-		n, err := io.ReadFull(src, b)
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = io.EOF
-		}
+		n, err := fillBlock(src, b)
 		select {
 		case ra.full <- aheadFill{b: b[:n], err: err}:
 		case <-ra.stop:
@@ -69,6 +65,21 @@ func (ra *readAhead) fill(src io.Reader) {
 			return
 		}
 	}
+}
+
+// fillBlock reads src until b is full or src fails, and returns src's error as it is: not
+// io.ReadFull, which turns an io.ErrUnexpectedEOF of the source's own (a gzip cut short) into
+// the end of a short block.
+func fillBlock(src io.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := src.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 func (ra *readAhead) Read(p []byte) (int, error) {

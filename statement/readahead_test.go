@@ -25,6 +25,9 @@ func TestReadAheadGivesTheSourceAsIs(t *testing.T) {
 		{"more blocks than in flight", aheadBlock*(aheadBlocks+3) + 7, nil},
 		{"broken after some blocks", aheadBlock*2 + 5, errBroken},
 		{"broken at once", 0, errBroken},
+		// a gzip cut short says so with io.ErrUnexpectedEOF: it is not the end of the bill
+		{"cut short mid-block", aheadBlock + 9, io.ErrUnexpectedEOF},
+		{"cut short at a block's end", aheadBlock, io.ErrUnexpectedEOF},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := make([]byte, tc.size)
