@@ -1,14 +1,12 @@
 package repo
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -499,18 +497,6 @@ func (t *StatementTx) ClassifyEach(ctx context.Context, each func(StatementLine)
 	return nil
 }
 
-// Classify is ClassifyEach collected, payments before refunds, each in bill order.
-func (t *StatementTx) Classify(ctx context.Context) ([]StatementLine, error) {
-	var out []StatementLine
-	if err := t.ClassifyEach(ctx, func(l StatementLine) { out = append(out, l) }); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b StatementLine) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.No, b.No))
-	})
-	return out, nil
-}
-
 // LineBooks is what our books hold for the lines the apply path is about to take: the
 // orders they name, by out_trade_no, and the refunds they name, by out_refund_no. The apply
 // path takes them as its copies (reconcile.ApplyOptions), so that a day's lines cost two
@@ -612,7 +598,7 @@ func (t *StatementTx) RecordLines(ctx context.Context, ls []LineOutcome) error {
 // holdUnlistedSQL puts on the day's held list, in ONE statement, every SUCCESS refund of the
 // account whose succeeded_at falls in the day but which the bill does not list (by order and
 // out_refund_no) — unless another day's bill listed it — and returns how many the day holds
-// in all: orders (Classify held them) and refunds, an earlier run's and the new ones.
+// in all: orders (ClassifyEach held them) and refunds, an earlier run's and the new ones.
 // $1 platform, $2 merchant, $3 bill date, $4/$5 the day.
 const holdUnlistedSQL = `
 WITH held AS (
@@ -630,7 +616,7 @@ SELECT (SELECT count(*) FROM held) + (SELECT count(*) FROM statement_held
 	WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date)`
 
 // HoldUnlisted holds the day's SUCCESS refunds the bill does not list (see holdUnlistedSQL)
-// and returns how many orders and refunds the day holds. It comes after Classify, which holds
+// and returns how many orders and refunds the day holds. It comes after ClassifyEach, which holds
 // the orders.
 func (t *StatementTx) HoldUnlisted(ctx context.Context) (int, error) {
 	var n int

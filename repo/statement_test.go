@@ -1,6 +1,7 @@
 package repo_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"slices"
@@ -93,10 +94,7 @@ func TestStatementClassifiesRefundLines(t *testing.T) {
 	odd := refund("CR\tA\\B\nC", "SUCCESS", 50)
 	tx := stageDay(t, s, day, refund("CR-DONE", "SUCCESS", 100), refund("CR-WAIT", "SUCCESS", 200),
 		refund("CR-SHORT", "SUCCESS", 250), refund("CR-DONE", "PROCESSING", 100), odd)
-	lines, err := tx.Classify(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	lines := classify(t, tx)
 	var got []string
 	for _, l := range lines {
 		got = append(got, l.RefundNo+" "+l.RefundStatus+" "+l.PlatformRefundNo)
@@ -127,9 +125,7 @@ func TestStatementHoldsRefunds(t *testing.T) {
 	}
 	for range 2 { // the day twice: held once
 		tx := stageDay(t, s, day, refundLine("HR-C", 300))
-		if _, err := tx.Classify(ctx); err != nil { // holds the order
-			t.Fatal(err)
-		}
+		classify(t, tx) // holds the order
 		n, err := tx.HoldUnlisted(ctx)
 		if err != nil || n != 4 {
 			t.Fatalf("held %d (%v), want 4: the order and its refunds HR-A, HR-B, HR-C (its line names another order)", n, err)
@@ -262,4 +258,18 @@ func TestStatementBooksReadWhatTheLinesName(t *testing.T) {
 	if len(books.Refunds) != 1 || !ok || r.OrderID != orderID || r.AmountMinor != 300 || r.Status != reconcile.RefundProcessing {
 		t.Errorf("refunds %+v, want BR-1 of B-1, 300, PROCESSING", books.Refunds)
 	}
+}
+
+// classify runs the classification and returns its lines, payments before refunds, each in
+// bill order (the statement streams them in no particular order).
+func classify(t *testing.T, tx *repo.StatementTx) []repo.StatementLine {
+	t.Helper()
+	var out []repo.StatementLine
+	if err := tx.ClassifyEach(context.Background(), func(l repo.StatementLine) { out = append(out, l) }); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(out, func(a, b repo.StatementLine) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.No, b.No))
+	})
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // TestReadAheadGivesTheSourceAsIs: every byte, in order, then the source's own error, for
@@ -75,7 +76,13 @@ func TestReadAheadCloseStopsReading(t *testing.T) {
 	if _, err := io.ReadFull(ra, make([]byte, 10)); err != nil {
 		t.Fatal(err)
 	}
-	ra.Close()
+	closed := make(chan struct{})
+	go func() { ra.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not stop the read-ahead within 10 s")
+	}
 	n := src.reads.Load()
 	if n > aheadBlocks+1 {
 		t.Errorf("%d reads of the source before Close, want at most %d (the blocks in flight)", n, aheadBlocks+1)

@@ -134,7 +134,7 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.Statem
 }
 
 // drawHeld reports the previous day's held orders and refunds this bill does not list
-// either, then holds today's unlisted refunds (Classify held today's unlisted orders).
+// either, then holds today's unlisted refunds (ClassifyEach held today's unlisted orders).
 func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, d *DayResult) error {
 	if err := r.reportHeld(ctx, log, tx, acct, spec, bill, &d.Tally); err != nil {
