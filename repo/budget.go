@@ -55,6 +55,7 @@ type RedisBudget struct {
 	// refusal, one more Redis round trip and one more wake-up per call.
 	notBefore int64
 	downUntil atomic.Int64 // unix nanos until which the local bucket is used
+	sharing   atomic.Bool  // the last call asked Redis successfully (or none failed yet)
 	failures  atomic.Int64
 	lastLog   atomic.Int64
 }
@@ -77,7 +78,7 @@ func NewRedisBudget(rdb *redis.Client, opts BudgetOptions) *RedisBudget {
 	// (0.5, 12.5) exact to a thousandth.
 	limit := redis_rate.Limit{Rate: max(1, int(math.Round(opts.QPS*1000))), Period: 1000 * time.Second, Burst: opts.Burst}
 	localQPS := opts.QPS / float64(opts.Shards)
-	return &RedisBudget{
+	b := &RedisBudget{
 		limiter: redis_rate.NewLimiter(rdb),
 		key:     opts.Key,
 		limit:   limit,
@@ -87,6 +88,8 @@ func NewRedisBudget(rdb *redis.Client, opts BudgetOptions) *RedisBudget {
 		log:     opts.Logger,
 		turn:    make(chan struct{}, 1),
 	}
+	b.sharing.Store(true)
+	return b
 }
 
 // Wait implements platformclient.Budget.
@@ -114,6 +117,7 @@ func (b *RedisBudget) Wait(ctx context.Context) error {
 			b.fallBack(err)
 			continue
 		}
+		b.sharing.Store(true)
 		if res.Allowed > 0 {
 			b.notBefore = time.Now().Add(b.nextGrantIn(res)).UnixNano()
 			return nil
@@ -142,6 +146,11 @@ func (b *RedisBudget) UsingFallback() bool { return time.Now().UnixNano() < b.do
 func (b *RedisBudget) fallBack(err error) {
 	b.failures.Add(1)
 	now := time.Now()
+	if b.sharing.Swap(false) {
+		// The other processes may still reach Redis and spend the whole shared bucket, so
+		// this one's share starts empty rather than with a burst of its own on top.
+		b.local.ReserveN(now, int(b.local.TokensAt(now)))
+	}
 	b.downUntil.Store(now.Add(b.retry).UnixNano())
 	// One line per interval, not one per call.
 	if last := b.lastLog.Load(); now.UnixNano()-last > int64(10*time.Second) && b.lastLog.CompareAndSwap(last, now.UnixNano()) {

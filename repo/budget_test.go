@@ -103,7 +103,8 @@ func TestRedisBudgetFallsBackToAShareOfTheBudget(t *testing.T) {
 	}
 	const run = 2 * time.Second
 	grants := spend(t, budgets, 4, run)
-	// Each local bucket starts full (burst 1 at 20/s) and then paces.
+	// Each local bucket starts empty (its peers may still spend the shared one) and paces
+	// at 20/s; the 4 is timing slack.
 	if got, limit := len(grants), int(qps*run.Seconds())+4; got > limit {
 		t.Errorf("%d grants in %s without Redis, more than the budget allows (%d)", got, run, limit)
 	}
@@ -114,6 +115,26 @@ func TestRedisBudgetFallsBackToAShareOfTheBudget(t *testing.T) {
 		if b.Failures() == 0 || !b.UsingFallback() {
 			t.Errorf("budget %d did not notice Redis was down", i)
 		}
+	}
+}
+
+// A process that loses Redis while its peers may still have it takes no burst of its own:
+// its first call waits for its share's first token.
+func TestRedisBudgetFallbackStartsWithoutABurst(t *testing.T) {
+	t.Parallel()
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	b := repo.NewRedisBudget(c, repo.BudgetOptions{Key: "k", QPS: 2, Shards: 1})
+	start := time.Now()
+	if err := b.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// At 2/s the share's first token comes after 500 ms; a full bucket would grant at once.
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Errorf("first call after losing Redis went after %s, want the share's first token (500 ms)", took)
+	}
+	if !b.UsingFallback() {
+		t.Error("budget did not notice Redis was down")
 	}
 }
 
