@@ -54,6 +54,7 @@ type alipayIdx struct{ trade, out, kind, created, done, amount, received, refund
 type alipayReader struct {
 	opt   options
 	rec   *csvRecords
+	days  chinaDays
 	state int // 0 before the header, 1 in the rows, 2 in the footer
 	idx   alipayIdx
 	cols  int // fields the header names
@@ -258,11 +259,11 @@ func (a *alipayReader) line(row []string) (Line, error) {
 		return Line{}, a.rejectColumn(no, alipayColTradeNo, "empty")
 	}
 	var err error
-	if l.At, err = parseChinaTime(cell(row, a.idx.done)); err != nil {
+	if l.At, err = a.days.parse(cell(row, a.idx.done)); err != nil {
 		return Line{}, a.rejectColumn(no, alipayColDone, "%v", err)
 	}
 	if created := cell(row, a.idx.created); created != "" {
-		if l.CreatedAt, err = parseChinaTime(created); err != nil {
+		if l.CreatedAt, err = a.days.parse(created); err != nil {
 			return Line{}, a.rejectColumn(no, alipayColCreated, "%v", err)
 		}
 	}

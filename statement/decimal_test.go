@@ -1,6 +1,7 @@
 package statement
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -49,6 +50,18 @@ func TestParseChinaTime(t *testing.T) {
 		{"2019-09-1a 10:55:23", false}, {"", false}, {"2019-09-16 10:55:23.5", false},
 	} {
 		got, err := parseChinaTime(c.in)
+		// A reader's remembered date gives the same time and the same refusal, whatever
+		// date it met before.
+		for _, before := range []string{"2019-09-16 12:00:00", "2023-02-28 23:00:00", "2024-02-29 01:02:03"} {
+			var days chinaDays
+			if _, err := days.parse(before); err != nil {
+				t.Fatal(err)
+			}
+			dgot, derr := days.parse(c.in)
+			if dgot != got || fmt.Sprint(derr) != fmt.Sprint(err) {
+				t.Errorf("after %s, chinaDays.parse(%q) = %v, %v; parseChinaTime gives %v, %v", before, c.in, dgot, derr, got, err)
+			}
+		}
 		if (err == nil) != c.ok {
 			t.Errorf("parseChinaTime(%q): %v, want ok=%v", c.in, err, c.ok)
 			continue

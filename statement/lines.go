@@ -172,6 +172,33 @@ func parseChinaTime(s string) (time.Time, error) {
 	return t, nil
 }
 
+// chinaDays parses a bill's times as parseChinaTime does, remembering the last date it met:
+// a bill's lines are nearly all of one or two days, and checking the date (time.Date and its
+// normalisation) is most of parsing a time, twice on each of a million lines.
+type chinaDays struct {
+	date     string // "yyyy-MM-dd" of the last time parsed
+	midnight int64  // that date's 00:00:00 in China time, unix seconds
+}
+
+func (c *chinaDays) parse(s string) (time.Time, error) {
+	if len(s) == len(timeLayout) && c.date != "" && s[:10] == c.date && s[10] == ' ' && s[13] == ':' && s[16] == ':' &&
+		digits(s[11:13]) && digits(s[14:16]) && digits(s[17:19]) {
+		h, m, sec := twoDigits(s[11:]), twoDigits(s[14:]), twoDigits(s[17:])
+		if h <= 23 && m <= 59 && sec <= 59 {
+			return time.Unix(c.midnight+int64(h*3600+m*60+sec), 0).In(chinaTime), nil
+		}
+	}
+	t, err := parseChinaTime(s)
+	if err != nil {
+		return t, err
+	}
+	c.date = s[:10]
+	c.midnight = t.Unix() - int64(t.Hour()*3600+t.Minute()*60+t.Second())
+	return t, nil
+}
+
+func twoDigits(s string) int { return int(s[0]-'0')*10 + int(s[1]-'0') }
+
 // tally adds a line to running totals.
 func (t *Totals) add(l Line) {
 	if l.Kind == Refund {

@@ -65,6 +65,7 @@ func (x wxIdx) read() []int {
 // wechatReader reads a WeChat Pay trade bill, plain or gzip.
 type wechatReader struct {
 	opt   options
+	days  chinaDays
 	src   io.Reader
 	lr    *lineReader
 	sha   hash.Hash
@@ -300,7 +301,7 @@ func (w *wechatReader) line(raw string) (Line, error) {
 		return Line{}, w.rejectColumn(no, wxColTxnID, "empty")
 	}
 	var err error
-	if l.At, err = parseChinaTime(w.cell(row, w.idx.time)); err != nil {
+	if l.At, err = w.days.parse(w.cell(row, w.idx.time)); err != nil {
 		return Line{}, w.rejectColumn(no, wxColTime, "%v", err)
 	}
 	if err := w.kindAndAmounts(no, row, &l); err != nil {
