@@ -395,8 +395,11 @@ type StatementLine struct {
 	Currency         string
 	AmountMinor      int64
 	At               time.Time
-	Prior            string                 // statement_lines.outcome of an earlier run, "" when new
-	PriorMismatch    reconcile.MismatchKind // the finding that earlier run recorded, if any
+	// OrderStatus is the state of the line's order when the classification began, "" when
+	// there is none.
+	OrderStatus   reconcile.Status
+	Prior         string                 // statement_lines.outcome of an earlier run, "" when new
+	PriorMismatch reconcile.MismatchKind // the finding that earlier run recorded, if any
 }
 
 // classifySQL matches every staged line against the account's orders and refunds in ONE
@@ -445,7 +448,7 @@ WITH few AS MATERIALIZED (
 		AND NOT EXISTS (SELECT 1 FROM statement_lines l WHERE l.order_id = f.day_order_id AND l.kind = 'payment')
 	ON CONFLICT DO NOTHING
 ), c AS MATERIALIZED (
-	SELECT f.*, p.outcome AS prior, p.mismatch_kind AS prior_mismatch, o.id AS order_id, CASE f.kind WHEN 'payment' THEN o.paid_at ELSE r.succeeded_at END AS booked_at,
+	SELECT f.*, p.outcome AS prior, p.mismatch_kind AS prior_mismatch, o.id AS order_id, o.status AS order_status, CASE f.kind WHEN 'payment' THEN o.paid_at ELSE r.succeeded_at END AS booked_at,
 		CASE f.kind WHEN 'payment' THEN COALESCE(o.status IN ('PAID', 'REFUNDED') AND o.platform_trade_no = f.platform_trade_no
 				AND o.amount_minor = f.amount_minor AND o.currency = f.currency, false)
 			ELSE COALESCE(f.refund_status IN ('', 'SUCCESS') AND r.status = 'SUCCESS' AND r.amount_minor = f.amount_minor
@@ -466,7 +469,8 @@ WITH few AS MATERIALIZED (
 	ON CONFLICT DO NOTHING
 )
 SELECT line_no, kind, out_trade_no, platform_trade_no, refund_no, platform_refund_no, refund_status, currency,
-	amount_minor, paid_at, COALESCE(prior, '') AS prior, COALESCE(prior_mismatch, '') AS prior_mismatch
+	amount_minor, paid_at, COALESCE(order_status, '') AS order_status, COALESCE(prior, '') AS prior,
+	COALESCE(prior_mismatch, '') AS prior_mismatch
 FROM c WHERE prior IS NOT NULL OR NOT matched`
 
 // ClassifyEach calls each for every staged line that is not a plain match, as the server
@@ -482,13 +486,14 @@ func (t *StatementTx) ClassifyEach(ctx context.Context, each func(StatementLine)
 	defer rows.Close()
 	for rows.Next() {
 		var l StatementLine
-		var kind, prior string
+		var kind, status, prior string
 		var at sql.NullTime
 		if err := rows.Scan(&l.No, &kind, &l.OutTradeNo, &l.PlatformTradeNo, &l.RefundNo, &l.PlatformRefundNo,
-			&l.RefundStatus, &l.Currency, &l.AmountMinor, &at, &l.Prior, &prior); err != nil {
+			&l.RefundStatus, &l.Currency, &l.AmountMinor, &at, &status, &l.Prior, &prior); err != nil {
 			return fmt.Errorf("statement %s %s: read classified line: %w", t.day.Account, t.day.Date, err)
 		}
 		l.Kind, l.At, l.PriorMismatch = statement.LineKind(kind), at.Time, reconcile.MismatchKind(prior)
+		l.OrderStatus = reconcile.Status(status)
 		each(l)
 	}
 	if err := rows.Err(); err != nil {

@@ -24,10 +24,12 @@ const booksChunk = 64
 //
 // Lines are read in chunks with their orders (repo.StatementTx.Books) and go to the workers
 // as they come, all lines of one order to the same worker, in the order they were handed
-// over. Refund lines are handed over after every payment line: a payment and its refund on
-// the same day must repair, then refund, and the classification returns lines in no
-// particular order. Lines an earlier run of the day settled are counted as that run counted
-// them and not applied.
+// over. A refund line whose order was PENDING when the classification began is handed over
+// after every payment line: a payment and its refund on the same day must repair, then
+// refund, and the classification returns lines in no particular order. Any other refund line
+// goes at once, as payment lines do: a payment line moves only a PENDING order, so none of
+// the day's can change what such a refund finds. Lines an earlier run of the day settled are
+// counted as that run counted them and not applied.
 type streamApplier struct {
 	r       *Runner
 	ctx     context.Context
@@ -79,7 +81,7 @@ func (a *streamApplier) add(l repo.StatementLine) {
 	switch {
 	case l.Prior != "":
 		countPrior(&a.prior, l)
-	case l.Kind == statement.Refund:
+	case l.Kind == statement.Refund && l.OrderStatus == reconcile.StatusPending:
 		a.refunds = append(a.refunds, l)
 	default:
 		if a.chunk = append(a.chunk, l); len(a.chunk) == booksChunk {
@@ -112,7 +114,7 @@ func (a *streamApplier) route() {
 }
 
 // finish applies what is left once the classification has ended (or failed): the last
-// chunk of payment lines, then the refund lines. It returns every applied line's outcome and
+// chunk of lines, then the refund lines that waited for the payment lines. It returns every applied line's outcome and
 // the lines' tally.
 func (a *streamApplier) finish() ([]repo.LineOutcome, Tally) {
 	if len(a.chunk) > 0 {
