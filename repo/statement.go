@@ -502,6 +502,46 @@ func (t *StatementTx) ClassifyEach(ctx context.Context, each func(StatementLine)
 	return nil
 }
 
+// PendingTrades is the account's PENDING orders (by out_trade_no) when they are at most
+// limit and no run of the day has recorded a line yet; ok is false otherwise. It reads on the
+// store's pool. A bill line naming one of them needs the apply path whatever the
+// classification says (a payment line moves only a PENDING order, and such an order is never
+// a plain match), so it can be applied while the classification still hashes the day's
+// orders. The day's recorded lines would have to be left out, so a re-run does without.
+func (t *StatementTx) PendingTrades(ctx context.Context, limit int) (map[string]struct{}, bool, error) {
+	acct := t.day.Account
+	var recorded bool
+	if err := t.pool.GetContext(ctx, &recorded, `SELECT EXISTS (SELECT 1 FROM statement_lines
+		WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date)`, string(acct.Platform), acct.MerchantID, t.day.Date); err != nil {
+		return nil, false, fmt.Errorf("statement %s %s: look for an earlier run's lines: %w", acct, t.day.Date, err)
+	}
+	if recorded {
+		return nil, false, nil
+	}
+	var trades []string
+	if err := t.pool.SelectContext(ctx, &trades, `SELECT out_trade_no FROM payment_orders
+		WHERE platform = $1 AND merchant_id = $2 AND status = 'PENDING' LIMIT $3`,
+		string(acct.Platform), acct.MerchantID, limit+1); err != nil {
+		return nil, false, fmt.Errorf("statement %s %s: read the pending orders: %w", acct, t.day.Date, err)
+	}
+	if len(trades) > limit {
+		return nil, false, nil
+	}
+	set := make(map[string]struct{}, len(trades))
+	for _, no := range trades {
+		set[no] = struct{}{}
+	}
+	return set, true, nil
+}
+
+// PendingLine is a bill line naming an order PendingTrades found PENDING, as ClassifyEach
+// would return it.
+func PendingLine(l statement.Line) StatementLine {
+	return StatementLine{No: l.No, Kind: l.Kind, OutTradeNo: l.OutTradeNo, PlatformTradeNo: l.PlatformTradeNo,
+		RefundNo: l.RefundNo, PlatformRefundNo: l.PlatformRefundNo, RefundStatus: l.RefundStatus,
+		Currency: currencyOrCNY(l.Currency), AmountMinor: l.AmountMinor, At: l.At, OrderStatus: reconcile.StatusPending}
+}
+
 // LineBooks is what our books hold for the lines the apply path is about to take: the
 // orders they name, by out_trade_no, and the refunds they name, by out_refund_no. The apply
 // path takes them as its copies (reconcile.ApplyOptions), so that a day's lines cost two

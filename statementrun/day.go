@@ -48,7 +48,13 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 	go func() { defer close(warm); r.store.WarmConns(warmCtx, r.concurrency) }()
 	defer func() { stopWarm(); <-warm }()
 	start := time.Now()
-	staged, err := tx.Stage(ctx, &dayChecked{Reader: bill.Reader, day: spec.Day})
+	picker := &pendingPicker{Reader: &dayChecked{Reader: bill.Reader, day: spec.Day}}
+	if pending, ok, err := tx.PendingTrades(ctx, maxPendingPicked); err != nil {
+		log.Warn().Err(err).Msg("pending orders not read: their lines wait for the classification")
+	} else if ok {
+		picker.pending = pending
+	}
+	staged, err := tx.Stage(ctx, picker)
 	d.Phases.Stage = time.Since(start)
 	if err != nil {
 		// A rejected bill ends here: nothing was applied, the staged lines go with the rollback.
@@ -60,7 +66,7 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 	// a few set-based statements and the few lines that need the apply path, and a day
 	// finished whole is one a re-run repeats nothing of.
 	ctx = context.WithoutCancel(ctx)
-	if d.Err = r.settle(ctx, log, tx, acct.Key, spec, bill, &d); d.Err != nil {
+	if d.Err = r.settle(ctx, log, tx, acct.Key, spec, bill, picker.picked, &d); d.Err != nil {
 		return d
 	}
 	if spec.DryRun {
@@ -93,9 +99,10 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 // through the apply path (a commit of its own), and the day is not saved: a re-run finds
 // their orders and refunds already so, and counts those lines as matched.
 func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
-	spec Spec, bill Bill, d *DayResult) error {
+	spec Spec, bill Bill, pending []repo.StatementLine, d *DayResult) error {
 	start := time.Now()
 	apply := r.newStreamApplier(ctx, log, acct, spec, bill, tx)
+	apply.first(pending)
 	err := tx.ClassifyEach(ctx, apply.add)
 	d.Phases.Classify = time.Since(start)
 	if err != nil {

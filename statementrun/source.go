@@ -14,6 +14,7 @@ import (
 
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo"
 	"github.com/payrecon/payrecon/statement"
 )
 
@@ -191,6 +192,31 @@ func (r *dayChecked) Next() (statement.Line, error) {
 	if h := hr.Header(); !h.Start.IsZero() && !h.Start.Equal(r.day.Start) {
 		return statement.Line{}, &statement.RejectError{File: "bill", Reason: fmt.Sprintf("the bill covers the day from %s, not %s",
 			h.Start.Format(time.DateTime), r.day.Date)}
+	}
+	return l, err
+}
+
+// maxPendingPicked bounds the PENDING orders whose bill lines are picked out while staging:
+// past it (an account with a large backlog) the lines wait for the classification, as every
+// line did before, rather than hold the backlog in memory.
+const maxPendingPicked = 20_000
+
+// pendingPicker hands a bill's lines on to staging and keeps the payment lines that name an
+// order PENDING before the bill was read (at most one per PENDING order and a few repeats):
+// whatever else the classification finds, those lines need the apply path, and they go to it
+// as soon as the bill is staged whole (never before: a bill rejected part way applies nothing).
+type pendingPicker struct {
+	statement.Reader
+	pending map[string]struct{}
+	picked  []repo.StatementLine
+}
+
+func (p *pendingPicker) Next() (statement.Line, error) {
+	l, err := p.Reader.Next()
+	if err == nil && l.Kind == statement.Payment && len(p.pending) > 0 && len(p.picked) < 2*maxPendingPicked {
+		if _, ok := p.pending[l.OutTradeNo]; ok {
+			p.picked = append(p.picked, repo.PendingLine(l))
+		}
 	}
 	return l, err
 }

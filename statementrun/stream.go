@@ -42,6 +42,7 @@ type streamApplier struct {
 	chunks  chan []repo.StatementLine
 	queues  []chan bookedLine
 	refunds []repo.StatementLine
+	handed  map[int]bool   // lines handed over before the classification (first)
 	prior   Tally          // lines an earlier run settled
 	unread  int            // lines whose books could not be read
 	routed  sync.WaitGroup // the chunks' reader
@@ -75,9 +76,27 @@ func (r *Runner) newStreamApplier(ctx context.Context, log zerolog.Logger, acct 
 	return a
 }
 
+// first hands over, ahead of the classification, payment lines known to need the apply
+// path (pendingPicker): they are applied while the server still hashes the day's orders, a
+// phase in which it keeps one core busy and leaves the other idle. The classification may
+// return them again (its snapshot can predate their repair); add skips those.
+func (a *streamApplier) first(lines []repo.StatementLine) {
+	a.handed = make(map[int]bool, len(lines))
+	for _, l := range lines {
+		a.handed[l.No] = true
+		a.take(l)
+	}
+}
+
 // add takes one classified line (ClassifyEach's callback): it never waits for the apply path
 // beyond a full hand-over channel.
 func (a *streamApplier) add(l repo.StatementLine) {
+	if !a.handed[l.No] {
+		a.take(l)
+	}
+}
+
+func (a *streamApplier) take(l repo.StatementLine) {
 	switch {
 	case l.Prior != "":
 		countPrior(&a.prior, l)
