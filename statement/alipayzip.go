@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	kflate "github.com/klauspost/compress/flate"
 	"golang.org/x/text/encoding/simplifiedchinese"
 )
 
@@ -54,6 +55,9 @@ func newAlipayZip(r io.ReaderAt, size int64, o options) (*alipayReader, error) {
 	if err != nil {
 		return nil, &RejectError{File: o.name, Reason: fmt.Sprintf("not a readable zip (cut short?): %v", err)}
 	}
+	// klauspost's inflate gives the same bytes as compress/flate in half the time, which is
+	// a tenth of reading a bill; the zip's own CRC check still covers them.
+	zr.RegisterDecompressor(zip.Deflate, kflate.NewReader)
 	var detail, summary *zip.File
 	for _, f := range zr.File {
 		name := path.Base(entryName(f))

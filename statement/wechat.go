@@ -2,7 +2,6 @@ package statement
 
 import (
 	"bufio"
-	"compress/gzip"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	kgzip "github.com/klauspost/compress/gzip"
 )
 
 // WeChat Pay detail columns, found by name; where older bills use another name, both.
@@ -120,7 +121,7 @@ func (w *wechatReader) open() error {
 	br := bufio.NewReader(w.src)
 	var text io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == gzipMagic[0] && magic[1] == gzipMagic[1] {
-		zr, err := gzip.NewReader(br)
+		zr, err := kgzip.NewReader(br) // compress/gzip's format, inflated in half the time
 		if err != nil {
 			return w.reject(0, "bad gzip: %v", err)
 		}
