@@ -81,7 +81,7 @@ func TestStatementClassifiesRefundLines(t *testing.T) {
 	db := repotest.NewDB(t)
 	s := repo.NewStore(db.DB)
 	day := stmtDay("2026-11-28")
-	at := day.Start.Add(10 * time.Hour)
+	at := day.Start.Add(10*time.Hour + 123456*time.Microsecond)
 	orderID := insertPaidOrder(t, db, "C-1", at.Add(-time.Hour))
 	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, succeeded_at)
 		VALUES ($1, 'CR-DONE', 100, 'SUCCESS', $2), ($1, 'CR-WAIT', 200, 'PROCESSING', NULL), ($1, 'CR-SHORT', 300, 'SUCCESS', $2)`,
@@ -100,6 +100,9 @@ func TestStatementClassifiesRefundLines(t *testing.T) {
 	var got []string
 	for _, l := range lines {
 		got = append(got, l.RefundNo+" "+l.RefundStatus+" "+l.PlatformRefundNo+" "+string(l.OrderStatus))
+		if !l.At.Equal(at) {
+			t.Errorf("line %d comes back at %s, staged at %s", l.No, l.At, at)
+		}
 	}
 	// The order's state comes with each line ("" where there is no order): the apply path
 	// holds back only the refunds of orders a payment line could still move.
