@@ -18,6 +18,11 @@ import (
 // few thousand lines cost a few dozen reads.
 const booksChunk = 64
 
+// chunksAhead is how many chunks the classification may find ahead of the apply path (4,096
+// lines, about a MiB): a classification that waits for the workers holds back its own end
+// (the held list, the lines of other days) and every statement after it.
+const chunksAhead = 64
+
 // streamApplier applies a day's lines while the classification streams them in: the
 // classification is one server-side join on one core, the apply path a commit per line, and
 // the two overlap instead of following each other.
@@ -45,6 +50,7 @@ type streamApplier struct {
 	handed  map[int]bool   // lines handed over before the classification (first)
 	prior   Tally          // lines an earlier run settled
 	unread  int            // lines whose books could not be read
+	firsts  sync.WaitGroup // the sender of first's lines
 	routed  sync.WaitGroup // the chunks' reader
 	workers sync.WaitGroup
 	outs    [][]repo.LineOutcome
@@ -60,7 +66,7 @@ type bookedLine struct {
 func (r *Runner) newStreamApplier(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
 	tx *repo.StatementTx) *streamApplier {
 	a := &streamApplier{r: r, ctx: ctx, log: log, acct: acct, spec: spec, bill: bill, tx: tx,
-		chunks: make(chan []repo.StatementLine, 4), queues: make([]chan bookedLine, r.concurrency),
+		chunks: make(chan []repo.StatementLine, chunksAhead), queues: make([]chan bookedLine, r.concurrency),
 		outs: make([][]repo.LineOutcome, r.concurrency), tallies: make([]Tally, r.concurrency)}
 	for i := range a.queues {
 		a.queues[i] = make(chan bookedLine, booksChunk)
@@ -84,8 +90,14 @@ func (a *streamApplier) first(lines []repo.StatementLine) {
 	a.handed = make(map[int]bool, len(lines))
 	for _, l := range lines {
 		a.handed[l.No] = true
-		a.take(l)
 	}
+	// Sent from a goroutine of their own: the classification starts at once, not once the
+	// workers have made room for them.
+	a.firsts.Go(func() {
+		for c := range slices.Chunk(lines, booksChunk) {
+			a.chunks <- c
+		}
+	})
 }
 
 // add takes one classified line (ClassifyEach's callback): it never waits for the apply path
@@ -136,6 +148,7 @@ func (a *streamApplier) route() {
 // chunk of lines, then the refund lines that waited for the payment lines. It returns every applied line's outcome and
 // the lines' tally.
 func (a *streamApplier) finish() ([]repo.LineOutcome, Tally) {
+	a.firsts.Wait()
 	if len(a.chunk) > 0 {
 		a.chunks <- a.chunk
 	}
