@@ -227,8 +227,8 @@ type copyData interface {
 	CopyData(ctx context.Context, rows string) (driver.Result, error)
 }
 
-// stageColumnNames are StageColumns' names, in order.
-var stageColumnNames = []string{"line_no", "kind", "out_trade_no", "platform_trade_no", "refund_no",
+// StageColumnNames are StageColumns' names, in order.
+var StageColumnNames = []string{"line_no", "kind", "out_trade_no", "platform_trade_no", "refund_no",
 	"platform_refund_no", "refund_status", "currency", "amount_minor", "paid_us"}
 
 // copyBatches COPYs every batch into the staging table on the transaction's own driver
@@ -244,7 +244,7 @@ func (t *StatementTx) copyBatches(ctx context.Context, dc any, batches <-chan []
 	if !ok {
 		return fmt.Errorf("statement %s %s: start COPY: driver connection %T", t.day.Account, t.day.Date, dc)
 	}
-	st, err := conn.Prepare(pq.CopyIn("statement_stage", stageColumnNames...))
+	st, err := conn.Prepare(pq.CopyIn("statement_stage", StageColumnNames...))
 	if err != nil {
 		return fmt.Errorf("statement %s %s: start COPY: %w", t.day.Account, t.day.Date, err)
 	}

@@ -140,8 +140,8 @@ func reportStatement(b *testing.B, n int, d DayResult, elapsed time.Duration, pe
 		b.ReportMetric(floors.server, "server_copy_lines/s")
 		b.ReportMetric(prate/floors.server, "of_server_copy")
 	}
-	b.Logf("process: reconciler statement --file %.0f lines/s (%.2fs) vs server-side COPY FROM file %.0f lines/s: %.2f of COPY; peak RSS %.1f MiB",
-		prate, proc.elapsed.Seconds(), floors.server, prate/floors.server, float64(proc.rssKiB)/1024)
+	b.Logf("process: reconciler statement --file %.0f lines/s (%.2fs) vs server-side COPY FROM file %.0f lines/s: %.2f of COPY; peak RSS %.1f MiB, CPU %.2fs",
+		prate, proc.elapsed.Seconds(), floors.server, prate/floors.server, float64(proc.rssKiB)/1024, proc.cpu.Seconds())
 	b.Logf("  its phases: %s", proc.phases)
 }
 
@@ -280,8 +280,7 @@ func measureFloors(b *testing.B, e *env, day Day, n int, dir string) benchFloors
 // row.
 func rowExecCopyRate(b *testing.B, tx *sql.Tx, day Day, n int) float64 {
 	start := time.Now()
-	stmt, err := tx.Prepare(pq.CopyIn("bare_copy_rows", "line_no", "kind", "out_trade_no", "platform_trade_no", "refund_no",
-		"platform_refund_no", "refund_status", "currency", "amount_minor", "paid_at"))
+	stmt, err := tx.Prepare(pq.CopyIn("bare_copy_rows", repo.StageColumnNames...))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -289,7 +288,7 @@ func rowExecCopyRate(b *testing.B, tx *sql.Tx, day Day, n int) float64 {
 	for l := range statement.SampleLines(day.Start, "B-", n, benchRefundEvery) {
 		no++
 		if _, err := stmt.Exec(no, string(l.Kind), l.OutTradeNo, l.PlatformTradeNo, l.RefundNo, l.PlatformRefundNo,
-			l.RefundStatus, l.Currency, l.AmountMinor, l.At); err != nil {
+			l.RefundStatus, l.Currency, l.AmountMinor, l.At.UnixMicro()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -306,8 +305,7 @@ func rowExecCopyRate(b *testing.B, tx *sql.Tx, day Day, n int) float64 {
 func clientCopyRate(b *testing.B, conn *sql.Conn, day Day, n int) float64 {
 	start := time.Now()
 	err := conn.Raw(func(dc any) error {
-		st, err := dc.(driver.Conn).Prepare(pq.CopyIn("bare_copy", "line_no", "kind", "out_trade_no", "platform_trade_no",
-			"refund_no", "platform_refund_no", "refund_status", "currency", "amount_minor", "paid_at"))
+		st, err := dc.(driver.Conn).Prepare(pq.CopyIn("bare_copy", repo.StageColumnNames...))
 		if err != nil {
 			return err
 		}
@@ -357,6 +355,7 @@ func serverCopyRate(b *testing.B, tx *sql.Tx, n int, file string) float64 {
 // processRun is one `reconciler statement --file` process.
 type processRun struct {
 	elapsed time.Duration
+	cpu     time.Duration // the process's own, user and system
 	rssKiB  int64
 	phases  string // as its "statement reconciled" log line gives them
 }
@@ -392,6 +391,7 @@ func runProcess(b *testing.B, e *env, bin string, p reconcile.Platform, day Day,
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		run.rssKiB = ru.Maxrss // KiB on Linux
+		run.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	run.phases = loggedPhases(stderr.String())
 	return run
