@@ -73,7 +73,7 @@ bench:
 	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
 	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/ && \
 	  $(GO) test -run "^$$" -bench "Read" -benchtime 3x -benchmem -count=1 ./statement/ && \
-	  $(GO) test -run "^$$" -bench "Statement" -benchtime 3x -count=1 -timeout 30m ./statementrun/ -statement.lines 1000000 && \
+	  $(GO) test -run "^$$" -bench "Statement" -benchtime 3x -count=1 -timeout 30m -v ./statementrun/ -statement.lines 1000000 && \
 	  $(GO) test -run "^$$" -bench "Report" -benchtime 1x -count=1 -timeout 20m ./render/'
 
 # The review console as a person sees it: TestBrowserReview's screenshots (the findings list,
