@@ -287,7 +287,6 @@ func (t *StatementTx) copyBatches(ctx context.Context, dc any, batches <-chan []
 	return nil
 }
 
-
 // AppendStageRow writes one line as a row of the staging table (StageColumns) in COPY's text
 // format: what Stage sends, and what a benchmark's bare COPY of the same lines sends too.
 func AppendStageRow(b []byte, l statement.Line) []byte {
