@@ -91,10 +91,11 @@ func (c *csvRecords) read() ([]string, error) {
 	c.row = c.row[:0]
 	if bytes.IndexByte(line, '"') >= 0 {
 		row, err := c.quoted(line)
-		if err == nil {
-			c.no = start
+		if err != nil {
+			return nil, err
 		}
-		return row, err
+		c.no = start
+		return row, nil
 	}
 	c.no = start
 	// No quote anywhere: every comma ends a field.

@@ -151,26 +151,35 @@ func cell(row []string, i int) string {
 // more) and refuses anything else, including dates that do not exist.
 func parseChinaTime(s string) (time.Time, error) {
 	bad := func() (time.Time, error) { return time.Time{}, fmt.Errorf("time %q: want yyyy-MM-dd HH:mm:ss", s) }
-	if len(s) != len(timeLayout) || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
+	if len(s) != len(timeLayout) || s[4] != '-' || s[7] != '-' || !digits(s[:4]) || !digits(s[5:7]) || !digits(s[8:10]) {
 		return bad()
 	}
-	var v [6]int
-	for i, span := range [6][2]int{{0, 4}, {5, 7}, {8, 10}, {11, 13}, {14, 16}, {17, 19}} {
-		part := s[span[0]:span[1]]
-		if !digits(part) {
-			return bad()
-		}
-		for j := 0; j < len(part); j++ {
-			v[i] = v[i]*10 + int(part[j]-'0')
-		}
+	secs, ok := timeOfDay(s[10:])
+	if !ok {
+		return bad()
 	}
-	t := time.Date(v[0], time.Month(v[1]), v[2], v[3], v[4], v[5], 0, chinaTime)
+	y, m, d := twoDigits(s)*100+twoDigits(s[2:]), twoDigits(s[5:]), twoDigits(s[8:])
+	t := time.Date(y, time.Month(m), d, 0, 0, secs, 0, chinaTime)
 	// time.Date normalises 02-30 to 03-02: a date that moved did not exist.
-	if v[1] < 1 || v[1] > 12 || t.Day() != v[2] || v[3] > 23 || v[4] > 59 || v[5] > 59 {
+	if m < 1 || m > 12 || t.Day() != d {
 		return bad()
 	}
 	return t, nil
 }
+
+// timeOfDay reads the " HH:mm:ss" that ends a bill's time, in seconds since midnight.
+func timeOfDay(s string) (int, bool) {
+	if len(s) != 9 || s[0] != ' ' || s[3] != ':' || s[6] != ':' || !digits(s[1:3]) || !digits(s[4:6]) || !digits(s[7:9]) {
+		return 0, false
+	}
+	h, m, sec := twoDigits(s[1:]), twoDigits(s[4:]), twoDigits(s[7:])
+	if h > 23 || m > 59 || sec > 59 {
+		return 0, false
+	}
+	return h*3600 + m*60 + sec, true
+}
+
+func twoDigits(s string) int { return int(s[0]-'0')*10 + int(s[1]-'0') }
 
 // chinaDays parses a bill's times as parseChinaTime does, remembering the last date it met:
 // a bill's lines are nearly all of one or two days, and checking the date (time.Date and its
@@ -181,23 +190,19 @@ type chinaDays struct {
 }
 
 func (c *chinaDays) parse(s string) (time.Time, error) {
-	if len(s) == len(timeLayout) && c.date != "" && s[:10] == c.date && s[10] == ' ' && s[13] == ':' && s[16] == ':' &&
-		digits(s[11:13]) && digits(s[14:16]) && digits(s[17:19]) {
-		h, m, sec := twoDigits(s[11:]), twoDigits(s[14:]), twoDigits(s[17:])
-		if h <= 23 && m <= 59 && sec <= 59 {
-			return time.Unix(c.midnight+int64(h*3600+m*60+sec), 0).In(chinaTime), nil
+	if len(s) == len(timeLayout) && c.date != "" && s[:10] == c.date {
+		if secs, ok := timeOfDay(s[10:]); ok {
+			return time.Unix(c.midnight+int64(secs), 0).In(chinaTime), nil
 		}
 	}
 	t, err := parseChinaTime(s)
 	if err != nil {
 		return t, err
 	}
-	c.date = s[:10]
-	c.midnight = t.Unix() - int64(t.Hour()*3600+t.Minute()*60+t.Second())
+	secs, _ := timeOfDay(s[10:])
+	c.date, c.midnight = s[:10], t.Unix()-int64(secs)
 	return t, nil
 }
-
-func twoDigits(s string) int { return int(s[0]-'0')*10 + int(s[1]-'0') }
 
 // tally adds a line to running totals.
 func (t *Totals) add(l Line) {
