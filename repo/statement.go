@@ -503,25 +503,18 @@ func (t *StatementTx) ClassifyEach(ctx context.Context, each func(StatementLine)
 }
 
 // PendingTrades is the account's PENDING orders (by out_trade_no) when they are at most
-// limit and no run of the day has recorded a line yet; ok is false otherwise. It reads on the
-// store's pool. A bill line naming one of them needs the apply path whatever the
-// classification says (a payment line moves only a PENDING order, and such an order is never
-// a plain match), so it can be applied while the classification still hashes the day's
-// orders. The day's recorded lines would have to be left out, so a re-run does without.
+// limit; ok is false when there are more. It reads on the store's pool. A bill line naming
+// one of them needs the apply path whatever the classification says (a payment line moves
+// only a PENDING order, and such an order is never a plain match), so it can be applied
+// while the classification still hashes the day's orders. A re-run of the day (a run has
+// recorded lines) gets none: its recorded lines must not be applied again.
 func (t *StatementTx) PendingTrades(ctx context.Context, limit int) (map[string]struct{}, bool, error) {
 	acct := t.day.Account
-	var recorded bool
-	if err := t.pool.GetContext(ctx, &recorded, `SELECT EXISTS (SELECT 1 FROM statement_lines
-		WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date)`, string(acct.Platform), acct.MerchantID, t.day.Date); err != nil {
-		return nil, false, fmt.Errorf("statement %s %s: look for an earlier run's lines: %w", acct, t.day.Date, err)
-	}
-	if recorded {
-		return nil, false, nil
-	}
 	var trades []string
 	if err := t.pool.SelectContext(ctx, &trades, `SELECT out_trade_no FROM payment_orders
-		WHERE platform = $1 AND merchant_id = $2 AND status = 'PENDING' LIMIT $3`,
-		string(acct.Platform), acct.MerchantID, limit+1); err != nil {
+		WHERE platform = $1 AND merchant_id = $2 AND status = 'PENDING'
+			AND NOT EXISTS (SELECT 1 FROM statement_lines WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date)
+		LIMIT $4`, string(acct.Platform), acct.MerchantID, t.day.Date, limit+1); err != nil {
 		return nil, false, fmt.Errorf("statement %s %s: read the pending orders: %w", acct, t.day.Date, err)
 	}
 	if len(trades) > limit {

@@ -49,7 +49,7 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 	defer func() { stopWarm(); <-warm }()
 	start := time.Now()
 	picker := &pendingPicker{Reader: &dayChecked{Reader: bill.Reader, day: spec.Day}}
-	if pending, ok, err := tx.PendingTrades(ctx, maxPendingPicked); err != nil {
+	if pending, ok, err := tx.PendingTrades(ctx, r.pickLimit); err != nil {
 		log.Warn().Err(err).Msg("pending orders not read: their lines wait for the classification")
 	} else if ok {
 		picker.pending = pending

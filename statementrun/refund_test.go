@@ -286,10 +286,17 @@ func checkHeldRefundFinding(t *testing.T, e *env) {
 // books takes (booksChunk), so the lines reach the workers in several chunks.
 func TestRefundAndItsPaymentOnOneDay(t *testing.T) {
 	const orders = booksChunk*2 + 3
-	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
-		t.Run(string(p), func(t *testing.T) {
+	for _, c := range []struct {
+		p         reconcile.Platform
+		pickLimit int
+	}{{reconcile.Alipay, maxPendingPicked}, {reconcile.WechatPay, maxPendingPicked}, {reconcile.Alipay, 0}, {reconcile.WechatPay, 0}} {
+		p := c.p
+		// pickLimit 0: no payment line is picked out while staging, so the classification
+		// alone hands every line over, in no particular order.
+		t.Run(fmt.Sprintf("%s/pick%d", p, c.pickLimit), func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
+			e.runner.pickLimit = c.pickLimit
 			at := testDay.Start.Add(10 * time.Hour)
 			var lines []statement.Line
 			for i := range orders {

@@ -108,6 +108,7 @@ type Runner struct {
 	log         zerolog.Logger
 	now         func() time.Time
 	concurrency int
+	pickLimit   int // the most PENDING orders whose lines are picked out while staging
 }
 
 // NewRunner builds a runner that applies up to concurrency lines at once (RECONCILER_CONCURRENCY;
@@ -116,7 +117,8 @@ func NewRunner(store *repo.Store, applier Applier, runs RunLog, observer Observe
 	if concurrency <= 0 {
 		concurrency = 8
 	}
-	return &Runner{store: store, applier: applier, runs: runs, observer: observer, log: log, now: time.Now, concurrency: concurrency}
+	return &Runner{store: store, applier: applier, runs: runs, observer: observer, log: log, now: time.Now, concurrency: concurrency,
+		pickLimit: maxPendingPicked}
 }
 
 // ErrLinesFailed says some lines could not be applied (database trouble): the day's record

@@ -202,7 +202,7 @@ func (r *dayChecked) Next() (statement.Line, error) {
 const maxPendingPicked = 20_000
 
 // pendingPicker hands a bill's lines on to staging and keeps the payment lines that name an
-// order PENDING before the bill was read (at most one per PENDING order and a few repeats):
+// order PENDING before the bill was read (at most two per PENDING order: a line repeated):
 // whatever else the classification finds, those lines need the apply path, and they go to it
 // as soon as the bill is staged whole (never before: a bill rejected part way applies nothing).
 type pendingPicker struct {
@@ -213,7 +213,7 @@ type pendingPicker struct {
 
 func (p *pendingPicker) Next() (statement.Line, error) {
 	l, err := p.Reader.Next()
-	if err == nil && l.Kind == statement.Payment && len(p.pending) > 0 && len(p.picked) < 2*maxPendingPicked {
+	if err == nil && l.Kind == statement.Payment && len(p.picked) < 2*len(p.pending) {
 		if _, ok := p.pending[l.OutTradeNo]; ok {
 			p.picked = append(p.picked, repo.PendingLine(l))
 		}
