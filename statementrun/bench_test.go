@@ -142,7 +142,7 @@ func reportStatement(b *testing.B, n int, d DayResult, elapsed time.Duration, pe
 	}
 	b.Logf("process: reconciler statement --file %.0f lines/s (%.2fs) vs server-side COPY FROM file %.0f lines/s: %.2f of COPY; peak RSS %.1f MiB, CPU %.2fs",
 		prate, proc.elapsed.Seconds(), floors.server, prate/floors.server, float64(proc.rssKiB)/1024, proc.cpu.Seconds())
-	b.Logf("  its phases: %s", proc.phases)
+	b.Logf("  its phases: %s; CPU of this machine's PostgreSQL processes meanwhile %.2fs", proc.phases, proc.server.Seconds())
 }
 
 // writeBenchBill writes statement.SampleLines' n lines (every benchRefundEvery-th a refund
@@ -357,7 +357,8 @@ type processRun struct {
 	elapsed time.Duration
 	cpu     time.Duration // the process's own, user and system
 	rssKiB  int64
-	phases  string // as its "statement reconciled" log line gives them
+	phases  string        // as its "statement reconciled" log line gives them
+	server  time.Duration // the database server's CPU while it ran (serverCPU), 0 when unreadable
 }
 
 // buildReconciler builds the binary an operator runs.
@@ -383,9 +384,13 @@ func runProcess(b *testing.B, e *env, bin string, p reconcile.Platform, day Day,
 		"RECONCILER_CLAIM_PREFIX="+prefix, "RECONCILER_TIMEZONE="+shanghai.String(), "RECONCILER_LOG_FORMAT=json")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cpu0 := serverCPU()
 	start := time.Now()
 	err := cmd.Run()
 	run := processRun{elapsed: time.Since(start)}
+	if cpu0 > 0 {
+		run.server = serverCPU() - cpu0
+	}
 	if err != nil {
 		b.Fatalf("reconciler statement: %v\n%s\n%s", err, stdout.String(), tail(stderr.String(), 4000))
 	}
@@ -417,6 +422,44 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// serverCPU is the CPU (user and system) every PostgreSQL process on this machine has used:
+// the live ones', and the postmaster's reaped children's (a session's backend ends with its
+// connection). 0 when /proc cannot say (the server is elsewhere, or procfs is missing). A
+// figure for the benchmark's reader, taken on a machine where nothing else runs queries.
+func serverCPU() time.Duration {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var ticks int64
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open || !strings.HasPrefix(s[open+1:end], "postgres") {
+			continue
+		}
+		// After the command: state, ppid, ... utime (14th field), stime, cutime, cstime.
+		f := strings.Fields(s[end+1:])
+		if len(f) < 15 {
+			continue
+		}
+		for _, i := range []int{11, 12, 13, 14} {
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			if i < 13 || !isPostgres(f[1]) { // a postmaster's reaped backends count too
+				ticks += v
+			}
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ, 100 on Linux
+}
+
+// isPostgres says whether process pid is a PostgreSQL process.
+func isPostgres(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/comm")
+	return err == nil && strings.HasPrefix(string(b), "postgres")
 }
 
 // resetPeakRSS starts the kernel's peak-RSS count afresh (VmHWM), so the figure is the
