@@ -17,3 +17,6 @@ func LockKey(name string) int64 { return lockKey(name) }
 
 // AtStakeSQL is atStakeSQL, the money rule in SQL.
 const AtStakeSQL = atStakeSQL
+
+// RenamedMigrations is renamedMigrations: versions as earlier releases recorded them.
+var RenamedMigrations = renamedMigrations

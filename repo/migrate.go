@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 //go:embed migrations/*.sql
@@ -45,6 +46,38 @@ func Migrations() ([]Migration, error) {
 	return out, nil
 }
 
+// renamedMigrations maps versions that releases before 2026-12-06 recorded to the names
+// their files have now. Two migrations were both numbered 0005; the second and every one
+// after it moved up by one, so that numbers are unique and say the order. A database those
+// releases migrated holds the old names, and must not take the same steps again under the
+// new ones.
+var renamedMigrations = [][2]string{
+	{"0005_outbox_relay", "0006_outbox_relay"},
+	{"0006_run_takeover", "0007_run_takeover"},
+	{"0007_review_trust", "0008_review_trust"},
+	{"0008_statements", "0009_statements"},
+	{"0009_review_functions", "0010_review_functions"},
+	{"0010_refunds", "0011_refunds"},
+	{"0011_refund_pass", "0012_refund_pass"},
+	{"0012_statement_refunds", "0013_statement_refunds"},
+	{"0013_outbox_notify_after_commit", "0014_outbox_notify_after_commit"},
+}
+
+// renameApplied records the applied migrations that renamedMigrations names under their
+// new names, in one statement (no old name is a new one: the names after the number all
+// differ). Run under the migration lock; a second run finds nothing to rename.
+func renameApplied(ctx context.Context, conn *sqlx.Conn) error {
+	olds, news := make([]string, len(renamedMigrations)), make([]string, len(renamedMigrations))
+	for i, r := range renamedMigrations {
+		olds[i], news[i] = r[0], r[1]
+	}
+	if _, err := conn.ExecContext(ctx, `UPDATE schema_migrations m SET version = r.new
+		FROM unnest($1::text[], $2::text[]) AS r(old, new) WHERE m.version = r.old`, pq.Array(olds), pq.Array(news)); err != nil {
+		return fmt.Errorf("migrate: rename the versions recorded before the renumbering: %w", err)
+	}
+	return nil
+}
+
 // Migrate applies every embedded migration not applied yet, each in its own transaction.
 // It holds an advisory lock for the duration so that two processes migrating at once
 // serialise instead of racing; it is safe to repeat. It returns the versions it applied.
@@ -66,6 +99,9 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return nil, fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	if err := renameApplied(ctx, conn); err != nil {
+		return nil, err
 	}
 	var done []string
 	if err := conn.SelectContext(ctx, &done, `SELECT version FROM schema_migrations`); err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // quietOutbox, joined into a transition's outbox insert, tells the outbox trigger
-// (migration 0013) that this transaction's writer sends its NOTIFY itself, after the commit:
+// (migration 0014) that this transaction's writer sends its NOTIFY itself, after the commit:
 // set_config runs before the insert's first row, and the trigger, AFTER INSERT, reads it
 // at the statement's end. Local to the transition's own transaction.
 const quietOutbox = `(SELECT set_config('payrecon.outbox_notify', 'off', true)) AS quiet`
@@ -18,7 +18,7 @@ const quietOutbox = `(SELECT set_config('payrecon.outbox_notify', 'off', true)) 
 // transaction.
 //
 // The NOTIFY used to come from the outbox trigger inside the transition's transaction (it
-// still does for rows inserted any other way: migration 0013). PostgreSQL
+// still does for rows inserted any other way: migration 0014). PostgreSQL
 // serialises the commits of every transaction that notified, cluster-wide, across the
 // commit's WAL flush: notifying transitions could not share a flush, and the server topped
 // out at one per disk flush (347 commits/s where the same inserts without it made 2,130 on

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -16,6 +17,30 @@ import (
 	"github.com/payrecon/payrecon/repo"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
+
+// TestMigrationsAreNumberedOnceInOrder: each migration's number is its place in the order,
+// 0001 up with none left out and none twice (two migrations were once both 0005, and which
+// ran first depended on the rest of their names), and each renamed version names a
+// migration that exists, under a name no migration has any more.
+func TestMigrationsAreNumberedOnceInOrder(t *testing.T) {
+	migs, err := repo.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for i, m := range migs {
+		names[m.Version] = true
+		num, rest, ok := strings.Cut(m.Version, "_")
+		if want := fmt.Sprintf("%04d", i+1); !ok || num != want || rest == "" {
+			t.Errorf("migration %d is %q: want %s_<what it does>", i+1, m.Version, want)
+		}
+	}
+	for _, r := range repo.RenamedMigrations {
+		if names[r[0]] || !names[r[1]] {
+			t.Errorf("rename %s -> %s: the old name must be gone and the new one a migration", r[0], r[1])
+		}
+	}
+}
 
 func TestMigrateIsRepeatableAndSerialised(t *testing.T) {
 	t.Parallel()

@@ -65,7 +65,7 @@ const findingColumns = `id, order_id, platform, merchant_id, out_trade_no,
 	COALESCE(proposed_by, '') AS proposed_by, proposed_at, proposed_version, COALESCE(approved_by, '') AS approved_by`
 
 // AuditEntry is one reconcile_mismatch_audit row. The table is append-only and its times
-// come from the database clock (migration 0007).
+// come from the database clock (migration 0008).
 type AuditEntry struct {
 	ID         int64  `json:"id" db:"id"`
 	MismatchID int64  `json:"mismatch_id" db:"mismatch_id"`
@@ -357,7 +357,7 @@ func (r *Review) Reject(ctx context.Context, id int64, in ReviewInput) (ReviewMo
 	return r.move(ctx, id, reconcile.ReviewReject, in)
 }
 
-// reviewFunction is the database function that makes each move (migration 0009): it checks
+// reviewFunction is the database function that makes each move (migration 0010): it checks
 // the rules under the finding's row lock and writes the audit row in the same statement, so
 // a credential that can call it cannot make a move the rules forbid or leave no trail. The
 // arguments are the finding, the person, the OS user, the evidence version seen and the
@@ -414,7 +414,7 @@ func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewActi
 	return move, nil
 }
 
-// Refusals the review functions raise (SQLSTATE class PR, migration 0009).
+// Refusals the review functions raise (SQLSTATE class PR, migration 0010).
 const (
 	sqlStateIllegalReview = "PR001"
 	sqlStateStaleEvidence = "PR002"

@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkRecordMismatch measures the apply path's finding upsert with the evidence trigger
-// (migration 0007): a new finding, a repeat sighting with the same figures, and one with new
+// (migration 0008): a new finding, a repeat sighting with the same figures, and one with new
 // figures (version bump). Run: go test -run '^$' -bench RecordMismatch ./repo/
 func BenchmarkRecordMismatch(b *testing.B) {
 	db := repotest.NewDB(b)

@@ -22,7 +22,7 @@ const (
 var Roles = []string{RoleWorker, RoleReviewer, RoleReadonly}
 
 // evidenceColumns are the reconcile_mismatches columns the apply path's upsert writes. The
-// review columns are written only by the review functions (migration 0009); the evidence
+// review columns are written only by the review functions (migration 0010); the evidence
 // version and a reopen are the database's triggers'.
 var evidenceColumns = []string{"order_id", "platform_trade_no", "local_amount_minor", "platform_amount_minor",
 	"local_status", "platform_status", "detail", "last_seen_at", "seen_count"}

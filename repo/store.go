@@ -170,7 +170,7 @@ func (s *Store) ApplyTransition(ctx context.Context, t reconcile.Transition) (bo
 
 // recordMismatchSQL upserts a finding. A repeat bumps seen_count and last_seen_at. It names
 // evidence columns only (the worker's role may not write review columns): the database's
-// trigger (migration 0007) bumps the evidence version when the figures differ and reopens a
+// trigger (migration 0008) bumps the evidence version when the figures differ and reopens a
 // RESOLVED finding then (finance resolved what they saw, not whatever may come later).
 const recordMismatchSQL = `
 INSERT INTO reconcile_mismatches AS m (order_id, platform, merchant_id, out_trade_no, platform_trade_no, kind,

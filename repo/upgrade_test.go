@@ -2,6 +2,7 @@ package repo_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,8 +10,9 @@ import (
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
-// previousRelease is the last migration the release before refunds shipped.
-const previousRelease = "0009_review_functions"
+// previousRelease is the last migration the release before refunds shipped, as it is named
+// now (that release recorded it as 0009_review_functions: see repo.RenamedMigrations).
+const previousRelease = "0010_review_functions"
 
 // upgradeSeed puts rows in every table the previous release had.
 var upgradeSeed = []string{
@@ -49,12 +51,21 @@ func TestMigrateUpgradesThePreviousReleaseWithData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The previous release recorded its steps under the names they had then.
+	oldName := map[string]string{}
+	for _, r := range repo.RenamedMigrations {
+		oldName[r[1]] = r[0]
+	}
 	for _, m := range migs {
 		if m.Version > previousRelease {
 			break
 		}
 		db.MustExec(m.SQL)
-		db.MustExec(`INSERT INTO schema_migrations (version) VALUES ($1)`, m.Version)
+		v := m.Version
+		if old, ok := oldName[v]; ok {
+			v = old
+		}
+		db.MustExec(`INSERT INTO schema_migrations (version) VALUES ($1)`, v)
 	}
 	for _, stmt := range upgradeSeed {
 		db.MustExec(stmt)
@@ -74,8 +85,20 @@ func TestMigrateUpgradesThePreviousReleaseWithData(t *testing.T) {
 	if err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
-	if len(applied) == 0 || !strings.HasPrefix(applied[0], "0010") {
-		t.Fatalf("upgrade applied %v", applied)
+	// Only what came after: none of the renamed steps again under its new name.
+	if want := []string{"0011_refunds", "0012_refund_pass", "0013_statement_refunds", "0014_outbox_notify_after_commit"}; !slices.Equal(applied, want) {
+		t.Fatalf("upgrade applied %v, want %v", applied, want)
+	}
+	var recorded []string
+	if err := db.Select(&recorded, `SELECT version FROM schema_migrations ORDER BY version`); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range migs {
+		names = append(names, m.Version)
+	}
+	if !slices.Equal(recorded, names) {
+		t.Fatalf("after the upgrade schema_migrations holds %v, want every migration under its name now: %v", recorded, names)
 	}
 	counts := map[string]int{"payment_orders": 2, "payment_events": 1, "fulfillment_outbox": 1, "reconcile_mismatches": 1,
 		"reconcile_mismatch_audit": 1, "reconcile_runs": 1, "statement_days": 1, "statement_lines": 1, "statement_held": 1}
