@@ -23,9 +23,10 @@ type PassOutput struct {
 }
 
 // RunPass runs one pass with the app's observers (the metrics, the overhead histogram, a dry
-// run's printer, a backfill's progress bar), then logs the process's figures, records (and
-// in run mode pushes) the run's metrics and prints its summary. The error is the pass's own,
-// for the command to map to an exit code.
+// run's printer, a backfill's progress bar), then logs the process's figures, records the
+// run's metrics and the backlog, prints its summary and marks a regular pass's success (a
+// `run` pushes it; `serve --schedule` serves it). `run`, `backfill` and every scheduled pass
+// go through it. The error is the pass's own, for the command to map to an exit code.
 func (a *App) RunPass(ctx context.Context, spec reconcile.PassSpec, out PassOutput) (reconcile.Run, error) {
 	overhead := &overheadHistogram{}
 	obs := observers{a.metrics, overhead}
@@ -54,6 +55,10 @@ func (a *App) RunPass(ctx context.Context, spec reconcile.PassSpec, out PassOutp
 		a.observeBacklog(ctx)
 		render.RunSummary(out.Out, run)
 	}
+	regular := spec.Mode == reconcile.ModeOnce || spec.Mode == reconcile.ModeScheduled
+	if regular && err == nil {
+		a.metrics.MarkSuccess()
+	}
 	if spec.Mode == reconcile.ModeOnce {
 		a.pushMetrics(run, err == nil)
 	}
@@ -81,8 +86,7 @@ func (a *App) pushMetrics(run reconcile.Run, ok bool) {
 	group := strings.Replace(a.cfg.Shard.String(), "/", "-of-", 1)
 	p := push.New(a.cfg.PushgatewayURL, "payrecon_reconciler").Grouping("shard", group).Gatherer(a.metrics.Registry())
 	if ok {
-		a.metrics.MarkSuccess()
-		p = p.Collector(a.metrics.LastSuccess())
+		p = p.Collector(a.metrics.LastSuccess()) // marked by RunPass
 	}
 	if err := p.Add(); err != nil {
 		a.log.Warn().Err(err).Msg("could not push metrics to the Pushgateway")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -19,16 +20,13 @@ func (a *App) Scheduler(ctx context.Context, sched cron.Schedule) *cron.Cron {
 	logger := cronLogger{a.log}
 	c := cron.New(cron.WithLocation(a.cfg.Timezone), cron.WithLogger(logger),
 		cron.WithChain(cron.Recover(logger), cron.SkipIfStillRunning(logger)))
-	runner := a.Runner(a.metrics)
 	c.Schedule(sched, cron.FuncJob(func() {
-		run, err := runner.Pass(ctx, reconcile.PassSpec{Mode: reconcile.ModeScheduled, Shard: a.cfg.Shard, DryRun: a.cfg.DryRun})
-		if run.ID != 0 {
-			a.metrics.RecordRun(run)
-		}
-		a.observeBacklog(ctx)
+		// The same road as `run`: the run record, the metrics, the backlog and the success
+		// mark are RunPass's. A scheduled pass prints nothing; it logs.
+		run, err := a.RunPass(ctx, reconcile.PassSpec{Mode: reconcile.ModeScheduled, Shard: a.cfg.Shard, DryRun: a.cfg.DryRun},
+			PassOutput{Out: io.Discard})
 		switch {
 		case err == nil:
-			a.metrics.MarkSuccess()
 		case errors.Is(err, reconcile.ErrLockHeld):
 			a.log.Info().Msg("scheduled pass skipped: another pass holds this shard's lock")
 		default:

@@ -40,6 +40,11 @@ func TestE2EServeSchedulesPassesThatNeverOverlap(t *testing.T) {
 	e2eEventually(t, 30*time.Second, "a scheduled pass to finish", func() bool {
 		return e.count(`SELECT count(*) FROM reconcile_runs WHERE mode = 'scheduled' AND status = 'succeeded'`) >= 1
 	})
+	// A scheduled pass takes the road `run` takes (worker.RunPass), which logs the process's
+	// figures after every pass.
+	e2eEventually(t, 10*time.Second, "a scheduled pass's process stats in the log", func() bool {
+		return strings.Contains(serve.stderr.String(), `"message":"process stats"`)
+	})
 	if n := e.count(`SELECT count(*) FROM reconcile_runs a JOIN reconcile_runs b ON a.id < b.id
 		WHERE a.mode = 'scheduled' AND b.mode = 'scheduled' AND b.started_at < COALESCE(a.finished_at, now())`); n != 0 {
 		t.Fatalf("%d pairs of scheduled passes overlapped", n)
