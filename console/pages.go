@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo"
@@ -186,7 +185,7 @@ func amount(field, s string) (*int64, error) {
 	if s == "" {
 		return nil, nil
 	}
-	n, err := platformclient.ParseYuan(strings.ReplaceAll(strings.TrimPrefix(s, "¥"), ",", ""))
+	n, err := reconcile.ParseYuan(strings.ReplaceAll(strings.TrimPrefix(s, "¥"), ",", ""))
 	if err != nil || n < 0 {
 		return nil, fmt.Errorf("%s: want an amount in yuan such as 100 or 1234.50, got %q", field, s)
 	}

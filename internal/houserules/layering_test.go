@@ -141,7 +141,7 @@ func TestMayReadsTheMap(t *testing.T) {
 		{"platformclient/sandbox", "statement", true},
 		{"repo/repotest", "config", true},
 		{"repo", "config", false},
-		{"console", "platformclient", true},
+		{"console", "platformclient", false},
 		{"statement", "repo", false},
 		{"cmd/reconciler", "demo", true},
 	}

@@ -135,7 +135,7 @@ func paymentNotify(form url.Values, raw []byte) (reconcile.Result, error) {
 	}
 	res.State = state
 	if s := form.Get("total_amount"); s != "" {
-		fen, err := platformclient.ParseYuan(s)
+		fen, err := reconcile.ParseYuan(s)
 		if err != nil {
 			return reconcile.Result{}, platformclient.Malformed(reconcile.Alipay, fmt.Sprintf("notification total_amount: %v", err))
 		}
@@ -175,7 +175,7 @@ func refundNotify(form url.Values, raw []byte) (reconcile.RefundResult, error) {
 	if fee == "" {
 		return reconcile.RefundResult{}, platformclient.Malformed(reconcile.Alipay, "refund notification (out_biz_no) without refund_fee")
 	}
-	total, err := platformclient.ParseYuan(fee)
+	total, err := reconcile.ParseYuan(fee)
 	if err != nil || total == 0 {
 		return reconcile.RefundResult{}, platformclient.Malformed(reconcile.Alipay, fmt.Sprintf("refund notification refund_fee %q unreadable or zero", fee))
 	}
