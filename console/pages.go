@@ -194,7 +194,7 @@ func amount(field, s string) (*int64, error) {
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	p := listPage{page: h.newPage(r), Kinds: reconcile.MismatchKinds, Statuses: reconcile.ReviewStatuses,
-		Platforms: []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay}, Sorts: repo.SearchSorts}
+		Platforms: reconcile.Platforms(), Sorts: repo.SearchSorts}
 	today := h.cfg.Now().In(h.cfg.Location)
 	p.ReportFrom, p.ReportTo = today.AddDate(0, 0, -6).Format("2006-01-02"), today.Format("2006-01-02")
 	q, f, err := h.parseList(r)

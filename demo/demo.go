@@ -250,7 +250,7 @@ func demoStory(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.
 // order this merchant never created; the pass runs while they arrive.
 func callbackStorm(ctx context.Context, sb *sandbox.Sandbox, orders []demoOrder, notifyURL string) ([]*sandbox.Delivery, error) {
 	var deliveries []*sandbox.Delivery
-	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
+	for _, p := range reconcile.Platforms() {
 		var cbs []sandbox.Callback
 		for _, o := range orders {
 			if o.callback && o.platform == p {

@@ -107,7 +107,7 @@ func seedRefunds(ctx context.Context, store *repo.Store, sb *sandbox.Sandbox, or
 // to repair.
 func refundCallbacks(ctx context.Context, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund, notifyURL string) (sent, acked int, err error) {
 	var deliveries []*sandbox.Delivery
-	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
+	for _, p := range reconcile.Platforms() {
 		var cbs []sandbox.Callback
 		for _, r := range refunds {
 			if r.callback && r.orderOf(orders).platform == p {

@@ -6,6 +6,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -17,14 +18,20 @@ const (
 	WechatPay Platform = "wechatpay"
 )
 
+// Platforms is every platform payrecon speaks, in the order pages and reports list them.
+func Platforms() []Platform { return []Platform{Alipay, WechatPay} }
+
 // ParsePlatform accepts exactly the stored names.
 func ParsePlatform(s string) (Platform, error) {
-	switch Platform(s) {
-	case Alipay, WechatPay:
+	if slices.Contains(Platforms(), Platform(s)) {
 		return Platform(s), nil
 	}
 	return "", fmt.Errorf("unknown platform %q (want alipay or wechatpay)", s)
 }
+
+// DefaultCurrency is the currency of an amount whose platform names none: Alipay's answers
+// and bills never do, WeChat Pay's may leave it out.
+const DefaultCurrency = "CNY"
 
 // Status is an order's local state (payment_orders.status).
 type Status string
@@ -121,10 +128,11 @@ type Result struct {
 	RawDigest string // hex SHA-256 of the raw body the result was read from
 }
 
-// CurrencyOrDefault returns the result's currency, CNY when the platform named none.
+// CurrencyOrDefault returns the result's currency, DefaultCurrency when the platform named
+// none.
 func (r Result) CurrencyOrDefault() string {
 	if r.Currency == "" {
-		return "CNY"
+		return DefaultCurrency
 	}
 	return r.Currency
 }

@@ -137,10 +137,11 @@ type RefundResult struct {
 	RawDigest          string
 }
 
-// CurrencyOrDefault returns the result's currency, CNY when the platform named none.
+// CurrencyOrDefault returns the result's currency, DefaultCurrency when the platform named
+// none.
 func (r RefundResult) CurrencyOrDefault() string {
 	if r.Currency == "" {
-		return "CNY"
+		return DefaultCurrency
 	}
 	return r.Currency
 }

@@ -292,7 +292,7 @@ func (t *StatementTx) copyBatches(ctx context.Context, dc any, batches <-chan []
 func AppendStageRow(b []byte, l statement.Line) []byte {
 	b = strconv.AppendInt(b, int64(l.No), 10)
 	for _, s := range [...]string{string(l.Kind), l.OutTradeNo, l.PlatformTradeNo, l.RefundNo, l.PlatformRefundNo,
-		l.RefundStatus, currencyOrCNY(l.Currency)} {
+		l.RefundStatus, currencyOrDefault(l.Currency)} {
 		b = appendCopyText(append(b, '\t'), s)
 	}
 	b = append(strconv.AppendInt(append(b, '\t'), l.AmountMinor, 10), '\t')
@@ -375,9 +375,9 @@ func readBatches(r statement.Reader, batches chan<- []statement.Line, spare <-ch
 	}
 }
 
-func currencyOrCNY(c string) string {
+func currencyOrDefault(c string) string {
 	if c == "" {
-		return "CNY" // Alipay bills name no currency
+		return reconcile.DefaultCurrency // Alipay bills name no currency
 	}
 	return c
 }
@@ -532,7 +532,7 @@ func (t *StatementTx) PendingTrades(ctx context.Context, limit int) (map[string]
 func PendingLine(l statement.Line) StatementLine {
 	return StatementLine{No: l.No, Kind: l.Kind, OutTradeNo: l.OutTradeNo, PlatformTradeNo: l.PlatformTradeNo,
 		RefundNo: l.RefundNo, PlatformRefundNo: l.PlatformRefundNo, RefundStatus: l.RefundStatus,
-		Currency: currencyOrCNY(l.Currency), AmountMinor: l.AmountMinor, At: l.At, OrderStatus: reconcile.StatusPending}
+		Currency: currencyOrDefault(l.Currency), AmountMinor: l.AmountMinor, At: l.At, OrderStatus: reconcile.StatusPending}
 }
 
 // LineBooks is what our books hold for the lines the apply path is about to take: the

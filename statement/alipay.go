@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/transform"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Alipay detail columns, found by name.
@@ -242,7 +244,7 @@ func (a *alipayReader) line(row []string) (Line, error) {
 	if err := a.fit(row); err != nil {
 		return Line{}, err
 	}
-	l := Line{No: no, Currency: "CNY", OutTradeNo: cell(row, a.idx.out), PlatformTradeNo: cell(row, a.idx.trade)}
+	l := Line{No: no, Currency: reconcile.DefaultCurrency, OutTradeNo: cell(row, a.idx.out), PlatformTradeNo: cell(row, a.idx.trade)}
 	switch k := cell(row, a.idx.kind); k {
 	case alipayKindPayment:
 		l.Kind = Payment

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	kgzip "github.com/klauspost/compress/gzip"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // WeChat Pay detail columns, found by name; where older bills use another name, both.
@@ -293,7 +295,7 @@ func (w *wechatReader) line(raw string) (Line, error) {
 		l.MerchantID = sub
 	}
 	if l.Currency == "" {
-		l.Currency = "CNY"
+		l.Currency = reconcile.DefaultCurrency
 	}
 	if l.OutTradeNo == "" {
 		return Line{}, w.rejectColumn(no, wxColOutTrade, "empty")

@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/text/encoding/simplifiedchinese"
 	"golang.org/x/text/transform"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // The generators below write bills in the platforms' exact formats, every oddity included,
@@ -272,7 +274,7 @@ func appendWeChatRow(b []byte, f WeChatFile, l Line, n int) []byte {
 	}
 	cur := l.Currency
 	if cur == "" {
-		cur = "CNY"
+		cur = reconcile.DefaultCurrency
 	}
 	field := func(b []byte, s string) []byte { return append(append(append(b, '`'), s...), ',') }
 	money := func(v int64) string { return formatDecimal(v, fenPlaces, 2) }
@@ -313,7 +315,7 @@ func SampleLines(day time.Time, prefix string, n, refundEvery int) iter.Seq[Line
 		var last Line
 		for i := range n {
 			at := base.Add(time.Duration(i%86000) * time.Second)
-			l := Line{Kind: Payment, Currency: "CNY", OutTradeNo: prefix + strconv.Itoa(i),
+			l := Line{Kind: Payment, Currency: reconcile.DefaultCurrency, OutTradeNo: prefix + strconv.Itoa(i),
 				PlatformTradeNo: fmt.Sprintf("2019091622001%015d", i),
 				AmountMinor:     int64(i%9973 + 1), At: at, CreatedAt: at.Add(-time.Minute)}
 			l.FeeMilliFen = l.AmountMinor * 6

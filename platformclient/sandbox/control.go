@@ -168,7 +168,7 @@ func (s *Sandbox) ctlCounts(w http.ResponseWriter, _ *http.Request) {
 	}
 	s.mu.Lock()
 	out := map[reconcile.Platform]*platformCounts{}
-	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
+	for _, p := range reconcile.Platforms() {
 		out[p] = &platformCounts{Queries: s.perPlat[p], Orders: map[string]orderCounts{}}
 	}
 	for k, n := range s.queries {
