@@ -8,6 +8,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/payrecon/payrecon/platformclient/alipay"
+	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo"
 	"github.com/payrecon/payrecon/statement"
@@ -246,9 +248,9 @@ func countPrior(t *Tally, l repo.StatementLine) {
 func lineResult(acct reconcile.AccountKey, l repo.StatementLine, digest string) reconcile.Result {
 	r := reconcile.Result{Platform: acct.Platform, MerchantID: acct.MerchantID, OutTradeNo: l.OutTradeNo,
 		PlatformTradeNo: l.PlatformTradeNo, AmountMinor: l.AmountMinor, Currency: l.Currency,
-		Source: reconcile.SourceStatement, RawDigest: digest, State: reconcile.StatePaid, PaidAt: l.At, RawState: "SUCCESS"}
+		Source: reconcile.SourceStatement, RawDigest: digest, State: reconcile.StatePaid, PaidAt: l.At, RawState: wechatpay.StateSuccess}
 	if acct.Platform == reconcile.Alipay {
-		r.RawState = "TRADE_SUCCESS"
+		r.RawState = alipay.StatusTradeSuccess
 	}
 	return r
 }
@@ -262,10 +264,10 @@ func refundLineResult(acct reconcile.AccountKey, l repo.StatementLine, digest st
 		PlatformTradeNo: l.PlatformTradeNo, OutRefundNo: l.RefundNo, PlatformRefundNo: l.PlatformRefundNo,
 		AmountMinor: l.AmountMinor, Currency: l.Currency, Source: reconcile.SourceStatement, RawDigest: digest,
 		State: reconcile.RefundStateProcessing, RawState: l.RefundStatus}
-	if l.RefundStatus == "" || strings.EqualFold(l.RefundStatus, "SUCCESS") {
+	if l.RefundStatus == "" || strings.EqualFold(l.RefundStatus, wechatpay.RefundSuccess) {
 		r.State, r.SucceededAt = reconcile.RefundStateSuccess, l.At
 		if r.RawState == "" {
-			r.RawState = "REFUND_SUCCESS" // Alipay's word for a finished refund
+			r.RawState = alipay.RefundStatusSuccess // Alipay's word for a finished refund
 		}
 	}
 	return r
@@ -300,14 +302,18 @@ func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *repo.St
 	return tx.MarkReported(ctx, prev, done)
 }
 
+// rawNotInBill is the platform status a finding records for what the bills left out: no
+// platform said it, the bills' silence did.
+const rawNotInBill = "NOT_IN_BILL"
+
 // applyHeld sends a held order, or refund, through the apply path as absent from the bill.
 func (r *Runner) applyHeld(ctx context.Context, acct reconcile.AccountKey, bill Bill, h repo.Held, opt reconcile.ApplyOptions) (reconcile.Applied, error) {
 	if h.IsRefund() {
 		return r.applier.ApplyRefundResult(ctx, reconcile.RefundResult{Platform: acct.Platform, MerchantID: acct.MerchantID,
 			OutTradeNo: h.OutTradeNo, OutRefundNo: h.OutRefundNo, Currency: h.Currency, State: reconcile.RefundStateNotFound,
-			RawState: "NOT_IN_BILL", Source: reconcile.SourceStatement, RawDigest: bill.SHA256}, opt)
+			RawState: rawNotInBill, Source: reconcile.SourceStatement, RawDigest: bill.SHA256}, opt)
 	}
 	return r.applier.ApplyResult(ctx, reconcile.Result{Platform: acct.Platform, MerchantID: acct.MerchantID,
-		OutTradeNo: h.OutTradeNo, State: reconcile.StateNotFound, RawState: "NOT_IN_BILL", Source: reconcile.SourceStatement,
+		OutTradeNo: h.OutTradeNo, State: reconcile.StateNotFound, RawState: rawNotInBill, Source: reconcile.SourceStatement,
 		RawDigest: bill.SHA256}, opt)
 }
