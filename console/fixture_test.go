@@ -44,11 +44,9 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	db := repotest.NewDB(t)
 	f := &fixture{db: db}
-	var orderID int64
-	must(t, db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status,
-		platform_trade_no, paid_amount_minor, paid_at, created_at)
-		VALUES ('alipay', '2021000000000001', 'ORD-1001', 123456, 'PAID', '2026112822001', 123456, $1, $2) RETURNING id`,
-		base.Add(-time.Minute), base.Add(-time.Hour)))
+	orderID := repotest.InsertOrder(t, db, repotest.Order{Platform: "alipay", MerchantID: "2021000000000001", OutTradeNo: "ORD-1001",
+		AmountMinor: 123456, Status: "PAID", PlatformTradeNo: "2026112822001", PaidAmountMinor: 123456,
+		PaidAt: base.Add(-time.Minute), CreatedAt: base.Add(-time.Hour)})
 	_, err := db.Exec(`INSERT INTO payment_events (order_id, platform, platform_trade_no, event_type, source, amount_minor, raw_digest, created_at)
 		VALUES ($1, 'alipay', '2026112822001', 'PAID', 'notify', 123456, 'sha256:ab12', $2)`, orderID, base.Add(-time.Minute))
 	must(t, err)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/payrecon/payrecon/repo/repotest"
 )
 
 // refundFindings are the findings seedRefunds adds: an abnormal refund of an order with
@@ -22,10 +24,9 @@ func (f *fixture) seedRefunds(t *testing.T) refundFindings {
 	t.Helper()
 	var rf refundFindings
 	db := f.db
-	must(t, db.Get(&rf.order, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status,
-		platform_trade_no, paid_amount_minor, paid_at, created_at)
-		VALUES ('wechatpay', '1900000001', 'ORD-3003', 10000, 'PAID', '4200000003202611280003', 10000, $1, $2) RETURNING id`,
-		base.Add(-50*time.Minute), base.Add(-time.Hour)))
+	rf.order = repotest.InsertOrder(t, db, repotest.Order{Platform: "wechatpay", MerchantID: "1900000001", OutTradeNo: "ORD-3003",
+		AmountMinor: 10000, Status: "PAID", PlatformTradeNo: "4200000003202611280003", PaidAmountMinor: 10000,
+		PaidAt: base.Add(-50 * time.Minute), CreatedAt: base.Add(-time.Hour)})
 	refund := func(no, platformNo string, amount int64, status string, created time.Time, succeeded any) int64 {
 		var id int64
 		must(t, db.Get(&id, `INSERT INTO payment_refunds (order_id, out_refund_no, platform_refund_no, amount_minor, status, succeeded_at, created_at)

@@ -107,14 +107,8 @@ func (b *bench) paidOrder(p reconcile.Platform, otn string, amount int64) int64 
 	b.t.Helper()
 	b.sb.SetScenario(p, otn, sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: amount})
 	sc := b.sb.Scenario(p, otn)
-	var id int64
-	err := b.db.Get(&id, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, platform_trade_no,
-		paid_amount_minor, paid_at, created_at) VALUES ($1, $2, $3, $4, 'PAID', $5, $4, $6, now() - interval '1 hour') RETURNING id`,
-		string(p), b.merchant(p), otn, amount, sc.TradeNo, sc.PaidAt)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return id
+	return repotest.InsertOrder(b.t, b.db, repotest.Order{Platform: string(p), MerchantID: b.merchant(p), OutTradeNo: otn, AmountMinor: amount,
+		Status: "PAID", PlatformTradeNo: sc.TradeNo, PaidAmountMinor: amount, PaidAt: sc.PaidAt, CreatedAgo: time.Hour})
 }
 
 // refund records the merchant's PROCESSING refund and makes the platform refund it.
@@ -374,11 +368,9 @@ func TestRefundCallbackWaitsForAHeldClaim(t *testing.T) {
 func TestPaymentCallbackStillLands(t *testing.T) {
 	b := newBench(t, time.Second)
 	b.sb.SetScenario(reconcile.WechatPay, "WP-1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 4200})
-	var id int64
-	if err := b.db.Get(&id, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
-		VALUES ('wechatpay', $1, 'WP-1', 4200, 'PENDING', now()) RETURNING id`, b.merchant(reconcile.WechatPay)); err != nil {
-		t.Fatal(err)
-	}
+	// created_at: the column's default, now().
+	id := repotest.InsertOrder(t, b.db, repotest.Order{Platform: "wechatpay", MerchantID: b.merchant(reconcile.WechatPay), OutTradeNo: "WP-1",
+		AmountMinor: 4200, Status: "PENDING"})
 	acked(t, b.deliver(reconcile.WechatPay, 2, sandbox.Callback{Platform: reconcile.WechatPay, OutTradeNo: "WP-1"}), true)
 	if n := b.count(`SELECT count(*) FROM payment_events WHERE order_id = $1 AND event_type = 'PAID'`, id); n != 1 {
 		t.Fatalf("%d PAID events", n)

@@ -116,18 +116,9 @@ func (b *bundle) order(s orderSpec) int64 {
 	if s.createdAgo == 0 {
 		s.createdAgo = 10 * time.Minute
 	}
-	var tradeNo any
-	if s.tradeNo != "" {
-		tradeNo = s.tradeNo
-	}
-	var id int64
-	err := b.db.Get(&id, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, currency, status, platform_trade_no, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, now() - $8::interval) RETURNING id`,
-		string(s.platform), s.merchant, s.otn, s.amount, s.currency, string(s.status), tradeNo, fmt.Sprintf("%d milliseconds", s.createdAgo.Milliseconds()))
-	if err != nil {
-		b.t.Fatalf("insert order: %v", err)
-	}
-	return id
+	return repotest.InsertOrder(b.t, b.db, repotest.Order{Platform: string(s.platform), MerchantID: s.merchant, OutTradeNo: s.otn,
+		AmountMinor: s.amount, Currency: s.currency, Status: string(s.status), PlatformTradeNo: s.tradeNo,
+		CreatedAgo: s.createdAgo.Truncate(time.Millisecond)})
 }
 
 func (b *bundle) count(query string, args ...any) int {

@@ -479,11 +479,8 @@ func TestFollowIsWokenByTheTransitionsNotify(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Follow(ctx, l.Wake()) }()
 
-	var orderID int64
-	if err := b.db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status)
-		VALUES ('wechatpay', '1900000001', 'follow-1', 500, 'PENDING') RETURNING id`); err != nil {
-		t.Fatal(err)
-	}
+	orderID := repotest.InsertOrder(t, b.db, repotest.Order{Platform: "wechatpay", MerchantID: "1900000001", OutTradeNo: "follow-1",
+		AmountMinor: 500, Status: "PENDING"})
 	moved, err := b.store.ApplyTransition(context.Background(), reconcile.Transition{OrderID: orderID,
 		From: reconcile.StatusPending, To: reconcile.StatusPaid, Platform: reconcile.WechatPay, PlatformTradeNo: "4200000001",
 		AmountMinor: 500, PaidAt: time.Now(), Source: reconcile.SourceReconcile,

@@ -183,11 +183,8 @@ func TestTakeOverOnlyDeadRunsOfTheSameLock(t *testing.T) {
 	// finished holds a lease its release failed to clear (found by the simulation, seed 8:
 	// a statement timeout on the release left the order invisible for the whole lease).
 	for i, owner := range []int64{dead, dead, deadReused, pooled, otherLock, finished} {
-		if _, err := db.Exec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at, lease_owner, lease_until)
-			VALUES ('alipay', 'm', $1, 100, 'PENDING', now() - interval '1 hour', $2, now() + interval '1 hour')`,
-			fmt.Sprintf("T-%d", i), fmt.Sprintf("run-%d", owner)); err != nil {
-			t.Fatal(err)
-		}
+		repotest.InsertOrder(t, db, repotest.Order{Platform: "alipay", MerchantID: "m", OutTradeNo: fmt.Sprintf("T-%d", i), AmountMinor: 100,
+			Status: "PENDING", CreatedAgo: time.Hour, LeaseOwner: fmt.Sprintf("run-%d", owner), LeaseUntil: time.Now().Add(time.Hour)})
 	}
 	got, err := store.Runs().TakeOver(ctx, reconcile.Run{ID: me, LockName: lock})
 	if err != nil {

@@ -89,13 +89,8 @@ func insertFinding(t testing.TB, db *repotest.DB, s seedFinding) int64 {
 
 func insertOrder(t testing.TB, db *repotest.DB, platform, merchant, otn string, amount int64, status string) int64 {
 	t.Helper()
-	var id int64
-	err := db.Get(&id, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`, platform, merchant, otn, amount, status, reviewBase.Add(-time.Hour))
-	if err != nil {
-		t.Fatalf("seed order %q: %v", otn, err)
-	}
-	return id
+	return repotest.InsertOrder(t, db, repotest.Order{Platform: platform, MerchantID: merchant, OutTradeNo: otn, AmountMinor: amount,
+		Status: status, CreatedAt: reviewBase.Add(-time.Hour)})
 }
 
 func auditRows(t testing.TB, db *repotest.DB, id int64) []repo.AuditEntry {

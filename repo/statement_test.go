@@ -31,13 +31,8 @@ func stmtDay(date string) repo.StatementDay {
 // trade number the out_trade_no with a T after the first letter (C-1: CT-1).
 func insertPaidOrder(t *testing.T, db *repotest.DB, otn string, at time.Time) int64 {
 	t.Helper()
-	var id int64
-	if err := db.Get(&id, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status,
-		platform_trade_no, paid_amount_minor, paid_at, created_at)
-		VALUES ('wechatpay', '1900000001', $1, 1000, 'PAID', $2, 1000, $3, $3) RETURNING id`, otn, otn[:1]+"T"+otn[1:], at); err != nil {
-		t.Fatalf("seed paid order %s: %v", otn, err)
-	}
-	return id
+	return repotest.InsertOrder(t, db, repotest.Order{Platform: "wechatpay", MerchantID: "1900000001", OutTradeNo: otn,
+		AmountMinor: 1000, Status: "PAID", PlatformTradeNo: otn[:1] + "T" + otn[1:], PaidAmountMinor: 1000, PaidAt: at, CreatedAt: at})
 }
 
 // sliceReader is a bill of the given lines (numbered from 1) that adds up.
@@ -244,8 +239,8 @@ func TestStatementBooksReadWhatTheLinesName(t *testing.T) {
 	day := stmtDay("2026-11-28")
 	at := day.Start.Add(10 * time.Hour)
 	orderID := insertPaidOrder(t, db, "B-1", at)
-	db.MustExec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
-		VALUES ('wechatpay', '1900000002', 'B-2', 500, 'PENDING', $1), ('wechatpay', '1900000001', 'B-3', 700, 'PENDING', $1)`, at)
+	repotest.InsertOrder(t, db, repotest.Order{Platform: "wechatpay", MerchantID: "1900000002", OutTradeNo: "B-2", AmountMinor: 500, Status: "PENDING", CreatedAt: at})
+	repotest.InsertOrder(t, db, repotest.Order{Platform: "wechatpay", MerchantID: "1900000001", OutTradeNo: "B-3", AmountMinor: 700, Status: "PENDING", CreatedAt: at})
 	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status) VALUES ($1, 'BR-1', 300, 'PROCESSING')`, orderID)
 	tx := stageDay(t, s, day)
 	books, err := tx.Books(context.Background(), []repo.StatementLine{

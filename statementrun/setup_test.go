@@ -74,22 +74,12 @@ func (e *env) insert(o order) int64 {
 	if o.currency == "" {
 		o.currency = "CNY"
 	}
-	var trade, paid any
+	row := repotest.Order{Platform: string(o.platform), MerchantID: o.merchant, OutTradeNo: o.outTradeNo, AmountMinor: o.amount,
+		Currency: o.currency, Status: string(o.status), PlatformTradeNo: o.tradeNo, PaidAt: o.paidAt, CreatedAgo: 3 * 24 * time.Hour}
 	if o.tradeNo != "" {
-		trade = o.tradeNo
+		row.PaidAmountMinor = o.amount
 	}
-	if !o.paidAt.IsZero() {
-		paid = o.paidAt
-	}
-	var id int64
-	err := e.db.DB.Get(&id, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, currency, status,
-		platform_trade_no, paid_at, paid_amount_minor, created_at)
-		VALUES ($1, $2, $3, $4::bigint, $5, $6, $7::text, $8::timestamptz, CASE WHEN $7::text IS NULL THEN NULL ELSE $4::bigint END, now() - interval '3 days') RETURNING id`,
-		string(o.platform), o.merchant, o.outTradeNo, o.amount, o.currency, string(o.status), trade, paid)
-	if err != nil {
-		e.t.Fatalf("insert order %s: %v", o.outTradeNo, err)
-	}
-	return id
+	return repotest.InsertOrder(e.t, e.db, row)
 }
 
 // writeBill writes lines as the platform's real file (an Alipay zip, a gzipped WeChat Pay

@@ -113,10 +113,8 @@ func (e *e2eEnv) accountsBase(accountsFile string, concurrency int) []string {
 func (e *e2eEnv) seedPaidFor(a e2eAccount, otn string, amount int64, created time.Time) {
 	e.t.Helper()
 	e.sb.SetScenario(a.platform, otn, sandbox.Scenario{MerchantID: a.merchant, State: sandbox.StatePaid, AmountMinor: amount})
-	if _, err := e.db.Exec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
-		VALUES ($1, $2, $3, $4, 'PENDING', $5)`, string(a.platform), a.merchant, otn, amount, created); err != nil {
-		e.t.Fatalf("seed %s: %v", otn, err)
-	}
+	repotest.InsertOrder(e.t, e.db, repotest.Order{Platform: string(a.platform), MerchantID: a.merchant, OutTradeNo: otn, AmountMinor: amount,
+		Status: "PENDING", CreatedAt: created})
 }
 
 // expectPaidOnce checks an order moved to PAID exactly once, under its own account.
@@ -144,10 +142,8 @@ func TestE2EAccountsInBothModesRepairedOnce(t *testing.T) {
 			e.seedPaidFor(a, fmt.Sprintf("cb-%d-%d", i, n), int64(3000+n), e2eAgo(10*time.Second))
 		}
 	}
-	if _, err := e.db.Exec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
-		VALUES ('alipay', '2021009999999999', 'nobodys', 100, 'PENDING', now() - interval '10 minutes')`); err != nil {
-		t.Fatal(err)
-	}
+	repotest.InsertOrder(t, e.db, repotest.Order{Platform: "alipay", MerchantID: "2021009999999999", OutTradeNo: "nobodys", AmountMinor: 100,
+		Status: "PENDING", CreatedAgo: 10 * time.Minute})
 
 	run := e.run(nil, "run")
 	run.expect(t, 0)

@@ -339,23 +339,12 @@ func (e *e2eEnv) seed(orders ...e2eOrder) {
 		if status == "" {
 			status = "PENDING"
 		}
-		var tradeNo, paidAmount, paidAt, expires any
-		if o.tradeNo != "" {
-			tradeNo = o.tradeNo
-		}
+		row := repotest.Order{Platform: string(o.platform), MerchantID: e.merchant(o.platform), OutTradeNo: o.otn, AmountMinor: o.amount,
+			Status: status, CreatedAt: o.createdAt, PlatformTradeNo: o.tradeNo, ExpiresAt: o.expiresAt}
 		if status == "PAID" || status == "REFUNDED" {
-			paidAmount, paidAt = o.amount, o.createdAt.Add(time.Minute)
+			row.PaidAmountMinor, row.PaidAt = o.amount, o.createdAt.Add(time.Minute)
 		}
-		if !o.expiresAt.IsZero() {
-			expires = o.expiresAt
-		}
-		_, err := e.db.Exec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at,
-				platform_trade_no, paid_amount_minor, paid_at, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			string(o.platform), e.merchant(o.platform), o.otn, o.amount, status, o.createdAt, tradeNo, paidAmount, paidAt, expires)
-		if err != nil {
-			e.t.Fatalf("seed %s: %v", o.otn, err)
-		}
+		repotest.InsertOrder(e.t, e.db, row)
 	}
 }
 

@@ -355,12 +355,8 @@ func TestMismatchesExitCodes(t *testing.T) {
 func TestMismatchesAckResolveShow(t *testing.T) {
 	t.Parallel()
 	db := repotest.NewDB(t)
-	var orderID int64
-	if err := db.Get(&orderID, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at,
-		platform_trade_no, paid_amount_minor, paid_at) VALUES ('alipay', '2021000000000001', 'ORD-9', 10000, 'PAID', $1,
-		'2026112822009', 9990, $1) RETURNING id`, reviewDay); err != nil {
-		t.Fatal(err)
-	}
+	orderID := repotest.InsertOrder(t, db, repotest.Order{Platform: "alipay", MerchantID: "2021000000000001", OutTradeNo: "ORD-9",
+		AmountMinor: 10000, Status: "PAID", CreatedAt: reviewDay, PlatformTradeNo: "2026112822009", PaidAmountMinor: 9990, PaidAt: reviewDay})
 	db.MustExec(`INSERT INTO payment_events (order_id, platform, platform_trade_no, event_type, source, amount_minor, raw_digest)
 		VALUES ($1, 'alipay', '2026112822009', 'PAID', 'reconcile', 9990, 'feedface')`, orderID)
 	id := seedReview(t, db, reviewSeed{orderID: orderID, otn: "ORD-9", local: 10000, plat: 9990, platformTradeNo: "2026112822009",

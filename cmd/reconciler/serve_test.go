@@ -79,12 +79,8 @@ func loadSettings(t *testing.T, groups config.Group, env map[string]string) conf
 
 func (f *serveFixture) order(p reconcile.Platform, merchant, otn string, amount int64) int64 {
 	f.t.Helper()
-	var id int64
-	if err := f.db.Get(&id, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
-		VALUES ($1, $2, $3, $4, 'PENDING', now() - interval '5 minutes') RETURNING id`, string(p), merchant, otn, amount); err != nil {
-		f.t.Fatal(err)
-	}
-	return id
+	return repotest.InsertOrder(f.t, f.db, repotest.Order{Platform: string(p), MerchantID: merchant, OutTradeNo: otn, AmountMinor: amount,
+		Status: "PENDING", CreatedAgo: 5 * time.Minute})
 }
 
 func (f *serveFixture) post(path, contentType string, body []byte, h http.Header) (int, string) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/payrecon/payrecon/internal/sim"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo/repotest"
 )
 
 func newSeedRun(w *world, seed int64) *seedRun {
@@ -37,12 +38,8 @@ func (s *seedRun) seedOrders(ctx context.Context) error {
 		if s.rng.Intn(3) == 0 {
 			o.expiresAt = o.createdAt.Add(time.Duration(5+s.rng.Intn(80)) * time.Minute)
 		}
-		var expires any
-		if !o.expiresAt.IsZero() {
-			expires = o.expiresAt
-		}
-		if _, err := s.w.db.ExecContext(ctx, `INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at, expires_at)
-			VALUES ($1, $2, $3, $4, 'PENDING', $5, $6)`, string(pl.Platform()), pl.MerchantID(), o.otn, o.amount, o.createdAt, expires); err != nil {
+		if _, err := repotest.TryInsertOrder(ctx, s.w.db, repotest.Order{Platform: string(pl.Platform()), MerchantID: pl.MerchantID(),
+			OutTradeNo: o.otn, AmountMinor: o.amount, Status: "PENDING", CreatedAt: o.createdAt, ExpiresAt: o.expiresAt}); err != nil {
 			return fmt.Errorf("seed order: %w", err)
 		}
 		s.orders = append(s.orders, o)
