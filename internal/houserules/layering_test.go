@@ -48,23 +48,25 @@ func readImportMap(t *testing.T) importMap {
 		cell := cells[folder]
 		if rest, ok := strings.CutPrefix(cell, "everything"); ok {
 			m.allowed[folder] = []string{"*"}
-			m.except[folder] = backticked(rest, nil)
+			m.except[folder] = backticked(rest) // a folder or a folder's parent (`cmd`)
 			continue
 		}
-		m.allowed[folder] = backticked(cell, cells)
+		m.allowed[folder] = []string{} // on the map, even allowing nothing of ours
+		for _, w := range backticked(cell) {
+			if _, ok := cells[w]; ok {
+				m.allowed[folder] = append(m.allowed[folder], w)
+			}
+		}
 	}
 	return m
 }
 
-// backticked is the words in backticks in s that are folders of the map (any, when folders
-// is nil: what "everything but" names is a folder or a folder's parent, `cmd`).
-func backticked(s string, folders map[string]string) []string {
+// backticked is the words in backticks in s.
+func backticked(s string) []string {
 	var out []string
 	parts := strings.Split(s, "`")
 	for i := 1; i < len(parts); i += 2 {
-		if _, ok := folders[parts[i]]; ok || folders == nil {
-			out = append(out, parts[i])
-		}
+		out = append(out, parts[i])
 	}
 	return out
 }
