@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/console"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
@@ -68,7 +68,7 @@ func newFixture(t *testing.T) *fixture {
 		RETURNING id`, base.AddDate(0, 0, -3))
 	// The console acts as it does in production: as payrecon_reviewer, with exactly that
 	// role's rights (every test here would fail if the role lacked one the console needs).
-	f.h = newConsole(t, repo.NewReview(asReviewer(t, db)))
+	f.h = newConsole(t, postgres.NewReview(asReviewer(t, db)))
 	return f
 }
 
@@ -76,21 +76,21 @@ func newFixture(t *testing.T) *fixture {
 // payrecon_reviewer.
 func asReviewer(t *testing.T, db *repotest.DB) *sqlx.DB {
 	t.Helper()
-	out, err := repo.SetupRoles(context.Background(), db.DB)
+	out, err := postgres.SetupRoles(context.Background(), db.DB)
 	if err != nil || !out.Granted {
 		t.Fatalf("set up roles: %+v %v", out, err)
 	}
 	u, err := url.Parse(db.URL)
 	must(t, err)
 	q := u.Query()
-	q.Set("options", "-c role="+repo.RoleReviewer)
+	q.Set("options", "-c role="+postgres.RoleReviewer)
 	u.RawQuery = q.Encode()
-	pool, err := repo.Open(context.Background(), u.String())
+	pool, err := postgres.Open(context.Background(), u.String())
 	must(t, err)
 	t.Cleanup(func() { pool.Close() })
 	var cur string
-	if err := pool.Get(&cur, `SELECT current_user`); err != nil || cur != repo.RoleReviewer {
-		t.Fatalf("current_user = %q (%v), want %s", cur, err, repo.RoleReviewer)
+	if err := pool.Get(&cur, `SELECT current_user`); err != nil || cur != postgres.RoleReviewer {
+		t.Fatalf("current_user = %q (%v), want %s", cur, err, postgres.RoleReviewer)
 	}
 	return pool
 }

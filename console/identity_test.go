@@ -17,7 +17,7 @@ import (
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/console"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 var viewerRe = regexp.MustCompile(`<b id="viewer">([^<]*)</b>`)
@@ -142,7 +142,7 @@ func TestFormTokensExpire(t *testing.T) {
 	cfg, err := console.FromSettings(consoleSettings(), shanghai, zerolog.New(zerolog.NewTestWriter(t)))
 	must(t, err)
 	cfg.CSRFKey, cfg.Now = key, clk.Now
-	f.h = console.New(cfg, repo.NewReview(asReviewer(t, f.db)))
+	f.h = console.New(cfg, postgres.NewReview(asReviewer(t, f.db)))
 
 	annTok := f.token(t, ann, f.amount) // issued at base
 	bobTok := f.token(t, bob, f.amount)

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/console"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // TestBytesThatAreNotTextAreRefusedPolitely: a NUL byte or invalid UTF-8 in any query
@@ -24,7 +24,7 @@ func TestBytesThatAreNotTextAreRefusedPolitely(t *testing.T) {
 	cfg, err := console.FromSettings(consoleSettings(), shanghai, zerolog.New(&logs))
 	must(t, err)
 	cfg.Now = func() time.Time { return base.Add(6 * time.Hour) }
-	h := console.New(cfg, repo.NewReview(asReviewer(t, f.db)))
+	h := console.New(cfg, postgres.NewReview(asReviewer(t, f.db)))
 	f.h = h
 
 	// Each route with X where the bad bytes go, and the status the clean value "x" gets.

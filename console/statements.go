@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // maxStatementDays bounds one statements page: a year of days is already more rows than a
@@ -19,8 +19,8 @@ const maxStatementDays = 366
 type statementsPage struct {
 	page
 	From, To string // the period's first and last bill dates, as the form sends them back
-	Days     []repo.StatementDayRow
-	Total    repo.StatementDayRow // the sum of Days' figures
+	Days     []postgres.StatementDayRow
+	Total    postgres.StatementDayRow // the sum of Days' figures
 }
 
 // L is a label shared with the reports (render.Label), so a figure has one name everywhere.
@@ -79,8 +79,8 @@ func (h *handler) statements(w http.ResponseWriter, r *http.Request) {
 }
 
 // sumDays adds up the figures of days (the period's total row).
-func sumDays(days []repo.StatementDayRow) repo.StatementDayRow {
-	var t repo.StatementDayRow
+func sumDays(days []postgres.StatementDayRow) postgres.StatementDayRow {
+	var t postgres.StatementDayRow
 	for _, d := range days {
 		t.Payments += d.Payments
 		t.PaymentsMinor += d.PaymentsMinor

@@ -2,7 +2,7 @@
 // sandbox in-process, a realistic mix of orders and refunds, a pass racing a storm of
 // duplicate callbacks, a backfill, the before/after table, the findings for finance, the
 // fulfilment hand-off, the next morning's bills and where each refund ended. It goes through
-// repo and worker like every command does.
+// the adapters and worker like every command does.
 package demo
 
 import (
@@ -24,7 +24,7 @@ import (
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/worker"
 )
 
@@ -87,7 +87,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) error {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 
 	dbName := fmt.Sprintf("payrecon_demo_%d", time.Now().Unix())
-	dbURL, drop, err := repo.CreateDatabase(ctx, opts.AdminDatabaseURL, dbName)
+	dbURL, drop, err := postgres.CreateDatabase(ctx, opts.AdminDatabaseURL, dbName)
 	if err != nil {
 		return fmt.Errorf("demo database (`make demo` starts PostgreSQL when none answers): %w", err)
 	}
@@ -229,7 +229,7 @@ func demoStory(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.
 		return err
 	}
 	printBeforeAfter(stdout, sb, orders, before, after)
-	if err := printFindings(ctx, stdout, repo.NewReview(a.Store().DB())); err != nil {
+	if err := printFindings(ctx, stdout, postgres.NewReview(a.Store().DB())); err != nil {
 		return err
 	}
 	if err := demoRelay(ctx, stdout, cfg, a.Store(), natsURL, log); err != nil {
@@ -287,7 +287,7 @@ func countAcked(ctx context.Context, deliveries []*sandbox.Delivery) (int, error
 	return acked, nil
 }
 
-func printBeforeAfter(w io.Writer, sb *sandbox.Sandbox, orders []demoOrder, before, after map[string]repo.OrderTrail) {
+func printBeforeAfter(w io.Writer, sb *sandbox.Sandbox, orders []demoOrder, before, after map[string]postgres.OrderTrail) {
 	fmt.Fprintln(w, "\n7. before -> after")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  order\taccount\tstory\tplatform says\tbefore\tafter\tchanged\tevents\toutbox")
@@ -372,7 +372,7 @@ func (o demoOrder) merchant(sb *sandbox.Sandbox) string {
 	return id.WechatMchID
 }
 
-func seedDemo(ctx context.Context, store *repo.Store, sb *sandbox.Sandbox, orders []demoOrder) error {
+func seedDemo(ctx context.Context, store *postgres.Store, sb *sandbox.Sandbox, orders []demoOrder) error {
 	now := time.Now()
 	for _, o := range orders {
 		merchant := o.merchant(sb)
@@ -395,8 +395,8 @@ func seedDemo(ctx context.Context, store *repo.Store, sb *sandbox.Sandbox, order
 	return nil
 }
 
-func printFindings(ctx context.Context, w io.Writer, review *repo.Review) error {
-	findings, err := review.List(ctx, repo.ListFilter{
+func printFindings(ctx context.Context, w io.Writer, review *postgres.Review) error {
+	findings, err := review.List(ctx, postgres.ListFilter{
 		Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}, Limit: 1000})
 	if err != nil {
 		return err

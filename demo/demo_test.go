@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/demo"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
@@ -116,7 +116,7 @@ func keptDatabase(t *testing.T, text string) *sqlx.DB {
 	if m == nil {
 		t.Fatalf("the demo names no kept database:\n%s", text)
 	}
-	admin, err := repo.Open(context.Background(), repotest.AdminURL())
+	admin, err := postgres.Open(context.Background(), repotest.AdminURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func keptDatabase(t *testing.T, text string) *sqlx.DB {
 		t.Fatal(err)
 	}
 	u.Path = "/" + m[1]
-	db, err := repo.Open(context.Background(), u.String())
+	db, err := postgres.Open(context.Background(), u.String())
 	if err != nil {
 		t.Fatal(err)
 	}

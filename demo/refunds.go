@@ -12,7 +12,7 @@ import (
 
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // The refund half of the story: four paid orders, each refunded at the platform.
@@ -78,7 +78,7 @@ const refundAge = 3 * time.Minute
 
 // seedRefunds makes each refund at the platform and, where the merchant's app recorded it,
 // in our books as the app does (PROCESSING, through Store.InsertRefund).
-func seedRefunds(ctx context.Context, store *repo.Store, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund) error {
+func seedRefunds(ctx context.Context, store *postgres.Store, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund) error {
 	asked := time.Now().Add(-refundAge)
 	for _, r := range refunds {
 		o := r.orderOf(orders)
@@ -94,7 +94,7 @@ func seedRefunds(ctx context.Context, store *repo.Store, sb *sandbox.Sandbox, or
 		if err != nil {
 			return fmt.Errorf("seed refund %s: %w", r.outRefundNo, err)
 		}
-		if _, err := store.InsertRefund(ctx, repo.NewRefund{OrderID: order.ID, OutRefundNo: r.outRefundNo, AmountMinor: r.amount, CreatedAt: asked}); err != nil {
+		if _, err := store.InsertRefund(ctx, postgres.NewRefund{OrderID: order.ID, OutRefundNo: r.outRefundNo, AmountMinor: r.amount, CreatedAt: asked}); err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
 	}
@@ -130,7 +130,7 @@ func refundCallbacks(ctx context.Context, sb *sandbox.Sandbox, orders []demoOrde
 
 // refundStatuses is each refund's local status ("-" when we have none): the before of the
 // refunds table.
-func refundStatuses(ctx context.Context, store *repo.Store, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund) (map[string]string, error) {
+func refundStatuses(ctx context.Context, store *postgres.Store, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund) (map[string]string, error) {
 	out := map[string]string{}
 	for _, r := range refunds {
 		o := r.orderOf(orders)
@@ -151,14 +151,14 @@ func refundStatuses(ctx context.Context, store *repo.Store, sb *sandbox.Sandbox,
 type refundRow struct {
 	r       demoRefund
 	order   demoOrder
-	history repo.OrderHistory
+	history postgres.OrderHistory
 	platRef sandbox.Refund
 	finding string // its open finding ("KIND #id"), or "-"
 }
 
 // local is our record of the refund (nil: we have none).
-func (row refundRow) local() *repo.RefundState {
-	i := slices.IndexFunc(row.history.Refunds, func(s repo.RefundState) bool { return s.OutRefundNo == row.r.outRefundNo })
+func (row refundRow) local() *postgres.RefundState {
+	i := slices.IndexFunc(row.history.Refunds, func(s postgres.RefundState) bool { return s.OutRefundNo == row.r.outRefundNo })
 	if i < 0 {
 		return nil
 	}
@@ -178,8 +178,8 @@ func (row refundRow) events() (types, sources []string) {
 }
 
 // loadRefundRows reads each refund's order as it now stands and the open refund findings.
-func loadRefundRows(ctx context.Context, store *repo.Store, review *repo.Review, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund) ([]refundRow, error) {
-	findings, err := review.List(ctx, repo.ListFilter{
+func loadRefundRows(ctx context.Context, store *postgres.Store, review *postgres.Review, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund) ([]refundRow, error) {
+	findings, err := review.List(ctx, postgres.ListFilter{
 		Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}, Limit: 1000})
 	if err != nil {
 		return nil, err
@@ -208,8 +208,8 @@ func loadRefundRows(ctx context.Context, store *repo.Store, review *repo.Review,
 
 // printRefunds is the refund step: each refund before and after, who landed it, where its
 // order stands, its finding, and the line finance reads.
-func printRefunds(ctx context.Context, w io.Writer, store *repo.Store, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund, before map[string]string) error {
-	rows, err := loadRefundRows(ctx, store, repo.NewReview(store.DB()), sb, orders, refunds)
+func printRefunds(ctx context.Context, w io.Writer, store *postgres.Store, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund, before map[string]string) error {
+	rows, err := loadRefundRows(ctx, store, postgres.NewReview(store.DB()), sb, orders, refunds)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func printRefunds(ctx context.Context, w io.Writer, store *repo.Store, sb *sandb
 }
 
 // orderNow is where a refunded order stands: its status, and what came back of a PAID one.
-func orderNow(o repo.OrderState) string {
+func orderNow(o postgres.OrderState) string {
 	if o.Status == string(reconcile.StatusPaid) && o.RefundedMinor > 0 && o.PaidAmountMinor != nil {
 		return fmt.Sprintf("PAID, %s of %s back", reconcile.FormatYuan(o.RefundedMinor), reconcile.FormatYuan(*o.PaidAmountMinor))
 	}
@@ -276,7 +276,7 @@ func dashIfNone(s []string) string {
 // the app recorded them, in our books), then the refund callbacks there are, sent through
 // the callback endpoints before the pass. It returns each refund's local status
 // before any callback or pass.
-func startRefunds(ctx context.Context, w io.Writer, store *repo.Store, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund, notifyURL string) (map[string]string, error) {
+func startRefunds(ctx context.Context, w io.Writer, store *postgres.Store, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund, notifyURL string) (map[string]string, error) {
 	if err := seedRefunds(ctx, store, sb, orders, refunds); err != nil {
 		return nil, err
 	}

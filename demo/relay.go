@@ -16,14 +16,14 @@ import (
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/relay"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/worker"
 )
 
 // demoRelay is the demo's fulfilment hand-off: the repaired orders' outbox rows go to a
 // JetStream stream of the demo's own, and a consumer standing in for fulfilment prints
 // what it receives. Without a NATS server the step is skipped, not failed.
-func demoRelay(ctx context.Context, stdout io.Writer, cfg config.Config, store *repo.Store, natsURL string, log zerolog.Logger) error {
+func demoRelay(ctx context.Context, stdout io.Writer, cfg config.Config, store *postgres.Store, natsURL string, log zerolog.Logger) error {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, format+"\n", a...) }
 	nc, err := nats.Connect(natsURL, nats.Timeout(3*time.Second))
 	if err != nil {

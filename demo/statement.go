@@ -13,7 +13,7 @@ import (
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/statementrun"
 	"github.com/payrecon/payrecon/worker"
 )
@@ -77,12 +77,12 @@ func demoStatement(ctx context.Context, stdout io.Writer, a *worker.App, cfg con
 	b, f := before[billOnly.otn], after[billOnly.otn]
 	say("   repaired from the bill only: %s (%s, callback dropped, every query answered %s): %s -> %s, %d event(s), %d outbox row(s)",
 		billOnly.otn, billOnly.merchant(sb), billOnlyFault.ErrorCode, b.Status, f.Status, f.Events, f.Outbox)
-	return printBillFindings(ctx, stdout, repo.NewReview(a.Store().DB()), started)
+	return printBillFindings(ctx, stdout, postgres.NewReview(a.Store().DB()), started)
 }
 
 // dayTotals adds up every account's figures of the day: what finance books.
 func dayTotals(res statementrun.Result) string {
-	var t repo.StatementFigures
+	var t postgres.StatementFigures
 	for _, d := range res.Days {
 		f := d.Figures
 		t.Payments, t.PaymentsMinor, t.Refunds, t.RefundsMinor = t.Payments+f.Payments, t.PaymentsMinor+f.PaymentsMinor, t.Refunds+f.Refunds, t.RefundsMinor+f.RefundsMinor
@@ -96,8 +96,8 @@ func dayTotals(res statementrun.Result) string {
 
 // printBillFindings lists the payments for orders this merchant never had, and the refunds
 // it never recorded (made in the merchant portal), that the statement run saw.
-func printBillFindings(ctx context.Context, w io.Writer, review *repo.Review, since time.Time) error {
-	findings, err := review.List(ctx, repo.ListFilter{Kind: reconcile.MismatchUnknownOrder, Since: since, Limit: 1000})
+func printBillFindings(ctx context.Context, w io.Writer, review *postgres.Review, since time.Time) error {
+	findings, err := review.List(ctx, postgres.ListFilter{Kind: reconcile.MismatchUnknownOrder, Since: since, Limit: 1000})
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func printBillFindings(ctx context.Context, w io.Writer, review *repo.Review, si
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if findings, err = review.List(ctx, repo.ListFilter{Kind: reconcile.MismatchUnknownRefund, Since: since, Limit: 1000}); err != nil {
+	if findings, err = review.List(ctx, postgres.ListFilter{Kind: reconcile.MismatchUnknownRefund, Since: since, Limit: 1000}); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "   refunds we never recorded, seen on the bills (%d %s findings):\n", len(findings), reconcile.MismatchUnknownRefund)

@@ -268,7 +268,7 @@ func TestDockerignore(t *testing.T) {
 		}
 	}
 	// What the build needs must stay in the context.
-	for _, need := range []string{"go.mod", "go.sum", "cmd", "cmd/reconciler", "config", "reconcile", "platformclient", "repo", "repo/migrations/0001.sql"} {
+	for _, need := range []string{"go.mod", "go.sum", "cmd", "cmd/reconciler", "config", "reconcile", "platformclient", "repo", "repo/postgres/migrations/0001.sql"} {
 		for p := range patterns {
 			if strings.HasPrefix(p, "!") {
 				continue

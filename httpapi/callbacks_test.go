@@ -18,7 +18,8 @@ import (
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/repo/redis"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
@@ -44,7 +45,7 @@ func sandboxKeys(t *testing.T) *sandbox.Keys {
 type bench struct {
 	t       *testing.T
 	db      *repotest.DB
-	store   *repo.Store
+	store   *postgres.Store
 	redis   *repotest.Redis
 	applier *reconcile.Applier
 	sb      *sandbox.Sandbox
@@ -56,13 +57,13 @@ type bench struct {
 func newBench(t *testing.T, notifyWait time.Duration) *bench {
 	t.Helper()
 	b := &bench{t: t, db: repotest.NewDB(t), redis: repotest.NewRedis(t), counted: map[string]int{}}
-	b.store = repo.NewStore(b.db.DB)
-	rc, err := repo.NewRedisClient(b.redis.URL, 0)
+	b.store = postgres.NewStore(b.db.DB)
+	rc, err := redis.NewClient(b.redis.URL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rc.Close() })
-	b.applier = reconcile.NewApplier(b.store, repo.NewRedisClaimer(rc, repo.RedisOptions{}, zerolog.Nop()),
+	b.applier = reconcile.NewApplier(b.store, redis.NewClaimer(rc, redis.ClaimerOptions{}, zerolog.Nop()),
 		reconcile.ApplierSettings{ClaimPrefix: b.redis.Prefix}, zerolog.Nop())
 	if b.sb, err = sandbox.New(sandbox.Options{Keys: sandboxKeys(t)}); err != nil {
 		t.Fatal(err)
@@ -114,7 +115,7 @@ func (b *bench) paidOrder(p reconcile.Platform, otn string, amount int64) int64 
 // refund records the merchant's PROCESSING refund and makes the platform refund it.
 func (b *bench) refund(p reconcile.Platform, orderID int64, otn, rno string, amount int64) int64 {
 	b.t.Helper()
-	id, err := b.store.InsertRefund(context.Background(), repo.NewRefund{OrderID: orderID, OutRefundNo: rno, AmountMinor: amount})
+	id, err := b.store.InsertRefund(context.Background(), postgres.NewRefund{OrderID: orderID, OutRefundNo: rno, AmountMinor: amount})
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/relay"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/redis"
 	"github.com/payrecon/payrecon/statementrun"
 )
 
@@ -60,7 +60,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	m.findings.WithLabelValues("alipay", "amount_mismatch")
 	m.platformErrs.WithLabelValues("alipay", "2021", "unavailable")
 	m.WatchBreaker("alipay", "2021", func() string { return "closed" })
-	m.WatchClaims(repo.NewRedisClaimer(nil, repo.RedisOptions{}, zerolog.Nop()))
+	m.WatchClaims(redis.NewClaimer(nil, redis.ClaimerOptions{}, zerolog.Nop()))
 	// The statement command exports its own two, from its own registry.
 	sm := statementrun.NewMetrics(m.reg)
 	sm.LastDay.WithLabelValues("alipay", "2021")

@@ -34,7 +34,7 @@ type Tuning struct {
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// Budget, when set, paces every attempt instead of the Policy's own token bucket: the
-	// account's call budget shared by every process (see repo.RedisBudget). QPS still sets
+	// account's call budget shared by every process (see redis.Budget). QPS still sets
 	// how long a throttled call waits before it asks again.
 	Budget Budget
 	// OnThrottle, if set, is told of every throttle answer (WeChat 429, Alipay 40005).

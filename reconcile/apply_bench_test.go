@@ -11,7 +11,7 @@ import (
 )
 
 // countingStore counts the statements the apply path sends (each Store method is exactly
-// one SQL statement in repo.Store).
+// one SQL statement in postgres.Store).
 type countingStore struct {
 	reconcile.Store
 	n atomic.Int64

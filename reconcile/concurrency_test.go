@@ -17,7 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/repo/redis"
 )
 
 // applyConcurrently fires n identical applies released at the same instant and tallies the
@@ -132,23 +133,23 @@ const childEnv = "PAYRECON_APPLY_CHILD"
 // applies against its siblings and prints the tally; "hang" claims and then blocks forever, to be SIGKILLed.
 func runChild() int {
 	ctx := context.Background()
-	db, err := repo.Open(ctx, os.Getenv("CHILD_DB"))
+	db, err := postgres.Open(ctx, os.Getenv("CHILD_DB"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	rc, err := repo.NewRedisClient(os.Getenv("CHILD_REDIS"), 0)
+	rc, err := redis.NewClient(os.Getenv("CHILD_REDIS"), 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	lease, _ := time.ParseDuration(os.Getenv("CHILD_LEASE"))
 	settings := reconcile.ApplierSettings{ClaimPrefix: os.Getenv("CHILD_PREFIX"), ClaimLease: lease}
-	var store reconcile.Store = repo.NewStore(db)
+	var store reconcile.Store = postgres.NewStore(db)
 	if os.Getenv(childEnv) == "hang" {
 		store = hangingStore{Store: store}
 	}
-	a := reconcile.NewApplier(store, repo.NewRedisClaimer(rc, repo.RedisOptions{}, zerolog.Nop()), settings, zerolog.Nop())
+	a := reconcile.NewApplier(store, redis.NewClaimer(rc, redis.ClaimerOptions{}, zerolog.Nop()), settings, zerolog.Nop())
 	r := paid(os.Getenv("CHILD_OTN"), os.Getenv("CHILD_TRADE_NO"), 8880, reconcile.SourceNotify)
 	apply := func() (reconcile.Applied, error) { return a.ApplyResult(ctx, r, reconcile.ApplyOptions{}) }
 	if os.Getenv(childEnv) == "apply-refund" {

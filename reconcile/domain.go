@@ -1,6 +1,6 @@
 // Package reconcile is payrecon's domain: order states and their legal transitions, the
 // platform results that drive them, and the one apply path shared by callbacks and the
-// reconciler. It imports no adapter; repo and platformclient implement the small interfaces
+// reconciler. It imports no adapter; the repo and platformclient adapters implement the small interfaces
 // declared here.
 package reconcile
 

@@ -188,7 +188,7 @@ func AvailableReviewActions(cur FindingReviewState, actor string) []ReviewAction
 // a refund beyond what was paid), and otherwise the amount the platform reports moved (the
 // local amount when it named none).
 // Nil amounts are unknown and count as zero. It is never negative. The report's SQL sums
-// the same rule (repo's atStakeSQL); a test holds them equal.
+// the same rule (repo/postgres's atStakeSQL); a test holds them equal.
 func AtStakeMinor(kind MismatchKind, localMinor, platformMinor *int64) int64 {
 	l, p := orZero(localMinor), orZero(platformMinor)
 	switch kind {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // paidOrder inserts a PAID order (paid in full, nothing refunded) and returns its id.
@@ -25,7 +25,7 @@ func (b *bundle) paidOrder(otn, tradeNo string, amount int64) int64 {
 // refund records a PROCESSING refund created ago and returns its id.
 func (b *bundle) refund(orderID int64, outRefundNo string, amount int64, ago time.Duration) int64 {
 	b.t.Helper()
-	id, err := b.store.InsertRefund(context.Background(), repo.NewRefund{OrderID: orderID, OutRefundNo: outRefundNo,
+	id, err := b.store.InsertRefund(context.Background(), postgres.NewRefund{OrderID: orderID, OutRefundNo: outRefundNo,
 		AmountMinor: amount, CreatedAt: time.Now().Add(-ago)})
 	if err != nil {
 		b.t.Fatal(err)

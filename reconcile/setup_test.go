@@ -11,7 +11,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/repo/redis"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
@@ -35,7 +36,7 @@ const (
 type bundle struct {
 	t        testing.TB
 	db       *repotest.DB
-	store    *repo.Store
+	store    *postgres.Store
 	redis    *repotest.Redis // nil unless mode is withRedis
 	claims   reconcile.Claimer
 	settings reconcile.ApplierSettings
@@ -46,26 +47,26 @@ type bundle struct {
 func setup(t testing.TB, mode claimMode, tune ...func(*reconcile.ApplierSettings)) *bundle {
 	t.Helper()
 	b := &bundle{t: t, db: repotest.NewDB(t)}
-	b.store = repo.NewStore(b.db.DB)
+	b.store = postgres.NewStore(b.db.DB)
 	b.settings = reconcile.ApplierSettings{ClaimLease: 60 * time.Second, ClaimTTL: 25 * time.Hour, OrderTTL: 2 * time.Hour}
 	switch mode {
 	case withRedis:
 		b.redis = repotest.NewRedis(t)
 		b.settings.ClaimPrefix = b.redis.Prefix
-		rc, err := repo.NewRedisClient(b.redis.URL, 0)
+		rc, err := redis.NewClient(b.redis.URL, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { rc.Close() })
-		b.claims = repo.NewRedisClaimer(rc, repo.RedisOptions{}, zerolog.Nop())
+		b.claims = redis.NewClaimer(rc, redis.ClaimerOptions{}, zerolog.Nop())
 	case redisDown:
 		// Port 1 on loopback refuses connections: Redis "down".
-		rc, err := repo.NewRedisClient("redis://127.0.0.1:1/0", 0)
+		rc, err := redis.NewClient("redis://127.0.0.1:1/0", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { rc.Close() })
-		b.claims = repo.NewRedisClaimer(rc, repo.RedisOptions{}, zerolog.Nop())
+		b.claims = redis.NewClaimer(rc, redis.ClaimerOptions{}, zerolog.Nop())
 	case dbOnly:
 		b.claims = nil
 	}

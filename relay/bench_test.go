@@ -18,7 +18,7 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/relay/natstest"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
@@ -50,7 +50,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := relay.New(repo.NewStore(db.DB), c.JetStream(), relay.Settings{SubjectPrefix: relayStream.Prefix, Batch: batch,
+			r := relay.New(postgres.NewStore(db.DB), c.JetStream(), relay.Settings{SubjectPrefix: relayStream.Prefix, Batch: batch,
 				Workers: workers, AckTimeout: 10 * time.Second}, nil, zerolog.Nop())
 			start := time.Now()
 			totals, err := r.Pass(context.Background())
@@ -161,7 +161,7 @@ func BenchmarkRelayFollowLag(b *testing.B) {
 			b.Fatal(err)
 		}
 		sort.Slice(orderIDs, func(i, j int) bool { return orderIDs[i] < orderIDs[j] })
-		store := repo.NewStore(db.DB)
+		store := postgres.NewStore(db.DB)
 		stream := natstest.NewStream(b, natstest.Options{File: true})
 		c, err := relay.Connect(natstest.URL(), relay.ConnectOptions{Window: 512, AckTimeout: 10 * time.Second, Log: zerolog.Nop()})
 		if err != nil {
@@ -170,7 +170,7 @@ func BenchmarkRelayFollowLag(b *testing.B) {
 		acks := &ackTimes{at: make(map[int64]time.Time, total)}
 		r := relay.New(store, c.JetStream(), relay.Settings{SubjectPrefix: stream.Prefix, Batch: 500,
 			AckTimeout: 10 * time.Second, Poll: time.Second}, acks, zerolog.Nop())
-		listener, err := repo.ListenOutbox(db.URL)
+		listener, err := postgres.ListenOutbox(db.URL)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // Headers every relayed message carries besides its payload (the row's JSON).
@@ -103,7 +103,7 @@ func (e *PublishError) Unwrap() error { return e.Err }
 
 // Relay moves outbox rows to JetStream.
 type Relay struct {
-	store *repo.Store
+	store *postgres.Store
 	js    jetstream.JetStream
 	set   Settings
 	obs   Observer
@@ -112,7 +112,7 @@ type Relay struct {
 }
 
 // New builds a relay. obs may be nil.
-func New(store *repo.Store, js jetstream.JetStream, set Settings, obs Observer, log zerolog.Logger) *Relay {
+func New(store *postgres.Store, js jetstream.JetStream, set Settings, obs Observer, log zerolog.Logger) *Relay {
 	if set.Workers < 1 {
 		set.Workers = 2
 	}
@@ -311,7 +311,7 @@ func (r *Relay) batch(ctx context.Context) (BatchReport, error) {
 
 // awaitAcks collects the acknowledgements of a batch's publishes in order and returns the
 // ids of the acknowledged rows and the first publish error.
-func (r *Relay) awaitAcks(ctx context.Context, rows []repo.OutboxRow, futures []jetstream.PubAckFuture, rep *BatchReport) ([]int64, error) {
+func (r *Relay) awaitAcks(ctx context.Context, rows []postgres.OutboxRow, futures []jetstream.PubAckFuture, rep *BatchReport) ([]int64, error) {
 	acked := make([]int64, 0, len(futures))
 	rep.Delivered = make([]Delivery, 0, len(futures))
 	var firstErr error
@@ -338,7 +338,7 @@ func (r *Relay) awaitAcks(ctx context.Context, rows []repo.OutboxRow, futures []
 
 // message is the NATS message of an outbox row: its payload as stored, its subject from
 // the kind, and headers a consumer can route and deduplicate on without parsing the body.
-func (r *Relay) message(row repo.OutboxRow) *nats.Msg {
+func (r *Relay) message(row postgres.OutboxRow) *nats.Msg {
 	m := nats.NewMsg(r.set.SubjectPrefix + row.Kind)
 	m.Data = row.Payload
 	m.Header.Set(HeaderMsgID, MsgID(row.ID))

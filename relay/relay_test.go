@@ -22,21 +22,21 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/relay/natstest"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
 // bundle is what a relay test needs: its own database and its own stream.
 type bundle struct {
 	db     *repotest.DB
-	store  *repo.Store
+	store  *postgres.Store
 	stream *natstest.Stream
 }
 
 func setup(t *testing.T) bundle {
 	t.Helper()
 	db := repotest.NewDB(t)
-	return bundle{db: db, store: repo.NewStore(db.DB), stream: natstest.NewStream(t, natstest.Options{})}
+	return bundle{db: db, store: postgres.NewStore(db.DB), stream: natstest.NewStream(t, natstest.Options{})}
 }
 
 func testLogger(t *testing.T) zerolog.Logger {
@@ -467,7 +467,7 @@ func TestCancelledPassMarksWhatWasAcknowledged(t *testing.T) {
 func TestFollowIsWokenByTheTransitionsNotify(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	l, err := repo.ListenOutbox(b.db.URL)
+	l, err := postgres.ListenOutbox(b.db.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,14 +519,14 @@ func TestFollowEndsWhenTheDatabaseIsLost(t *testing.T) {
 	proxy := faultproxy.Start(t, u.Host)
 	viaProxy := *u
 	viaProxy.Host = proxy.Addr()
-	pdb, err := repo.Open(context.Background(), viaProxy.String())
+	pdb, err := postgres.Open(context.Background(), viaProxy.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pdb.Close()
 	stream := natstest.NewStream(t, natstest.Options{})
 	c := connect(t, natstest.URL(), 5*time.Second)
-	r := relay.New(repo.NewStore(pdb), c.JetStream(), relay.Settings{SubjectPrefix: stream.Prefix, Batch: 10,
+	r := relay.New(postgres.NewStore(pdb), c.JetStream(), relay.Settings{SubjectPrefix: stream.Prefix, Batch: 10,
 		AckTimeout: time.Second, Poll: 20 * time.Millisecond}, nil, testLogger(t))
 	done := make(chan error, 1)
 	go func() { done <- r.Follow(context.Background(), nil) }()

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
@@ -34,14 +34,14 @@ func BenchmarkReport(b *testing.B) {
 	from := time.Date(2025, 1, 1, 0, 0, 0, 0, shanghai)
 	to := from.AddDate(1, 0, 0)
 	seedBenchFindings(b, db, n, from, to)
-	rv := repo.NewReview(db.DB)
+	rv := postgres.NewReview(db.DB)
 	for _, format := range render.ReportFormats {
 		b.Run(format, func(b *testing.B) {
 			for range b.N {
 				base, resetOK := resetPeakRSS()
 				heap := sampleHeap()
 				start := time.Now()
-				err := rv.Report(context.Background(), from, to, func(rep repo.Report) error {
+				err := rv.Report(context.Background(), from, to, func(rep postgres.Report) error {
 					if rep.Totals.Count != int64(n) {
 						b.Fatalf("the report counts %d findings, want %d", rep.Totals.Count, n)
 					}

@@ -22,7 +22,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
 	"github.com/payrecon/payrecon/statement"
 )
@@ -266,9 +266,9 @@ func measureFloors(b *testing.B, e *env, day Day, n int, dir string) benchFloors
 		b.Fatal(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a measurement only
-	if _, err := tx.Exec(`CREATE TEMP TABLE bare_copy (` + repo.StageColumns + `) ON COMMIT DROP;
-		CREATE TEMP TABLE bare_copy_rows (` + repo.StageColumns + `) ON COMMIT DROP;
-		CREATE TEMP TABLE bare_copy_file (` + repo.StageColumns + `) ON COMMIT DROP`); err != nil {
+	if _, err := tx.Exec(`CREATE TEMP TABLE bare_copy (` + postgres.StageColumns + `) ON COMMIT DROP;
+		CREATE TEMP TABLE bare_copy_rows (` + postgres.StageColumns + `) ON COMMIT DROP;
+		CREATE TEMP TABLE bare_copy_file (` + postgres.StageColumns + `) ON COMMIT DROP`); err != nil {
 		b.Fatal(err)
 	}
 	f := benchFloors{client: clientCopyRate(b, conn, day, n), rowExec: rowExecCopyRate(b, tx, day, n)}
@@ -280,7 +280,7 @@ func measureFloors(b *testing.B, e *env, day Day, n int, dir string) benchFloors
 // row.
 func rowExecCopyRate(b *testing.B, tx *sql.Tx, day Day, n int) float64 {
 	start := time.Now()
-	stmt, err := tx.Prepare(pq.CopyIn("bare_copy_rows", repo.StageColumnNames...))
+	stmt, err := tx.Prepare(pq.CopyIn("bare_copy_rows", postgres.StageColumnNames...))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -300,12 +300,12 @@ func rowExecCopyRate(b *testing.B, tx *sql.Tx, day Day, n int) float64 {
 }
 
 // clientCopyRate COPYs n generated lines into bare_copy as the statement stages them: rows
-// written in COPY's text format (repo.AppendStageRow), a batch per call, on the driver
+// written in COPY's text format (postgres.AppendStageRow), a batch per call, on the driver
 // connection.
 func clientCopyRate(b *testing.B, conn *sql.Conn, day Day, n int) float64 {
 	start := time.Now()
 	err := conn.Raw(func(dc any) error {
-		st, err := dc.(driver.Conn).Prepare(pq.CopyIn("bare_copy", repo.StageColumnNames...))
+		st, err := dc.(driver.Conn).Prepare(pq.CopyIn("bare_copy", postgres.StageColumnNames...))
 		if err != nil {
 			return err
 		}
@@ -318,7 +318,7 @@ func clientCopyRate(b *testing.B, conn *sql.Conn, day Day, n int) float64 {
 		for l := range statement.SampleLines(day.Start, "B-", n, benchRefundEvery) {
 			no++
 			l.No = no
-			if buf = repo.AppendStageRow(buf, l); no%512 == 0 || no == n {
+			if buf = postgres.AppendStageRow(buf, l); no%512 == 0 || no == n {
 				if _, err := cd.CopyData(context.Background(), string(buf[:len(buf)-1])); err != nil {
 					return err
 				}

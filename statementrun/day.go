@@ -11,7 +11,7 @@ import (
 	"github.com/payrecon/payrecon/platformclient/alipay"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/statement"
 )
 
@@ -36,7 +36,7 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 	if bill.Close != nil {
 		defer bill.Close() //nolint:errcheck // read-only file
 	}
-	tx, err := r.store.BeginStatement(ctx, repo.StatementDay{Account: acct.Key, Date: spec.Day.Date,
+	tx, err := r.store.BeginStatement(ctx, postgres.StatementDay{Account: acct.Key, Date: spec.Day.Date,
 		Start: spec.Day.Start, End: spec.Day.End}, runID)
 	if err != nil {
 		d.Err = err
@@ -95,13 +95,13 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 // applying is a commit per line, each waiting on the disk, while the classification and the
 // held lists are a few set-based statements; and the two never touch the same order (an
 // order a line names is never held, and holding a refund writes only the held list: see
-// repo.StatementTx.ClassifyEach and HoldUnlisted).
+// postgres.StatementTx.ClassifyEach and HoldUnlisted).
 //
 // Should the classification fail part way, the lines it had found are still applied, each
 // through the apply path (a commit of its own), and the day is not saved: a re-run finds
 // their orders and refunds already so, and counts those lines as matched.
-func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
-	spec Spec, bill Bill, pending []repo.StatementLine, d *DayResult) error {
+func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *postgres.StatementTx, acct reconcile.AccountKey,
+	spec Spec, bill Bill, pending []postgres.StatementLine, d *DayResult) error {
 	start := time.Now()
 	apply := r.newStreamApplier(ctx, log, acct, spec, bill, tx)
 	apply.first(pending)
@@ -112,7 +112,7 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.Statem
 		return err
 	}
 	var t Tally // the lines' own outcomes; the held lists add theirs to d.Tally
-	var outcomes []repo.LineOutcome
+	var outcomes []postgres.LineOutcome
 	applied := make(chan struct{})
 	go func() {
 		defer close(applied)
@@ -144,7 +144,7 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *repo.Statem
 
 // drawHeld reports the previous day's held orders and refunds this bill does not list
 // either, then holds today's unlisted refunds (ClassifyEach held today's unlisted orders).
-func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
+func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx *postgres.StatementTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, d *DayResult) error {
 	if err := r.reportHeld(ctx, log, tx, acct, spec, bill, &d.Tally); err != nil {
 		return err
@@ -154,9 +154,9 @@ func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx *repo.Stat
 	return err
 }
 
-func figures(s repo.StagedBill, b Bill) repo.StatementFigures {
+func figures(s postgres.StagedBill, b Bill) postgres.StatementFigures {
 	t := s.Totals
-	return repo.StatementFigures{
+	return postgres.StatementFigures{
 		Payments: t.Payments, PaymentsMinor: t.PaymentsMinor, Refunds: t.Refunds, RefundsMinor: t.RefundsMinor,
 		ReceivedMinor: s.ReceivedMinor, FeeMilliFen: t.FeeMilliFen, NetMilliFen: s.ReceivedMinor*1000 - t.FeeMilliFen,
 		Lines: s.Lines, BillSHA256: b.SHA256, BillLocation: b.Location,
@@ -167,7 +167,7 @@ func figures(s repo.StagedBill, b Bill) repo.StatementFigures {
 // ApplyRefundResult); ok is false when its outcome is not final (an error, or a callback
 // holding the claim) and a re-run of the day must apply it again.
 func (r *Runner) applyLine(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
-	l repo.StatementLine, books repo.LineBooks, t *Tally) (repo.LineOutcome, bool) {
+	l postgres.StatementLine, books postgres.LineBooks, t *Tally) (postgres.LineOutcome, bool) {
 	opt := reconcile.ApplyOptions{DryRun: spec.DryRun,
 		Detail: map[string]any{"bill_date": spec.Day.Date, "bill_line": l.No, "bill_sha256": bill.SHA256}}
 	if o, ok := books.Orders[l.OutTradeNo]; ok {
@@ -187,14 +187,14 @@ func (r *Runner) applyLine(ctx context.Context, log zerolog.Logger, acct reconci
 		t.Errors++
 		log.Error().Err(err).Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Str("out_refund_no", l.RefundNo).
 			Msg("bill line not applied")
-		return repo.LineOutcome{}, false
+		return postgres.LineOutcome{}, false
 	}
 	return lineOutcome(log, spec, l, applied, t)
 }
 
 // lineOutcome counts what the apply path made of a line and says what to remember of it.
-func lineOutcome(log zerolog.Logger, spec Spec, l repo.StatementLine, applied reconcile.Applied, t *Tally) (repo.LineOutcome, bool) {
-	o := repo.LineOutcome{Line: l, OrderID: applied.Order.ID}
+func lineOutcome(log zerolog.Logger, spec Spec, l postgres.StatementLine, applied reconcile.Applied, t *Tally) (postgres.LineOutcome, bool) {
+	o := postgres.LineOutcome{Line: l, OrderID: applied.Order.ID}
 	refund := l.Kind == statement.Refund
 	switch applied.Outcome {
 	case reconcile.OutcomeApplied:
@@ -225,7 +225,7 @@ func lineOutcome(log zerolog.Logger, spec Spec, l repo.StatementLine, applied re
 }
 
 // countPrior counts a line an earlier run of the day settled as that run counted it.
-func countPrior(t *Tally, l repo.StatementLine) {
+func countPrior(t *Tally, l postgres.StatementLine) {
 	refund := l.Kind == statement.Refund
 	switch l.Prior {
 	case outcomeRepaired:
@@ -245,7 +245,7 @@ func countPrior(t *Tally, l repo.StatementLine) {
 
 // lineResult is a payment line as a verified platform result: the bill came from the
 // platform over a signed request (or from its portal), so its lines are the platform's word.
-func lineResult(acct reconcile.AccountKey, l repo.StatementLine, digest string) reconcile.Result {
+func lineResult(acct reconcile.AccountKey, l postgres.StatementLine, digest string) reconcile.Result {
 	r := reconcile.Result{Platform: acct.Platform, MerchantID: acct.MerchantID, OutTradeNo: l.OutTradeNo,
 		PlatformTradeNo: l.PlatformTradeNo, AmountMinor: l.AmountMinor, Currency: l.Currency,
 		Source: reconcile.SourceStatement, RawDigest: digest, State: reconcile.StatePaid, PaidAt: l.At, RawState: wechatpay.StateSuccess}
@@ -259,7 +259,7 @@ func lineResult(acct reconcile.AccountKey, l repo.StatementLine, digest string) 
 // lists finished refunds (Alipay writes no status, WeChat Pay's 退款状态 says SUCCESS) and, on
 // WeChat Pay, refunds still PROCESSING when the bill was made: any status but a success is
 // fed as a PROCESSING answer, which moves nothing.
-func refundLineResult(acct reconcile.AccountKey, l repo.StatementLine, digest string) reconcile.RefundResult {
+func refundLineResult(acct reconcile.AccountKey, l postgres.StatementLine, digest string) reconcile.RefundResult {
 	r := reconcile.RefundResult{Platform: acct.Platform, MerchantID: acct.MerchantID, OutTradeNo: l.OutTradeNo,
 		PlatformTradeNo: l.PlatformTradeNo, OutRefundNo: l.RefundNo, PlatformRefundNo: l.PlatformRefundNo,
 		AmountMinor: l.AmountMinor, Currency: l.Currency, Source: reconcile.SourceStatement, RawDigest: digest,
@@ -277,7 +277,7 @@ func refundLineResult(acct reconcile.AccountKey, l repo.StatementLine, digest st
 // lists fell on the other side of midnight; the others are reported through the apply path as
 // a "not in the bill" answer, exactly once: an order LOCAL_PAID_PLATFORM_UNPAID, a refund
 // REFUND_NOT_AT_PLATFORM.
-func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *repo.StatementTx, acct reconcile.AccountKey,
+func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *postgres.StatementTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, t *Tally) error {
 	prev := spec.Day.Prev().Date
 	held, err := tx.SettleHeld(ctx, prev)
@@ -285,7 +285,7 @@ func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *repo.St
 		return err
 	}
 	opt := reconcile.ApplyOptions{DryRun: spec.DryRun, Detail: map[string]any{"held_since": prev, "bill_date": spec.Day.Date}}
-	var done []repo.Held
+	var done []postgres.Held
 	for _, h := range held {
 		applied, err := r.applyHeld(ctx, acct, bill, h, opt)
 		if err != nil {
@@ -307,7 +307,7 @@ func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *repo.St
 const rawNotInBill = "NOT_IN_BILL"
 
 // applyHeld sends a held order, or refund, through the apply path as absent from the bill.
-func (r *Runner) applyHeld(ctx context.Context, acct reconcile.AccountKey, bill Bill, h repo.Held, opt reconcile.ApplyOptions) (reconcile.Applied, error) {
+func (r *Runner) applyHeld(ctx context.Context, acct reconcile.AccountKey, bill Bill, h postgres.Held, opt reconcile.ApplyOptions) (reconcile.Applied, error) {
 	if h.IsRefund() {
 		return r.applier.ApplyRefundResult(ctx, reconcile.RefundResult{Platform: acct.Platform, MerchantID: acct.MerchantID,
 			OutTradeNo: h.OutTradeNo, OutRefundNo: h.OutRefundNo, Currency: h.Currency, State: reconcile.RefundStateNotFound,

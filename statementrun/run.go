@@ -16,7 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // Applier is the shared apply path (reconcile.Applier): payment lines through ApplyResult,
@@ -26,7 +26,7 @@ type Applier interface {
 	ApplyRefundResult(ctx context.Context, r reconcile.RefundResult, opt reconcile.ApplyOptions) (reconcile.Applied, error)
 }
 
-// RunLog records the run (reconcile_runs); repo.Runs implements it.
+// RunLog records the run (reconcile_runs); postgres.Runs implements it.
 type RunLog interface {
 	StartRun(ctx context.Context, r *reconcile.Run) error
 	FinishRun(ctx context.Context, r reconcile.Run) error
@@ -75,7 +75,7 @@ func (t *Tally) add(o Tally) {
 type DayResult struct {
 	Account reconcile.AccountKey
 	Day     Day
-	Figures repo.StatementFigures
+	Figures postgres.StatementFigures
 	Tally   Tally
 	DryRun  bool
 	Err     error
@@ -101,7 +101,7 @@ type Result struct {
 
 // Runner runs statements.
 type Runner struct {
-	store       *repo.Store
+	store       *postgres.Store
 	applier     Applier
 	runs        RunLog
 	observer    Observer
@@ -113,7 +113,7 @@ type Runner struct {
 
 // NewRunner builds a runner that applies up to concurrency lines at once (RECONCILER_CONCURRENCY;
 // 0 means 8); observer may be nil.
-func NewRunner(store *repo.Store, applier Applier, runs RunLog, observer Observer, concurrency int, log zerolog.Logger) *Runner {
+func NewRunner(store *postgres.Store, applier Applier, runs RunLog, observer Observer, concurrency int, log zerolog.Logger) *Runner {
 	if concurrency <= 0 {
 		concurrency = 8
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
 	"github.com/payrecon/payrecon/statement"
 )
@@ -45,14 +45,14 @@ func merchantOf(p reconcile.Platform) string {
 type env struct {
 	t      testing.TB
 	db     *repotest.DB
-	store  *repo.Store
+	store  *postgres.Store
 	runner *Runner
 }
 
 func setup(t testing.TB) *env {
 	t.Helper()
 	db := repotest.NewDB(t)
-	store := repo.NewStore(db.DB)
+	store := postgres.NewStore(db.DB)
 	applier := reconcile.NewApplier(store, nil, reconcile.ApplierSettings{}, zerolog.Nop())
 	return &env{t: t, db: db, store: store, runner: NewRunner(store, applier, store.Runs(), nil, 8, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))}
 }

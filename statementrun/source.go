@@ -14,7 +14,7 @@ import (
 
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/statement"
 )
 
@@ -208,14 +208,14 @@ const maxPendingPicked = 20_000
 type pendingPicker struct {
 	statement.Reader
 	pending map[string]struct{}
-	picked  []repo.StatementLine
+	picked  []postgres.StatementLine
 }
 
 func (p *pendingPicker) Next() (statement.Line, error) {
 	l, err := p.Reader.Next()
 	if err == nil && l.Kind == statement.Payment && len(p.picked) < 2*len(p.pending) {
 		if _, ok := p.pending[l.OutTradeNo]; ok {
-			p.picked = append(p.picked, repo.PendingLine(l))
+			p.picked = append(p.picked, postgres.PendingLine(l))
 		}
 	}
 	return l, err

@@ -12,7 +12,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
@@ -23,16 +23,17 @@ import (
 	"github.com/payrecon/payrecon/platformclient/alipay"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/repo/redis"
 )
 
 // App is everything a worker command needs, wired from the configuration once.
 type App struct {
 	cfg     config.Config
 	log     zerolog.Logger
-	store   *repo.Store
-	rdb     *redis.Client
-	claims  *repo.RedisClaimer // nil: database-only claims
+	store   *postgres.Store
+	rdb     *goredis.Client
+	claims  *redis.Claimer // nil: database-only claims
 	applier *reconcile.Applier
 	// One callback reader per merchant account; callbacks find theirs by app_id, serial or
 	// path. An account given without its private key has a reader but no client.
@@ -50,11 +51,11 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatfor
 	if cfg.RedisURL != "" {
 		var err error
 		// The client connects lazily: a configuration error below still comes first.
-		a.rdb, err = repo.NewRedisClient(cfg.RedisURL, cfg.RedisTimeout)
+		a.rdb, err = redis.NewClient(cfg.RedisURL, cfg.RedisTimeout)
 		if err != nil {
 			return nil, &config.Error{Setting: "RECONCILER_REDIS_URL", Msg: err.Error()}
 		}
-		a.claims = repo.NewRedisClaimer(a.rdb, repo.RedisOptions{CallTimeout: cfg.RedisTimeout}, log)
+		a.claims = redis.NewClaimer(a.rdb, redis.ClaimerOptions{CallTimeout: cfg.RedisTimeout}, log)
 		claimer = a.claims
 		a.metrics.WatchClaims(a.claims)
 	}
@@ -68,7 +69,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatfor
 			return nil, &config.Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: "no platform account configured: list accounts in RECONCILER_ACCOUNTS_FILE, or set RECONCILER_ALIPAY_APP_ID and/or RECONCILER_WECHATPAY_MCHID with their keys"}
 		}
 	}
-	db, err := repo.OpenWithTimeout(ctx, cfg.DatabaseURL, cfg.DatabaseTimeout)
+	db, err := postgres.OpenWithTimeout(ctx, cfg.DatabaseURL, cfg.DatabaseTimeout)
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -79,7 +80,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatfor
 		db.SetMaxOpenConns(n)
 		db.SetMaxIdleConns(n)
 	}
-	a.store = repo.NewStore(db)
+	a.store = postgres.NewStore(db)
 	accounts := map[reconcile.AccountKey]reconcile.Account{}
 	for _, x := range cfg.Accounts.Alipay {
 		accounts[reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: x.AppID}] = reconcile.Account{SellerID: x.SellerID}
@@ -95,7 +96,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatfor
 }
 
 // Store is the database adapter the app wired.
-func (a *App) Store() *repo.Store { return a.store }
+func (a *App) Store() *postgres.Store { return a.store }
 
 // Metrics is the app's registry of instruments.
 func (a *App) Metrics() *metrics.Metrics { return a.metrics }
@@ -272,7 +273,7 @@ func (a *App) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error)
 func (a *App) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuning {
 	var budget platformclient.Budget
 	if a.rdb != nil {
-		budget = repo.NewRedisBudget(a.rdb, repo.BudgetOptions{
+		budget = redis.NewBudget(a.rdb, redis.BudgetOptions{
 			Key: a.cfg.RatePrefix + string(acct.Platform) + ":" + acct.MerchantID, QPS: qps,
 			Shards: a.cfg.Shard.Count, CallTimeout: a.cfg.RedisTimeout, Logger: a.log})
 	} else {

@@ -11,7 +11,7 @@ import (
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/httpapi"
 	"github.com/payrecon/payrecon/metrics"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // ConsoleDrain is how long a stopping console lets its requests finish: none outlives the
@@ -34,11 +34,11 @@ func OpenConsole(ctx context.Context, cfg config.Config, log zerolog.Logger) (*C
 	if err != nil {
 		return nil, err
 	}
-	db, err := repo.OpenWithTimeout(ctx, cfg.DatabaseURL, cfg.DatabaseTimeout)
+	db, err := postgres.OpenWithTimeout(ctx, cfg.DatabaseURL, cfg.DatabaseTimeout)
 	if err != nil {
 		return nil, err
 	}
-	h := httpapi.NewConsoleMux(metrics.Runtime(), db, console.New(settings, repo.NewReview(db)))
+	h := httpapi.NewConsoleMux(metrics.Runtime(), db, console.New(settings, postgres.NewReview(db)))
 	return &Console{db: db, handler: h}, nil
 }
 

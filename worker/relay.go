@@ -10,7 +10,7 @@ import (
 	"github.com/payrecon/payrecon/metrics"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/relay"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // OpenedRelay is a relay with the NATS connection it owns.
@@ -24,7 +24,7 @@ func (r *OpenedRelay) Close() { r.conn.Close() }
 
 // OpenRelay connects to NATS and checks the stream before anything is taken: NATS down is
 // exit 1 with nothing marked; a missing stream or a too-short duplicate window is exit 2.
-func OpenRelay(ctx context.Context, cfg config.Config, store *repo.Store, obs relay.Observer, log zerolog.Logger) (*OpenedRelay, error) {
+func OpenRelay(ctx context.Context, cfg config.Config, store *postgres.Store, obs relay.Observer, log zerolog.Logger) (*OpenedRelay, error) {
 	rc := cfg.Relay
 	if rc.URL == "" {
 		return nil, &config.Error{Setting: "RECONCILER_RELAY_URL", Msg: "is required to relay the outbox (e.g. nats://127.0.0.1:4222)"}
@@ -56,7 +56,7 @@ func (a *App) StartRelay(ctx context.Context) (wait func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	listener, err := repo.ListenOutbox(a.cfg.DatabaseURL)
+	listener, err := postgres.ListenOutbox(a.cfg.DatabaseURL)
 	if err != nil {
 		rl.Close()
 		return nil, err

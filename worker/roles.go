@@ -9,14 +9,14 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // SetupRoles creates the least-privilege roles and grants their rights. Without the right
 // to create roles it prints the SQL for an administrator and still succeeds: the schema is
 // migrated, and the roles are a one-off step someone else may have to take.
 func SetupRoles(ctx context.Context, db *sqlx.DB, stdout io.Writer, log zerolog.Logger) error {
-	out, err := repo.SetupRoles(ctx, db)
+	out, err := postgres.SetupRoles(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -24,20 +24,20 @@ func SetupRoles(ctx context.Context, db *sqlx.DB, stdout io.Writer, log zerolog.
 		log.Warn().Msg("PUBLIC may still create objects in schema public: this role does not own the schema")
 		fmt.Fprintf(stdout, "-- Every role may still create objects in schema public (this role does not own it).\n"+
 			"-- A planted function or table is how the review functions would be attacked: run this as the schema's owner:\n%s;\n",
-			repo.RevokePublicCreateSQL)
+			postgres.RevokePublicCreateSQL)
 	}
 	if out.SQL != "" {
-		log.Warn().Strs("roles", repo.Roles).Msg("cannot create database roles (no CREATEROLE): printing the SQL to run as an administrator")
+		log.Warn().Strs("roles", postgres.Roles).Msg("cannot create database roles (no CREATEROLE): printing the SQL to run as an administrator")
 		fmt.Fprintf(stdout, "-- The database roles %s are missing and this role may not create them.\n"+
 			"-- Run this as a role with CREATEROLE (then set each role's password), then run migrate again.\n"+
 			"-- (reconciler migrate --roles-sql prints the SQL alone.)\n%s",
-			strings.Join(repo.Roles, ", "), out.SQL)
+			strings.Join(postgres.Roles, ", "), out.SQL)
 		return nil
 	}
 	if len(out.Created) > 0 {
 		log.Info().Strs("roles", out.Created).Msg("database roles created")
 		fmt.Fprintf(stdout, "created roles %s (set their passwords: ALTER ROLE ... PASSWORD ...)\n", strings.Join(out.Created, ", "))
 	}
-	fmt.Fprintf(stdout, "granted %s\n", strings.Join(repo.Roles, ", "))
+	fmt.Fprintf(stdout, "granted %s\n", strings.Join(postgres.Roles, ", "))
 	return nil
 }

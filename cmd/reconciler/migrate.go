@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/worker"
 )
 
@@ -21,20 +21,20 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	db, err := repo.Open(ctx, cfg.DatabaseURL)
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	if rolesSQL {
-		sql, err := repo.RolesSQL(ctx, db)
+		sql, err := postgres.RolesSQL(ctx, db)
 		if err != nil {
 			return err
 		}
 		fmt.Fprint(stdout, sql)
 		return nil
 	}
-	applied, err := repo.Migrate(ctx, db)
+	applied, err := postgres.Migrate(ctx, db)
 	if err != nil {
 		return err
 	}

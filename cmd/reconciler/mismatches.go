@@ -10,7 +10,7 @@ import (
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // reviewGroups are the settings the review and report commands take; the moves also take
@@ -141,12 +141,12 @@ func setReviewUsage(fs *flag.FlagSet, synopsis, about string) {
 	}
 }
 
-func openReview(ctx context.Context, cfg config.Config) (*repo.Review, func(), error) {
-	db, err := repo.Open(ctx, cfg.DatabaseURL)
+func openReview(ctx context.Context, cfg config.Config) (*postgres.Review, func(), error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, nil, err
 	}
-	return repo.NewReview(db), func() { db.Close() }, nil
+	return postgres.NewReview(db), func() { db.Close() }, nil
 }
 
 // ---- list ----
@@ -162,7 +162,7 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.StringVar(&o.Platform, "platform", "", "only this platform: alipay or wechatpay")
 		fs.StringVar(&o.Since, "since", "", "only findings first or last seen at or after this date (2026-11-28, midnight in --timezone) or RFC 3339 time")
 		fs.StringVar(&o.Until, "until", "", "only findings first or last seen before this date or RFC 3339 time")
-		fs.IntVar(&o.Limit, "limit", repo.DefaultListLimit, "findings per page (1 to 10000)")
+		fs.IntVar(&o.Limit, "limit", postgres.DefaultListLimit, "findings per page (1 to 10000)")
 		fs.Int64Var(&o.AfterID, "after-id", 0, "list findings with an id above this one (the next page)")
 		fs.StringVar(&format, "format", "table", "table, json or csv")
 	})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/metrics"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/worker"
 )
 
@@ -28,14 +28,14 @@ func cmdRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	db, err := repo.Open(ctx, cfg.DatabaseURL)
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	reg := prometheus.NewRegistry()
 	m := metrics.NewRelay(reg)
-	rl, err := worker.OpenRelay(ctx, cfg, repo.NewStore(db), m, log)
+	rl, err := worker.OpenRelay(ctx, cfg, postgres.NewStore(db), m, log)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func cmdRelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stop()
 	}
-	listener, err := repo.ListenOutbox(cfg.DatabaseURL)
+	listener, err := postgres.ListenOutbox(cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // cmdReport is `reconciler report --from T --to T --format csv|json|xlsx|html [--out FILE]`.
@@ -61,13 +61,13 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 
-	db, err := repo.Open(ctx, cfg.DatabaseURL)
+	db, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	// The findings stream from the database to the output inside Report's snapshot.
-	return repo.NewReview(db).Report(ctx, start, end, func(rep repo.Report) error {
+	return postgres.NewReview(db).Report(ctx, start, end, func(rep postgres.Report) error {
 		doc := render.ReportDoc{Report: rep, Loc: cfg.Timezone, Generated: now, Lang: labels}
 		write := func(w io.Writer) error { return doc.Write(w, format) }
 		if out == "" {

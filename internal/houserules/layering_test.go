@@ -142,9 +142,11 @@ func TestMayReadsTheMap(t *testing.T) {
 		{"platformclient", "statement", false},
 		{"platformclient/sandbox", "statement", true},
 		{"repo/repotest", "config", true},
-		{"repo", "config", false},
+		{"repo/postgres", "config", false},
+		{"repo/redis", "repo/postgres", false},
+		{"repo/postgres", "repo/redis", false},
 		{"console", "platformclient", false},
-		{"statement", "repo", false},
+		{"statement", "repo/postgres", false},
 		{"cmd/reconciler", "demo", true},
 	}
 	for _, tc := range cases {

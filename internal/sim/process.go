@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // ErrCrashed is what a crashed process's calls return: after a crash nothing it does
@@ -20,7 +20,7 @@ var ErrCrashed = errors.New("sim: process crashed")
 // it, every call fails and the process's lock session is terminated by the caller, as the
 // server would drop it when the kernel closes a killed process's sockets.
 type Process struct {
-	store   *repo.Store
+	store   *postgres.Store
 	claims  reconcile.Claimer
 	crashed atomic.Bool
 
@@ -34,7 +34,7 @@ type Process struct {
 }
 
 // NewProcess wraps a store (over the process's own pool) and a claimer.
-func NewProcess(store *repo.Store, claims reconcile.Claimer) *Process {
+func NewProcess(store *postgres.Store, claims reconcile.Claimer) *Process {
 	return &Process{store: store, claims: claims}
 }
 

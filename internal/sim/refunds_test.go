@@ -7,7 +7,7 @@ import (
 
 	"github.com/payrecon/payrecon/internal/sim"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // simRefund is one refund as the simulation made it: by the merchant's app (recorded here
@@ -163,13 +163,13 @@ func (s *seedRun) orderByOTN(otn string) order {
 	panic("sim: no order " + otn)
 }
 
-func (s *seedRun) appRefund(ctx context.Context, store *repo.Store, o order, orderID, paid int64, d refundDraw) error {
+func (s *seedRun) appRefund(ctx context.Context, store *postgres.Store, o order, orderID, paid int64, d refundDraw) error {
 	s.mu.Lock()
 	amount := d.amount(paid, s.asked[o.otn])
 	no := fmt.Sprintf("R%d-%d", s.seed, len(s.refunds)+1)
 	s.mu.Unlock()
 	created := s.now().Truncate(time.Microsecond)
-	if _, err := store.InsertRefund(ctx, repo.NewRefund{OrderID: orderID, OutRefundNo: no, AmountMinor: amount, CreatedAt: created}); err != nil {
+	if _, err := store.InsertRefund(ctx, postgres.NewRefund{OrderID: orderID, OutRefundNo: no, AmountMinor: amount, CreatedAt: created}); err != nil {
 		s.mu.Lock()
 		s.refunds = append(s.refunds, &simRefund{o: o, no: no, amount: amount, uncertain: true, createdAt: created})
 		s.mu.Unlock()

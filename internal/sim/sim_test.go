@@ -15,7 +15,7 @@ import (
 
 	"github.com/payrecon/payrecon/internal/sim"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 var seedFlag = flag.Int64("seed", 0, "replay this one seed (also SIM_SEED)")
@@ -39,7 +39,7 @@ func (p *timeTally) add(a, b, c time.Duration) {
 	p.checks += c
 }
 
-func repoStore(w *world) *repo.Store { return repo.NewStore(w.db.DB) }
+func repoStore(w *world) *postgres.Store { return postgres.NewStore(w.db.DB) }
 
 // minSeeds is how many seeds a run under SIM_BUDGET must get through, or it fails: fewer
 // means the simulation got too slow to mean anything.

@@ -15,7 +15,7 @@ import (
 	"github.com/payrecon/payrecon/internal/sim"
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/statement"
 	"github.com/payrecon/payrecon/statementrun"
 )
@@ -95,7 +95,7 @@ func (s *seedRun) statementRun(concurrency int, pool *sqlx.DB) (*statementrun.Ru
 		cleanup = func() { db.Close(); os.RemoveAll(dir) }
 		pool = db
 	}
-	store := repo.NewStore(pool)
+	store := postgres.NewStore(pool)
 	applier := reconcile.NewApplier(store, s.claims, s.applierSettings(), zerolog.Nop())
 	return statementrun.NewRunner(store, applier, store.Runs(), nil, concurrency, zerolog.Nop()), spec, cleanup, nil
 }

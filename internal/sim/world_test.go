@@ -11,12 +11,13 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/internal/sim"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/repo/redis"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
@@ -43,7 +44,7 @@ type world struct {
 	// run of the schedule gets a pool of its own (statementRun).
 	cleanPool *sqlx.DB
 	redis     *repotest.Redis
-	rc        *redis.Client
+	rc        *goredis.Client
 	up        reconcile.Claimer
 	down      reconcile.Claimer
 	closed    []func()
@@ -89,16 +90,16 @@ func newWorld(t testing.TB) *world {
 		w.admin.Exec(`ALTER DATABASE ` + pq.QuoteIdentifier(w.db.Name) + ` RESET statement_timeout`) //nolint:errcheck
 		w.admin.Close()
 	})
-	if w.rc, err = repo.NewRedisClient(w.redis.URL, 100*time.Millisecond); err != nil {
+	if w.rc, err = redis.NewClient(w.redis.URL, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := repo.NewRedisClient("redis://127.0.0.1:1/0", 100*time.Millisecond)
+	dead, err := redis.NewClient("redis://127.0.0.1:1/0", 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.rc.Close(); dead.Close() })
-	w.up = repo.NewRedisClaimer(w.rc, repo.RedisOptions{}, zerolog.Nop())
-	w.down = repo.NewRedisClaimer(dead, repo.RedisOptions{}, zerolog.Nop())
+	w.up = redis.NewClaimer(w.rc, redis.ClaimerOptions{}, zerolog.Nop())
+	w.down = redis.NewClaimer(dead, redis.ClaimerOptions{}, zerolog.Nop())
 	return w
 }
 
@@ -308,7 +309,7 @@ func (s *seedRun) runner(p *sim.Process, concurrency int) *reconcile.Runner {
 
 // process starts a simulated process over the world's shared pool.
 func (s *seedRun) process() *sim.Process {
-	return sim.NewProcess(repo.NewStore(s.w.pool), s.claims)
+	return sim.NewProcess(postgres.NewStore(s.w.pool), s.claims)
 }
 
 func (s *seedRun) spec(mode reconcile.RunMode) reconcile.PassSpec {

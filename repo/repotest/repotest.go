@@ -23,7 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/repo"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // DefaultDatabaseURL and DefaultRedisURL are used when the RECONCILER_TEST_* variables are
@@ -64,7 +64,7 @@ var (
 // carries a hash of the migrations, so a schema change gets a fresh template.
 func template(ctx context.Context) (string, error) {
 	templateOnce.Do(func() {
-		migs, err := repo.Migrations()
+		migs, err := postgres.Migrations()
 		if err != nil {
 			templateErr = err
 			return
@@ -110,11 +110,11 @@ func buildTemplate(ctx context.Context, name string) error {
 	if _, err := conn.ExecContext(ctx, `CREATE DATABASE `+pq.QuoteIdentifier(building)); err != nil {
 		return fmt.Errorf("create template: %w", err)
 	}
-	db, err := repo.Open(ctx, urlForDatabase(AdminURL(), building))
+	db, err := postgres.Open(ctx, urlForDatabase(AdminURL(), building))
 	if err != nil {
 		return err
 	}
-	_, err = repo.Migrate(ctx, db)
+	_, err = postgres.Migrate(ctx, db)
 	db.Close()
 	if err != nil {
 		return fmt.Errorf("migrate template: %w", err)
@@ -165,7 +165,7 @@ func NewDB(t testing.TB) *DB {
 	}
 	u := urlForDatabase(AdminURL(), name)
 	var db *sqlx.DB
-	err = whileServerFull(ctx, func() (err error) { db, err = repo.Open(ctx, u); return err })
+	err = whileServerFull(ctx, func() (err error) { db, err = postgres.Open(ctx, u); return err })
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
 	}

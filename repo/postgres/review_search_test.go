@@ -1,0 +1,92 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/repo/repotest"
+)
+
+// TestSearchAtStakeMatchesTheDomain: the per-kind totals Search sums in SQL equal
+// reconcile.AtStakeMinor summed in Go, for every kind and every NULL combination.
+func TestSearchAtStakeMatchesTheDomain(t *testing.T) {
+	db := repotest.NewDB(t)
+	p := func(v int64) *int64 { return &v }
+	amounts := []struct{ local, plat *int64 }{{p(1000), p(1500)}, {p(1500), p(1000)}, {nil, p(700)}, {p(300), nil}, {nil, nil}}
+	want := map[reconcile.MismatchKind]int64{}
+	for _, k := range reconcile.MismatchKinds {
+		for i, a := range amounts {
+			_, err := db.Exec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, kind, local_amount_minor, platform_amount_minor)
+				VALUES ('alipay', 'm', $1, $2, $3, $4)`, string(k)+"-"+string(rune('a'+i)), string(k), a.local, a.plat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[k] += reconcile.AtStakeMinor(k, a.local, a.plat)
+		}
+	}
+	res, err := postgres.NewReview(db.DB).Search(context.Background(), postgres.SearchFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ByKind) != len(reconcile.MismatchKinds) || res.Total != int64(len(reconcile.MismatchKinds)*len(amounts)) {
+		t.Fatalf("totals: %+v", res)
+	}
+	for i, kt := range res.ByKind {
+		if kt.AtStakeMinor != want[kt.Kind] {
+			t.Errorf("%s: SQL says %d at stake, the domain %d", kt.Kind, kt.AtStakeMinor, want[kt.Kind])
+		}
+		// The totals at the top of the console come in the domain's order of kinds.
+		if kt.Kind != reconcile.MismatchKinds[i] {
+			t.Errorf("totals row %d is %s, want %s (reconcile.MismatchKinds order)", i, kt.Kind, reconcile.MismatchKinds[i])
+		}
+	}
+	// Sorting by the money at stake agrees with the domain row by row.
+	page, err := postgres.NewReview(db.DB).Search(context.Background(), postgres.SearchFilter{Sort: postgres.SortAtStake, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(page.Findings); i++ {
+		if page.Findings[i-1].AtStakeMinor() < page.Findings[i].AtStakeMinor() {
+			t.Fatalf("row %d (%d) before row %d (%d) in descending order", i-1, page.Findings[i-1].AtStakeMinor(), i, page.Findings[i].AtStakeMinor())
+		}
+	}
+}
+
+// BenchmarkSearch is the console's list page over 100,000 findings: the per-kind totals and
+// one page of 50, unfiltered by id order, filtered by status and merchant, and sorted by
+// the money at stake (no index can serve that sort: it reads every match).
+func BenchmarkSearch(b *testing.B) {
+	db := repotest.NewDB(b)
+	_, err := db.Exec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, kind, local_amount_minor,
+		platform_amount_minor, review_status, first_seen_at, last_seen_at)
+		SELECT CASE WHEN i % 2 = 0 THEN 'alipay' ELSE 'wechatpay' END, 'm' || (i % 20), 'B-' || i,
+		(ARRAY['AMOUNT_MISMATCH','UNKNOWN_ORDER','PAID_AFTER_CLOSE','DUPLICATE_PAYMENT'])[1 + i % 4],
+		1000 + i % 997, 1000 + i % 991, (ARRAY['OPEN','ACKNOWLEDGED','RESOLVED'])[1 + i % 3],
+		now() - (i || ' seconds')::interval, now() - (i || ' seconds')::interval
+		FROM generate_series(1, 100000) AS i`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Exec(`ANALYZE reconcile_mismatches`); err != nil {
+		b.Fatal(err)
+	}
+	r := postgres.NewReview(db.DB)
+	for _, c := range []struct {
+		name string
+		f    postgres.SearchFilter
+	}{
+		{"all_by_last_seen", postgres.SearchFilter{Limit: 50}},
+		{"open_one_merchant", postgres.SearchFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}, Merchant: "m7", Limit: 50}},
+		{"all_by_at_stake_page_100", postgres.SearchFilter{Sort: postgres.SortAtStake, Offset: 99 * 50, Limit: 50}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := r.Search(context.Background(), c.f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/repo/repotest"
+)
+
+// TestTakeTakesBackItsOwnLeasesPastTheCursor: a take whose answer never reached the pass (the
+// connection cut after the commit) leased orders the pass never saw. The same pass asking
+// again from the same cursor gets them back at once instead of leaving them to wait out the
+// lease; another run still cannot take them, nor can the pass take back what lies at or
+// before its cursor (orders it has in flight).
+func TestTakeTakesBackItsOwnLeasesPastTheCursor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := repotest.NewDB(t)
+	s := postgres.NewStore(db.DB)
+	const merchant = "2021000000000001"
+	for i := range 6 {
+		insertOrder(t, db, "alipay", merchant, fmt.Sprintf("TK-%d", i), 100, "PENDING")
+	}
+	now := time.Now()
+	take := func(owner string, after reconcile.Cursor, limit int) []reconcile.Order {
+		t.Helper()
+		got, err := s.Take(ctx, reconcile.TakeQuery{Mode: reconcile.ModeOnce, Now: now, PassStart: now,
+			Lookback: 1000 * time.Hour, Shard: reconcile.Shard{Index: 0, Count: 1}, Limit: limit, Lease: 2 * time.Minute,
+			Owner: owner, After: after, Account: reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: merchant}})
+		if err != nil {
+			t.Fatalf("take as %s: %v", owner, err)
+		}
+		return got
+	}
+	nos := func(os []reconcile.Order) (out []string) {
+		for _, o := range os {
+			out = append(out, o.OutTradeNo)
+		}
+		return out
+	}
+
+	first := take("run-1", reconcile.Cursor{}, 2) // in flight: TK-0, TK-1
+	cursor := reconcile.Cursor{CreatedAt: first[1].CreatedAt, ID: first[1].ID}
+	lost := take("run-1", cursor, 2) // leased TK-2, TK-3; pretend the answer was lost
+	if got := fmt.Sprint(nos(first), nos(lost)); got != "[TK-0 TK-1] [TK-2 TK-3]" {
+		t.Fatalf("takes gave %s", got)
+	}
+	if got := nos(take("run-2", reconcile.Cursor{}, 10)); fmt.Sprint(got) != "[TK-4 TK-5]" {
+		t.Errorf("another run took %v, want only the two unleased orders", got)
+	}
+	again := take("run-1", cursor, 10)
+	if got := fmt.Sprint(nos(again)); got != "[TK-2 TK-3]" {
+		t.Errorf("run-1 asking again from its cursor took %s, want its lost take's [TK-2 TK-3] and nothing of run-2's", got)
+	}
+	var leased int
+	if err := db.Get(&leased, `SELECT count(*) FROM payment_orders WHERE lease_owner = 'run-1'`); err != nil || leased != 4 {
+		t.Errorf("%d orders leased to run-1 (%v), want 4: the in-flight two and the two taken back", leased, err)
+	}
+}
+
+// TestTakeRefundsBringTheirOrders: each taken refund comes with its order as the take read
+// it (what the refund check would otherwise look up with a statement of its own), from a
+// leasing take and from a dry run's alike; the lease falls on the refund, not the order.
+func TestTakeRefundsBringTheirOrders(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := repotest.NewDB(t)
+	s := postgres.NewStore(db.DB)
+	const merchant = "1900000001"
+	for i, refunded := range []int64{0, 300} {
+		otn := fmt.Sprintf("TR-%d", i)
+		insertOrder(t, db, "wechatpay", merchant, otn, 1000, "PAID")
+		db.MustExec(`UPDATE payment_orders SET platform_trade_no = 'T' || out_trade_no, paid_amount_minor = 1000,
+			paid_at = now(), refunded_minor = $2 WHERE out_trade_no = $1`, otn, refunded)
+		db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, created_at)
+			SELECT id, out_trade_no || '-R', 200, 'PROCESSING', now() - interval '1 minute' FROM payment_orders WHERE out_trade_no = $1`, otn)
+	}
+	now := time.Now()
+	for _, dry := range []bool{true, false} {
+		got, err := s.TakeRefunds(ctx, reconcile.TakeQuery{Mode: reconcile.ModeOnce, Now: now, PassStart: now,
+			Lookback: 1000 * time.Hour, Shard: reconcile.Shard{Index: 0, Count: 1}, Limit: 10, Lease: 2 * time.Minute,
+			Owner: "run-1", DryRun: dry, Account: reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: merchant}})
+		if err != nil {
+			t.Fatalf("take refunds (dry run %v): %v", dry, err)
+		}
+		var desc []string
+		for _, d := range got {
+			o := d.Order
+			if o.ID != d.Refund.OrderID {
+				t.Errorf("refund %s came with order %d, want %d", d.Refund.OutRefundNo, o.ID, d.Refund.OrderID)
+			}
+			desc = append(desc, fmt.Sprintf("%s:%s/%s/%s/paid %d/refunded %d", d.Refund.OutRefundNo, o.OutTradeNo, o.Status,
+				o.PlatformTradeNo, o.PaidAmountMinor, o.RefundedMinor))
+		}
+		want := "[TR-0-R:TR-0/PAID/TTR-0/paid 1000/refunded 0 TR-1-R:TR-1/PAID/TTR-1/paid 1000/refunded 300]"
+		if fmt.Sprint(desc) != want {
+			t.Errorf("dry run %v took %v\nwant %s", dry, desc, want)
+		}
+	}
+	var refundLeases, orderLeases int
+	db.Get(&refundLeases, `SELECT count(*) FROM payment_refunds WHERE lease_owner = 'run-1'`) //nolint:errcheck
+	db.Get(&orderLeases, `SELECT count(*) FROM payment_orders WHERE lease_owner IS NOT NULL`) //nolint:errcheck
+	if refundLeases != 2 || orderLeases != 0 {
+		t.Errorf("%d refunds and %d orders leased, want the 2 refunds only", refundLeases, orderLeases)
+	}
+}

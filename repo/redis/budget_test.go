@@ -1,0 +1,203 @@
+package redis_test
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/payrecon/payrecon/repo/redis"
+	"github.com/payrecon/payrecon/repo/repotest"
+)
+
+// spend runs callers goroutines on each budget for d and returns every grant's time.
+func spend(t *testing.T, budgets []*redis.Budget, callers int, d time.Duration) []time.Time {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		grants []time.Time
+		wg     sync.WaitGroup
+	)
+	for _, b := range budgets {
+		for range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for b.Wait(ctx) == nil {
+					mu.Lock()
+					grants = append(grants, time.Now())
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	sort.Slice(grants, func(i, j int) bool { return grants[i].Before(grants[j]) })
+	return grants
+}
+
+// maxInWindow is the most grants in any window of length w.
+func maxInWindow(grants []time.Time, w time.Duration) int {
+	best, lo := 0, 0
+	for hi := range grants {
+		for grants[hi].Sub(grants[lo]) >= w {
+			lo++
+		}
+		best = max(best, hi-lo+1)
+	}
+	return best
+}
+
+// Four processes (four budgets, four connections) on one account key share its QPS: the sum
+// never exceeds it in any second, and they spend it.
+func TestRedisBudgetIsSharedByProcesses(t *testing.T) {
+	t.Parallel()
+	r := repotest.NewRedis(t)
+	const qps = 100.0
+	var budgets []*redis.Budget
+	for range 4 {
+		opt, err := goredis.ParseURL(r.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := goredis.NewClient(opt)
+		t.Cleanup(func() { c.Close() })
+		budgets = append(budgets, redis.NewBudget(c, redis.BudgetOptions{Key: r.Prefix + "rate:alipay:2021", QPS: qps, Shards: 4}))
+	}
+	const run = 3 * time.Second
+	grants := spend(t, budgets, 8, run)
+	burst := 3 // reconcile.BudgetBurst(100)
+	if got := maxInWindow(grants, time.Second); got > int(qps)+burst {
+		t.Errorf("%d grants in one second, budget %g (+%d burst)", got, qps, burst)
+	}
+	// The floor is loose (a loaded CI machine delays wake-ups); BenchmarkBudget prints the
+	// real share.
+	// A floor, not a throughput target (BenchmarkBudget reports that): the spenders did run
+	// against the bucket, so the count of commands per grant above means something.
+	if got, want := len(grants), int(0.5*qps*run.Seconds()); got < want {
+		t.Errorf("%d grants in %s, want at least %d: the budget went unspent", got, run, want)
+	}
+	for i, b := range budgets {
+		if b.Failures() != 0 {
+			t.Errorf("budget %d fell back %d times with Redis up", i, b.Failures())
+		}
+	}
+}
+
+// With Redis unreachable each of n shards paces at QPS/n: the sum still stays within the
+// budget.
+func TestRedisBudgetFallsBackToAShareOfTheBudget(t *testing.T) {
+	t.Parallel()
+	const qps = 80.0
+	var budgets []*redis.Budget
+	for range 4 {
+		c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+		t.Cleanup(func() { c.Close() })
+		budgets = append(budgets, redis.NewBudget(c, redis.BudgetOptions{Key: "k", QPS: qps, Shards: 4}))
+	}
+	const run = 2 * time.Second
+	grants := spend(t, budgets, 4, run)
+	// Each local bucket starts empty (its peers may still spend the shared one) and paces
+	// at 20/s; the 4 is timing slack.
+	if got, limit := len(grants), int(qps*run.Seconds())+4; got > limit {
+		t.Errorf("%d grants in %s without Redis, more than the budget allows (%d)", got, run, limit)
+	}
+	if got, want := len(grants), int(0.7*qps*run.Seconds()); got < want {
+		t.Errorf("%d grants in %s without Redis, want at least %d", got, run, want)
+	}
+	for i, b := range budgets {
+		if b.Failures() == 0 || !b.UsingFallback() {
+			t.Errorf("budget %d did not notice Redis was down", i)
+		}
+	}
+}
+
+// A process that loses Redis while its peers may still have it takes no burst of its own:
+// its first call waits for its share's first token.
+func TestRedisBudgetFallbackStartsWithoutABurst(t *testing.T) {
+	t.Parallel()
+	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
+	t.Cleanup(func() { c.Close() })
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: "k", QPS: 2, Shards: 1})
+	start := time.Now()
+	if err := b.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// At 2/s the share's first token comes after 500 ms; a full bucket would grant at once.
+	if took := time.Since(start); took < 400*time.Millisecond {
+		t.Errorf("first call after losing Redis went after %s, want the share's first token (500 ms)", took)
+	}
+	if !b.UsingFallback() {
+		t.Error("budget did not notice Redis was down")
+	}
+}
+
+// A caller whose context ends while it queues behind others gives up at once.
+func TestRedisBudgetWaitHonoursTheContext(t *testing.T) {
+	t.Parallel()
+	r := repotest.NewRedis(t)
+	b := redis.NewBudget(r.Client, redis.BudgetOptions{Key: r.Prefix + "rate:slow", QPS: 0.5})
+	ctx := context.Background()
+	if err := b.Wait(ctx); err != nil { // the first call is free
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := b.Wait(short); err == nil {
+		t.Fatal("a second call within the same two seconds was granted at 0.5 QPS")
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Wait ignored its context for %s", took)
+	}
+}
+
+// commandCounter counts the commands a Redis client sends.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *commandCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
+}
+
+// A process alone on its budget asks Redis about once per call: after a grant it waits
+// until the next call can be allowed instead of collecting a refusal first. The budget is
+// still spent.
+func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
+	t.Parallel()
+	r := repotest.NewRedis(t)
+	opt, err := goredis.ParseURL(r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	counter := &commandCounter{}
+	c.AddHook(counter)
+	const qps = 50.0
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: r.Prefix + "rate:wechatpay:1900", QPS: qps})
+	const run = 2 * time.Second
+	grants := spend(t, []*redis.Budget{b}, 8, run)
+	asked := counter.n.Load()
+	t.Logf("%d grants, %d Redis commands", len(grants), asked)
+	if float64(asked) > 1.3*float64(len(grants))+2 {
+		t.Errorf("%d Redis commands for %d grants, want about one per grant", asked, len(grants))
+	}
+	// A floor, not a throughput target (BenchmarkBudget reports that): the spenders did run
+	// against the bucket, so the count of commands per grant above means something.
+	if got, want := len(grants), int(0.5*qps*run.Seconds()); got < want {
+		t.Errorf("%d grants in %s, want at least %d", got, run, want)
+	}
+}
