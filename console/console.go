@@ -15,24 +15,24 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/reconcile/identity"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // Store is what the console reads and writes: the review workflow over PostgreSQL
 // (*postgres.Review is one).
 type Store interface {
-	Search(ctx context.Context, f postgres.SearchFilter) (postgres.SearchResult, error)
-	Details(ctx context.Context, id int64) (postgres.FindingDetails, error)
-	Acknowledge(ctx context.Context, id int64, in postgres.ReviewInput) (postgres.ReviewMove, error)
-	Resolve(ctx context.Context, id int64, in postgres.ReviewInput) (postgres.ReviewMove, error)
-	Approve(ctx context.Context, id int64, in postgres.ReviewInput) (postgres.ReviewMove, error)
-	Reject(ctx context.Context, id int64, in postgres.ReviewInput) (postgres.ReviewMove, error)
+	Search(ctx context.Context, f reconcile.FindingFilter) (reconcile.FindingPage, error)
+	Details(ctx context.Context, id int64) (reconcile.FindingDetails, error)
+	Acknowledge(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
+	Resolve(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
+	Approve(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
+	Reject(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
 	// Report reads the report of [from, to) in one snapshot and hands it to fn, its findings
 	// streamed from the database while fn writes them.
-	Report(ctx context.Context, from, to time.Time, fn func(postgres.Report) error) error
+	Report(ctx context.Context, from, to time.Time, fn func(reconcile.Report) error) error
 	// StatementDays lists the statement days with bill dates in [from, to) (YYYY-MM-DD).
-	StatementDays(ctx context.Context, from, to string) ([]postgres.StatementDayRow, error)
+	StatementDays(ctx context.Context, from, to string) ([]reconcile.StatementDayRow, error)
 }
 
 // Config is the console's settings.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // pageSize is the findings per list page.
@@ -58,14 +57,14 @@ func (h *handler) newPage(r *http.Request) page {
 type listPage struct {
 	page
 	Q          listQuery
-	Result     postgres.SearchResult
+	Result     reconcile.FindingPage
 	AtStake    int64
 	Page, Last int
 	Prev, Next string // query strings of the neighbouring pages ("" at an end)
 	Kinds      []reconcile.MismatchKind
 	Statuses   []reconcile.ReviewStatus
 	Platforms  []reconcile.Platform
-	Sorts      []postgres.SearchSort
+	Sorts      []reconcile.FindingSort
 	ReportFrom string
 	ReportTo   string
 }
@@ -101,12 +100,12 @@ func (q listQuery) values(page int) string {
 }
 
 // parseList reads the list's query into a search filter; the error names the bad field.
-func (h *handler) parseList(r *http.Request) (listQuery, postgres.SearchFilter, error) {
+func (h *handler) parseList(r *http.Request) (listQuery, reconcile.FindingFilter, error) {
 	v := r.URL.Query()
 	q := listQuery{Kind: v.Get("kind"), Platform: v.Get("platform"), Merchant: strings.TrimSpace(v.Get("merchant")),
 		From: v.Get("from"), To: v.Get("to"), Min: strings.TrimSpace(v.Get("min")), Max: strings.TrimSpace(v.Get("max")),
 		Sort: v.Get("sort"), Dir: v.Get("dir"), Page: 1}
-	f := postgres.SearchFilter{Merchant: q.Merchant, Limit: pageSize}
+	f := reconcile.FindingFilter{Merchant: q.Merchant, Limit: pageSize}
 	for _, s := range v["status"] {
 		if s == "" {
 			continue
@@ -141,10 +140,10 @@ func (h *handler) parseList(r *http.Request) (listQuery, postgres.SearchFilter, 
 	if f.MaxAtStake, err = amount("max", q.Max); err != nil {
 		return q, f, err
 	}
-	if q.Sort != "" && !slices.Contains(postgres.SearchSorts, postgres.SearchSort(q.Sort)) {
+	if q.Sort != "" && !slices.Contains(reconcile.FindingSorts, reconcile.FindingSort(q.Sort)) {
 		return q, f, fmt.Errorf("sort: unknown %q", q.Sort)
 	}
-	f.Sort, f.Ascending = postgres.SearchSort(q.Sort), q.Dir == "asc"
+	f.Sort, f.Ascending = reconcile.FindingSort(q.Sort), q.Dir == "asc"
 	if p := v.Get("page"); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 100000 {
@@ -194,7 +193,7 @@ func amount(field, s string) (*int64, error) {
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	p := listPage{page: h.newPage(r), Kinds: reconcile.MismatchKinds, Statuses: reconcile.ReviewStatuses,
-		Platforms: reconcile.Platforms(), Sorts: postgres.SearchSorts}
+		Platforms: reconcile.Platforms(), Sorts: reconcile.FindingSorts}
 	today := h.cfg.Now().In(h.cfg.Location)
 	p.ReportFrom, p.ReportTo = today.AddDate(0, 0, -6).Format("2006-01-02"), today.Format("2006-01-02")
 	q, f, err := h.parseList(r)
@@ -222,8 +221,8 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 // findingPage is one finding with everything that bears on it.
 type findingPage struct {
 	page
-	D           postgres.FindingDetails
-	Refund      *postgres.RefundState // the order's refund a refund finding is about; nil when we have none
+	D           reconcile.FindingDetails
+	Refund      *reconcile.RefundRecord // the order's refund a refund finding is about; nil when we have none
 	AtStake     int64
 	Detail      string
 	Resolutions []reconcile.Resolution
@@ -287,7 +286,7 @@ func (h *handler) renderFinding(w http.ResponseWriter, r *http.Request, p page, 
 }
 
 // moveOf is the store's method for a form's action (nil: no such action).
-func moveOf(s Store, action string) func(context.Context, int64, postgres.ReviewInput) (postgres.ReviewMove, error) {
+func moveOf(s Store, action string) func(context.Context, int64, reconcile.ReviewInput) (reconcile.ReviewMove, error) {
 	switch action {
 	case "acknowledge":
 		return s.Acknowledge
@@ -332,7 +331,7 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	in := postgres.ReviewInput{By: v.Email, Note: r.PostFormValue("note")}
+	in := reconcile.ReviewInput{By: v.Email, Note: r.PostFormValue("note")}
 	if in.Version, err = strconv.ParseInt(r.PostFormValue("version"), 10, 64); err != nil || in.Version <= 0 {
 		p.Error = text(p.Lang, "bad_request") + " version"
 		h.renderFinding(w, r, p, http.StatusBadRequest)
@@ -415,7 +414,7 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 		h.log.Warn().Err(err).Msg("review console: a report download keeps the server's write timeout")
 	}
 	out := &reportResponse{w: w, format: format, file: fmt.Sprintf("payrecon-report-%s-to-%s.%s", from, to, format)}
-	err = h.store.Report(ctx, since, until, func(rep postgres.Report) error {
+	err = h.store.Report(ctx, since, until, func(rep reconcile.Report) error {
 		doc := render.ReportDoc{Report: rep, Loc: h.cfg.Location, Generated: h.cfg.Now().Truncate(time.Second), Lang: render.Lang(p.Lang)}
 		return doc.Write(out, format)
 	})

@@ -13,20 +13,19 @@ import (
 
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // brokenFindings yields n findings, then fails as a lost database would.
 type brokenFindings struct {
-	postgres.FindingList
+	reconcile.FindingList
 	n int
 }
 
 var errLost = errors.New("connection to the database lost")
 
-func (b brokenFindings) Each(fn func(postgres.Finding) error) error {
+func (b brokenFindings) Each(fn func(reconcile.Finding) error) error {
 	for i := range b.n {
-		f := postgres.Finding{ID: int64(i + 1), Kind: reconcile.MismatchUnknownOrder, Platform: reconcile.Alipay,
+		f := reconcile.Finding{ID: int64(i + 1), Kind: reconcile.MismatchUnknownOrder, Platform: reconcile.Alipay,
 			OutTradeNo: fmt.Sprintf("ORD-%06d", i+1), FirstSeenAt: base, LastSeenAt: base, ReviewStatus: reconcile.ReviewOpen}
 		if err := fn(f); err != nil {
 			return err
@@ -37,13 +36,13 @@ func (b brokenFindings) Each(fn func(postgres.Finding) error) error {
 
 // slowFindings yields n findings, one every pause: a report that takes a while to write.
 type slowFindings struct {
-	postgres.FindingList
+	reconcile.FindingList
 	n     int
 	pause time.Duration
 }
 
-func (s slowFindings) Each(fn func(postgres.Finding) error) error {
-	err := brokenFindings{n: s.n}.Each(func(f postgres.Finding) error {
+func (s slowFindings) Each(fn func(reconcile.Finding) error) error {
+	err := brokenFindings{n: s.n}.Each(func(f reconcile.Finding) error {
 		time.Sleep(s.pause)
 		return fn(f)
 	})
@@ -60,8 +59,8 @@ type slowStore struct {
 	pause time.Duration
 }
 
-func (s slowStore) Report(_ context.Context, from, to time.Time, fn func(postgres.Report) error) error {
-	return fn(postgres.Report{From: from, To: to, Findings: slowFindings{n: s.n, pause: s.pause}, Totals: postgres.SummaryRow{Count: int64(s.n)}})
+func (s slowStore) Report(_ context.Context, from, to time.Time, fn func(reconcile.Report) error) error {
+	return fn(reconcile.Report{From: from, To: to, Findings: slowFindings{n: s.n, pause: s.pause}, Totals: reconcile.SummaryRow{Count: int64(s.n)}})
 }
 
 // TestReportDownloadOutlivesTheWriteTimeout: a download may take longer than the server's
@@ -93,8 +92,8 @@ type brokenStore struct {
 	n int
 }
 
-func (s brokenStore) Report(_ context.Context, from, to time.Time, fn func(postgres.Report) error) error {
-	return fn(postgres.Report{From: from, To: to, Findings: brokenFindings{n: s.n}, Totals: postgres.SummaryRow{Count: int64(s.n)}})
+func (s brokenStore) Report(_ context.Context, from, to time.Time, fn func(reconcile.Report) error) error {
+	return fn(reconcile.Report{From: from, To: to, Findings: brokenFindings{n: s.n}, Totals: reconcile.SummaryRow{Count: int64(s.n)}})
 }
 
 // TestReportDownloadFailures: a failure before the first byte is an error page (no download

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // maxStatementDays bounds one statements page: a year of days is already more rows than a
@@ -19,8 +19,8 @@ const maxStatementDays = 366
 type statementsPage struct {
 	page
 	From, To string // the period's first and last bill dates, as the form sends them back
-	Days     []postgres.StatementDayRow
-	Total    postgres.StatementDayRow // the sum of Days' figures
+	Days     []reconcile.StatementDayRow
+	Total    reconcile.StatementDayRow // the sum of Days' figures
 }
 
 // L is a label shared with the reports (render.Label), so a figure has one name everywhere.
@@ -79,8 +79,8 @@ func (h *handler) statements(w http.ResponseWriter, r *http.Request) {
 }
 
 // sumDays adds up the figures of days (the period's total row).
-func sumDays(days []postgres.StatementDayRow) postgres.StatementDayRow {
-	var t postgres.StatementDayRow
+func sumDays(days []reconcile.StatementDayRow) reconcile.StatementDayRow {
+	var t reconcile.StatementDayRow
 	for _, d := range days {
 		t.Payments += d.Payments
 		t.PaymentsMinor += d.PaymentsMinor

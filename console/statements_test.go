@@ -15,7 +15,7 @@ import (
 
 // seedStatementDay saves one account's day as a statement run does: in a statement
 // transaction, through SaveDay (no run: the row's run id stays NULL).
-func (f *fixture) seedStatementDay(t *testing.T, p reconcile.Platform, merchant, date string, fig postgres.StatementFigures) {
+func (f *fixture) seedStatementDay(t *testing.T, p reconcile.Platform, merchant, date string, fig reconcile.StatementFigures) {
 	t.Helper()
 	ctx := context.Background()
 	d, err := time.ParseInLocation(time.DateOnly, date, shanghai)
@@ -34,14 +34,14 @@ func (f *fixture) seedStatements(t *testing.T) {
 	t.Helper()
 	// 28 Nov, Alipay: ¥1,234.56 in over 3 payments, ¥50.00 back, fees 0.6% of the ¥1,184.56
 	// received (¥7.10736, kept to the thousandth of a fen).
-	f.seedStatementDay(t, reconcile.Alipay, "2021000000000001", "2026-11-28", postgres.StatementFigures{
+	f.seedStatementDay(t, reconcile.Alipay, "2021000000000001", "2026-11-28", reconcile.StatementFigures{
 		Payments: 3, PaymentsMinor: 123456, Refunds: 1, RefundsMinor: 5000, ReceivedMinor: 118456,
 		FeeMilliFen: 710736, NetMilliFen: 118456*1000 - 710736, Lines: 4, Matched: 2, Repaired: 1, Found: 1, Held: 1,
 		RefundsRepaired: 1, BillSHA256: strings.Repeat("ab", 32), BillLocation: "/bills/alipay-2026-11-28.csv"})
-	f.seedStatementDay(t, reconcile.WechatPay, "1900000002", "2026-11-27", postgres.StatementFigures{
+	f.seedStatementDay(t, reconcile.WechatPay, "1900000002", "2026-11-27", reconcile.StatementFigures{
 		Payments: 1, PaymentsMinor: 990000, ReceivedMinor: 990000, FeeMilliFen: 5940000, NetMilliFen: 990000*1000 - 5940000,
 		Lines: 2, Matched: 1, Found: 1, RefundsUnknown: 1})
-	f.seedStatementDay(t, reconcile.Alipay, "2021000000000001", "2026-11-20", postgres.StatementFigures{
+	f.seedStatementDay(t, reconcile.Alipay, "2021000000000001", "2026-11-20", reconcile.StatementFigures{
 		Payments: 7, PaymentsMinor: 777700, ReceivedMinor: 777700, NetMilliFen: 777700 * 1000, Lines: 7, Matched: 7})
 }
 

@@ -396,7 +396,7 @@ func seedDemo(ctx context.Context, store *postgres.Store, sb *sandbox.Sandbox, o
 }
 
 func printFindings(ctx context.Context, w io.Writer, review *postgres.Review) error {
-	findings, err := review.List(ctx, postgres.ListFilter{
+	findings, err := review.List(ctx, reconcile.FindingFilter{
 		Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}, Limit: 1000})
 	if err != nil {
 		return err

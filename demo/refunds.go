@@ -151,14 +151,14 @@ func refundStatuses(ctx context.Context, store *postgres.Store, sb *sandbox.Sand
 type refundRow struct {
 	r       demoRefund
 	order   demoOrder
-	history postgres.OrderHistory
+	history reconcile.OrderHistory
 	platRef sandbox.Refund
 	finding string // its open finding ("KIND #id"), or "-"
 }
 
 // local is our record of the refund (nil: we have none).
-func (row refundRow) local() *postgres.RefundState {
-	i := slices.IndexFunc(row.history.Refunds, func(s postgres.RefundState) bool { return s.OutRefundNo == row.r.outRefundNo })
+func (row refundRow) local() *reconcile.RefundRecord {
+	i := slices.IndexFunc(row.history.Refunds, func(s reconcile.RefundRecord) bool { return s.OutRefundNo == row.r.outRefundNo })
 	if i < 0 {
 		return nil
 	}
@@ -179,7 +179,7 @@ func (row refundRow) events() (types, sources []string) {
 
 // loadRefundRows reads each refund's order as it now stands and the open refund findings.
 func loadRefundRows(ctx context.Context, store *postgres.Store, review *postgres.Review, sb *sandbox.Sandbox, orders []demoOrder, refunds []demoRefund) ([]refundRow, error) {
-	findings, err := review.List(ctx, postgres.ListFilter{
+	findings, err := review.List(ctx, reconcile.FindingFilter{
 		Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}, Limit: 1000})
 	if err != nil {
 		return nil, err
@@ -233,7 +233,7 @@ func printRefunds(ctx context.Context, w io.Writer, store *postgres.Store, sb *s
 }
 
 // orderNow is where a refunded order stands: its status, and what came back of a PAID one.
-func orderNow(o postgres.OrderState) string {
+func orderNow(o reconcile.OrderState) string {
 	if o.Status == string(reconcile.StatusPaid) && o.RefundedMinor > 0 && o.PaidAmountMinor != nil {
 		return fmt.Sprintf("PAID, %s of %s back", reconcile.FormatYuan(o.RefundedMinor), reconcile.FormatYuan(*o.PaidAmountMinor))
 	}

@@ -82,7 +82,7 @@ func demoStatement(ctx context.Context, stdout io.Writer, a *worker.App, cfg con
 
 // dayTotals adds up every account's figures of the day: what finance books.
 func dayTotals(res statementrun.Result) string {
-	var t postgres.StatementFigures
+	var t reconcile.StatementFigures
 	for _, d := range res.Days {
 		f := d.Figures
 		t.Payments, t.PaymentsMinor, t.Refunds, t.RefundsMinor = t.Payments+f.Payments, t.PaymentsMinor+f.PaymentsMinor, t.Refunds+f.Refunds, t.RefundsMinor+f.RefundsMinor
@@ -97,7 +97,7 @@ func dayTotals(res statementrun.Result) string {
 // printBillFindings lists the payments for orders this merchant never had, and the refunds
 // it never recorded (made in the merchant portal), that the statement run saw.
 func printBillFindings(ctx context.Context, w io.Writer, review *postgres.Review, since time.Time) error {
-	findings, err := review.List(ctx, postgres.ListFilter{Kind: reconcile.MismatchUnknownOrder, Since: since, Limit: 1000})
+	findings, err := review.List(ctx, reconcile.FindingFilter{Kind: reconcile.MismatchUnknownOrder, Since: since, Limit: 1000})
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func printBillFindings(ctx context.Context, w io.Writer, review *postgres.Review
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if findings, err = review.List(ctx, postgres.ListFilter{Kind: reconcile.MismatchUnknownRefund, Since: since, Limit: 1000}); err != nil {
+	if findings, err = review.List(ctx, reconcile.FindingFilter{Kind: reconcile.MismatchUnknownRefund, Since: since, Limit: 1000}); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "   refunds we never recorded, seen on the bills (%d %s findings):\n", len(findings), reconcile.MismatchUnknownRefund)

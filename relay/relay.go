@@ -21,7 +21,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // Headers every relayed message carries besides its payload (the row's JSON).
@@ -101,9 +100,17 @@ func (e *PublishError) Error() string {
 
 func (e *PublishError) Unwrap() error { return e.Err }
 
+// Outbox is what the relay needs of the fulfilment outbox (repo/postgres's Store is one).
+type Outbox interface {
+	// TakeOutbox locks up to limit undispatched rows, at most one per order, oldest first.
+	TakeOutbox(ctx context.Context, limit int) (*reconcile.OutboxBatch, error)
+	// OldestUndispatched is the oldest undispatched row's time (ok false: none).
+	OldestUndispatched(ctx context.Context) (time.Time, bool, error)
+}
+
 // Relay moves outbox rows to JetStream.
 type Relay struct {
-	store *postgres.Store
+	store Outbox
 	js    jetstream.JetStream
 	set   Settings
 	obs   Observer
@@ -112,7 +119,7 @@ type Relay struct {
 }
 
 // New builds a relay. obs may be nil.
-func New(store *postgres.Store, js jetstream.JetStream, set Settings, obs Observer, log zerolog.Logger) *Relay {
+func New(store Outbox, js jetstream.JetStream, set Settings, obs Observer, log zerolog.Logger) *Relay {
 	if set.Workers < 1 {
 		set.Workers = 2
 	}
@@ -311,7 +318,7 @@ func (r *Relay) batch(ctx context.Context) (BatchReport, error) {
 
 // awaitAcks collects the acknowledgements of a batch's publishes in order and returns the
 // ids of the acknowledged rows and the first publish error.
-func (r *Relay) awaitAcks(ctx context.Context, rows []postgres.OutboxRow, futures []jetstream.PubAckFuture, rep *BatchReport) ([]int64, error) {
+func (r *Relay) awaitAcks(ctx context.Context, rows []reconcile.OutboxRow, futures []jetstream.PubAckFuture, rep *BatchReport) ([]int64, error) {
 	acked := make([]int64, 0, len(futures))
 	rep.Delivered = make([]Delivery, 0, len(futures))
 	var firstErr error
@@ -338,7 +345,7 @@ func (r *Relay) awaitAcks(ctx context.Context, rows []postgres.OutboxRow, future
 
 // message is the NATS message of an outbox row: its payload as stored, its subject from
 // the kind, and headers a consumer can route and deduplicate on without parsing the body.
-func (r *Relay) message(row postgres.OutboxRow) *nats.Msg {
+func (r *Relay) message(row reconcile.OutboxRow) *nats.Msg {
 	m := nats.NewMsg(r.set.SubjectPrefix + row.Kind)
 	m.Data = row.Payload
 	m.Header.Set(HeaderMsgID, MsgID(row.ID))

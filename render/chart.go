@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // kindColours colour the chart's kinds (a palette readable by the colour-blind, Tableau 10).
@@ -44,7 +43,7 @@ type dayCounts struct {
 // before the period start, on its first day, do not count): the days are computed here, in
 // the report's zone, and the counting is the source's (an SQL aggregate for a report read
 // from the database), so no finding is read for the chart.
-func countByDay(src postgres.FindingSource, from, to time.Time, loc *time.Location) (dayCounts, error) {
+func countByDay(src reconcile.FindingSource, from, to time.Time, loc *time.Location) (dayCounts, error) {
 	var dc dayCounts
 	start := from.In(loc)
 	day := time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, loc)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // TestCountByDay: each finding lands on the bar of the day (in the report's zone) it was
@@ -14,11 +13,11 @@ import (
 func TestCountByDay(t *testing.T) {
 	loc := time.FixedZone("CST", 8*3600)
 	at := func(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, loc) }
-	f := func(kind reconcile.MismatchKind, seen time.Time) postgres.Finding {
-		return postgres.Finding{Kind: kind, FirstSeenAt: seen}
+	f := func(kind reconcile.MismatchKind, seen time.Time) reconcile.Finding {
+		return reconcile.Finding{Kind: kind, FirstSeenAt: seen}
 	}
 	from, to := at(22, 0), at(29, 0)
-	dc, err := countByDay(postgres.FindingList{
+	dc, err := countByDay(reconcile.FindingList{
 		f(reconcile.MismatchUnknownOrder, at(28, 23)), // late on the 28th, China time
 		f(reconcile.MismatchAmount, at(28, 0)),        // its first second
 		f(reconcile.MismatchAmount, at(25, 10)),
@@ -50,7 +49,7 @@ func TestCountByDay(t *testing.T) {
 
 	// A long period draws its last maxChartDays days; older findings count nowhere.
 	longFrom := to.AddDate(0, 0, -maxChartDays-10)
-	dc, err = countByDay(postgres.FindingList{f(reconcile.MismatchAmount, longFrom.Add(time.Hour)), f(reconcile.MismatchAmount, at(28, 1))}, longFrom, to, loc)
+	dc, err = countByDay(reconcile.FindingList{f(reconcile.MismatchAmount, longFrom.Add(time.Hour)), f(reconcile.MismatchAmount, at(28, 1))}, longFrom, to, loc)
 	if err != nil {
 		t.Fatal(err)
 	}

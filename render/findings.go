@@ -12,13 +12,12 @@ import (
 	"unicode"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // FindingView is a finding as JSON: the stored columns, times in the configured zone, and
 // the amounts also as exact yuan strings.
 type FindingView struct {
-	postgres.Finding
+	reconcile.Finding
 	LocalAmount    string `json:"local_amount"`
 	PlatformAmount string `json:"platform_amount"`
 	AtStakeMinor   int64  `json:"at_stake_minor"`
@@ -27,7 +26,7 @@ type FindingView struct {
 
 // NewFindingView is a finding as `mismatches list --format json` prints it: times in loc,
 // amounts also in yuan.
-func NewFindingView(f postgres.Finding, loc *time.Location) FindingView {
+func NewFindingView(f reconcile.Finding, loc *time.Location) FindingView {
 	f.FirstSeenAt = f.FirstSeenAt.In(loc)
 	f.LastSeenAt = f.LastSeenAt.In(loc)
 	f.ResolvedAt = timeInLoc(f.ResolvedAt, loc)
@@ -59,7 +58,7 @@ var FindingCSVHeader = []string{"id", "kind", "platform", "merchant_id", "out_tr
 
 // FindingCSVRecord is one finding as a CSV row, times in loc and text guarded against
 // spreadsheet formulas.
-func FindingCSVRecord(f postgres.Finding, loc *time.Location) []string {
+func FindingCSVRecord(f reconcile.Finding, loc *time.Location) []string {
 	order := ""
 	if f.OrderID != nil {
 		order = strconv.FormatInt(*f.OrderID, 10)
@@ -117,7 +116,7 @@ func TermCell(s string) string {
 }
 
 // WriteFindingTable prints findings as an aligned terminal table.
-func WriteFindingTable(w io.Writer, findings []postgres.Finding, loc *time.Location) error {
+func WriteFindingTable(w io.Writer, findings []reconcile.Finding, loc *time.Location) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tPLATFORM\tMERCHANT\tOUT_TRADE_NO\tREFUND_NO\tPLATFORM_TRADE_NO\tLOCAL_AMOUNT\tPLATFORM_AMOUNT\tLOCAL_STATUS\tPLATFORM_STATUS\tSEEN\tFIRST_SEEN\tLAST_SEEN\tREVIEW\tVERSION")
 	for _, f := range findings {
@@ -133,15 +132,15 @@ func WriteFindingTable(w io.Writer, findings []postgres.Finding, loc *time.Locat
 
 // DetailsJSON is `mismatches show --format json`.
 type DetailsJSON struct {
-	Finding FindingView             `json:"finding"`
-	Audit   []postgres.AuditEntry   `json:"audit"`
-	Order   *postgres.OrderState    `json:"order"`
-	Events  []postgres.PaymentEvent `json:"events"`
-	Refunds []postgres.RefundState  `json:"refunds"`
+	Finding FindingView              `json:"finding"`
+	Audit   []reconcile.AuditEntry   `json:"audit"`
+	Order   *reconcile.OrderState    `json:"order"`
+	Events  []reconcile.PaymentEvent `json:"events"`
+	Refunds []reconcile.RefundRecord `json:"refunds"`
 }
 
 // DetailsView is d as DetailsJSON, times in loc.
-func DetailsView(d postgres.FindingDetails, loc *time.Location) DetailsJSON {
+func DetailsView(d reconcile.FindingDetails, loc *time.Location) DetailsJSON {
 	out := DetailsJSON{Finding: NewFindingView(d.Finding, loc), Audit: d.Audit, Order: d.Order, Events: d.Events, Refunds: d.Refunds}
 	for i := range out.Audit {
 		out.Audit[i].CreatedAt = out.Audit[i].CreatedAt.In(loc)
@@ -163,7 +162,7 @@ func DetailsView(d postgres.FindingDetails, loc *time.Location) DetailsJSON {
 
 // WriteDetails prints everything known about one finding for a terminal: its fields, the
 // platform detail, the audit trail, and the order with its payment events and refunds.
-func WriteDetails(w io.Writer, d postgres.FindingDetails, loc *time.Location) error {
+func WriteDetails(w io.Writer, d reconcile.FindingDetails, loc *time.Location) error {
 	if err := writeFindingFields(w, d.Finding, loc); err != nil {
 		return err
 	}
@@ -183,7 +182,7 @@ func WriteDetails(w io.Writer, d postgres.FindingDetails, loc *time.Location) er
 	return writeRefunds(w, d.Refunds, loc)
 }
 
-func writeFindingFields(w io.Writer, f postgres.Finding, loc *time.Location) error {
+func writeFindingFields(w io.Writer, f reconcile.Finding, loc *time.Location) error {
 	fmt.Fprintf(w, "Finding %d: %s, %s\n\n", f.ID, f.Kind, f.ReviewStatus)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	order := "-"
@@ -222,7 +221,7 @@ func writeFindingFields(w io.Writer, f postgres.Finding, loc *time.Location) err
 	return nil
 }
 
-func writeDetailAndAudit(w io.Writer, d postgres.FindingDetails, loc *time.Location) error {
+func writeDetailAndAudit(w io.Writer, d reconcile.FindingDetails, loc *time.Location) error {
 	f := d.Finding
 	fmt.Fprintln(w, "\nDetail:")
 	var pretty bytes.Buffer
@@ -253,7 +252,7 @@ func writeDetailAndAudit(w io.Writer, d postgres.FindingDetails, loc *time.Locat
 	return nil
 }
 
-func writeOrderState(w io.Writer, o *postgres.OrderState, loc *time.Location) error {
+func writeOrderState(w io.Writer, o *reconcile.OrderState, loc *time.Location) error {
 	fmt.Fprintf(w, "\nOrder %d (current state):\n", o.ID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	checks := fmt.Sprintf("%d consecutive, last %s, next %s", o.CheckCount, reviewTimePtr(o.LastCheckedAt, loc), reviewTimePtr(o.NextCheckAt, loc))
@@ -279,7 +278,7 @@ func writeOrderState(w io.Writer, o *postgres.OrderState, loc *time.Location) er
 }
 
 // writeEvents prints the order's payment events; a refund's event names its refund.
-func writeEvents(w io.Writer, events []postgres.PaymentEvent, loc *time.Location) error {
+func writeEvents(w io.Writer, events []reconcile.PaymentEvent, loc *time.Location) error {
 	fmt.Fprintln(w, "\nPayment events:")
 	if len(events) == 0 {
 		fmt.Fprintln(w, "  (none)")
@@ -296,7 +295,7 @@ func writeEvents(w io.Writer, events []postgres.PaymentEvent, loc *time.Location
 }
 
 // writeRefunds prints the order's refunds, oldest first.
-func writeRefunds(w io.Writer, refunds []postgres.RefundState, loc *time.Location) error {
+func writeRefunds(w io.Writer, refunds []reconcile.RefundRecord, loc *time.Location) error {
 	fmt.Fprintln(w, "\nRefunds:")
 	if len(refunds) == 0 {
 		fmt.Fprintln(w, "  (none)")

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // ParseWhen reads a --since/--until/--from/--to value: a date (midnight in loc) or an
@@ -35,10 +34,10 @@ type ListQuery struct {
 	AfterID                              int64
 }
 
-// Filter reads the query into a postgres.ListFilter, dates in loc. No status lists what still
+// Filter reads the query into a reconcile.FindingFilter, dates in loc. No status lists what still
 // needs a person (all but RESOLVED); a value that does not read is a reconcile.InputError.
-func (q ListQuery) Filter(loc *time.Location) (postgres.ListFilter, error) {
-	f := postgres.ListFilter{Limit: q.Limit, AfterID: q.AfterID}
+func (q ListQuery) Filter(loc *time.Location) (reconcile.FindingFilter, error) {
+	f := reconcile.FindingFilter{Limit: q.Limit, AfterID: q.AfterID}
 	var err error
 	if f.Statuses, err = q.statuses(); err != nil {
 		return f, err
@@ -99,7 +98,7 @@ var FindingFormats = []string{"table", "json", "csv"}
 
 // WriteFindings writes findings as `mismatches list` prints them: a terminal table, JSON
 // views or CSV rows, times in loc.
-func WriteFindings(w io.Writer, format string, findings []postgres.Finding, loc *time.Location) error {
+func WriteFindings(w io.Writer, format string, findings []reconcile.Finding, loc *time.Location) error {
 	switch format {
 	case "json":
 		views := make([]FindingView, len(findings))

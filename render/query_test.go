@@ -9,7 +9,6 @@ import (
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 func TestReportPeriodDefaults(t *testing.T) {
@@ -43,17 +42,17 @@ func TestListQueryFilter(t *testing.T) {
 		name    string
 		q       render.ListQuery
 		wantErr string // empty: the query reads
-		check   func(postgres.ListFilter) bool
+		check   func(reconcile.FindingFilter) bool
 	}{
-		{"no status: all but resolved", ok, "", func(f postgres.ListFilter) bool {
+		{"no status: all but resolved", ok, "", func(f reconcile.FindingFilter) bool {
 			return len(f.Statuses) == 3 && !slices.Contains(f.Statuses, reconcile.ReviewResolved)
 		}},
-		{"all: no status filter", with(ok, func(q *render.ListQuery) { q.Status = "ALL" }), "", func(f postgres.ListFilter) bool { return f.Statuses == nil }},
-		{"two statuses", with(ok, func(q *render.ListQuery) { q.Status = "OPEN,RESOLVED" }), "", func(f postgres.ListFilter) bool {
+		{"all: no status filter", with(ok, func(q *render.ListQuery) { q.Status = "ALL" }), "", func(f reconcile.FindingFilter) bool { return f.Statuses == nil }},
+		{"two statuses", with(ok, func(q *render.ListQuery) { q.Status = "OPEN,RESOLVED" }), "", func(f reconcile.FindingFilter) bool {
 			return slices.Equal(f.Statuses, []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewResolved})
 		}},
-		{"platform any case", with(ok, func(q *render.ListQuery) { q.Platform = " WeChatPay " }), "", func(f postgres.ListFilter) bool { return f.Platform == reconcile.WechatPay }},
-		{"date in loc", with(ok, func(q *render.ListQuery) { q.Since = "2026-11-28" }), "", func(f postgres.ListFilter) bool {
+		{"platform any case", with(ok, func(q *render.ListQuery) { q.Platform = " WeChatPay " }), "", func(f reconcile.FindingFilter) bool { return f.Platform == reconcile.WechatPay }},
+		{"date in loc", with(ok, func(q *render.ListQuery) { q.Since = "2026-11-28" }), "", func(f reconcile.FindingFilter) bool {
 			return f.Since.Equal(time.Date(2026, 11, 28, 0, 0, 0, 0, loc))
 		}},
 		{"bad status", with(ok, func(q *render.ListQuery) { q.Status = "OPEN,DONE" }), "--status", nil},

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // ReportFormats are the formats ReportDoc.Write knows.
@@ -20,7 +19,7 @@ var ReportFormats = []string{"csv", "json", "xlsx", "html"}
 // ReportDoc is a report ready to render: the data, the zone times are shown in, when it was
 // made, and the language of the labels in the formats people read (HTML, XLSX).
 type ReportDoc struct {
-	Report    postgres.Report // its Findings are read once per Write, as they are written
+	Report    reconcile.Report // its Findings are read once per Write, as they are written
 	Loc       *time.Location
 	Generated time.Time
 	Lang      Lang // "" is English
@@ -52,9 +51,9 @@ func (d ReportDoc) Write(w io.Writer, format string) error {
 }
 
 // findings is the report's FindingSource; a report built without one has no findings.
-func (d ReportDoc) findings() postgres.FindingSource {
+func (d ReportDoc) findings() reconcile.FindingSource {
 	if d.Report.Findings == nil {
-		return postgres.FindingList(nil)
+		return reconcile.FindingList(nil)
 	}
 	return d.Report.Findings
 }
@@ -192,7 +191,7 @@ func (d ReportDoc) findingSection() repSection {
 	return repSection{Key: "finding", Sheet: "report.sheet.findings", Title: "report.findings", Empty: "report.findings.empty",
 		Header: FindingCSVHeader, Filter: true, Count: d.Report.Totals.Count,
 		Rows: func(yield func([]repCell) error) error {
-			return d.findings().Each(func(f postgres.Finding) error { return yield(findingCells(f)) })
+			return d.findings().Each(func(f reconcile.Finding) error { return yield(findingCells(f)) })
 		},
 		// id, kind, platform, merchant, our order, our refund, platform trade, ours, theirs,
 		// at stake, review status, seen, first seen, resolution: what fits a page at widths
@@ -203,7 +202,7 @@ func (d ReportDoc) findingSection() repSection {
 }
 
 // findingCells is one finding as a row of the report, in FindingCSVHeader's order.
-func findingCells(f postgres.Finding) []repCell {
+func findingCells(f reconcile.Finding) []repCell {
 	order := rcText("")
 	if f.OrderID != nil {
 		order = rcInt(*f.OrderID)
@@ -263,7 +262,7 @@ func (d ReportDoc) statementSection() repSection {
 		// CSV too: the page keeps columns wide enough that no heading breaks inside a word.
 		HTMLCols: []htmlCol{{0, 9}, {1, 8}, {2, 11}, {3, 8}, {4, 9}, {5, 7}, {6, 9}, {8, 8}, {9, 10},
 			{11, 7}, {12, 7}, {13, 7}}}
-	var tot postgres.StatementDayRow
+	var tot reconcile.StatementDayRow
 	var rows [][]repCell
 	for _, s := range d.Report.Statements {
 		rows = append(rows, []repCell{rcText(s.BillDate), rcCode(s.Platform), rcText(s.MerchantID), rcInt(int64(s.Payments)),
@@ -287,7 +286,7 @@ func (d ReportDoc) statementSection() repSection {
 }
 
 // runStatusCounts renders "2 succeeded, 1 failed" in a fixed order.
-func runStatusCounts(rt postgres.RunTotals, lang Lang) string {
+func runStatusCounts(rt reconcile.RunTotals, lang Lang) string {
 	var parts []string
 	for _, s := range []string{"succeeded", "failed", "interrupted", "running"} {
 		if n := rt.ByStatus[s]; n > 0 {
@@ -357,13 +356,13 @@ func (d ReportDoc) csvRecord(key string, row []repCell) []string {
 // ---- JSON ----
 
 type summaryView struct {
-	postgres.SummaryRow
+	reconcile.SummaryRow
 	LocalAmount    string `json:"local_amount"`
 	PlatformAmount string `json:"platform_amount"`
 	AtStake        string `json:"at_stake"`
 }
 
-func newSummaryView(s postgres.SummaryRow) summaryView {
+func newSummaryView(s reconcile.SummaryRow) summaryView {
 	return summaryView{SummaryRow: s, LocalAmount: reconcile.FormatYuan(s.LocalAmountMinor),
 		PlatformAmount: reconcile.FormatYuan(s.PlatformAmountMinor), AtStake: reconcile.FormatYuan(s.AtStakeMinor)}
 }
@@ -371,7 +370,7 @@ func newSummaryView(s postgres.SummaryRow) summaryView {
 // statementView is a day's figures with its amounts also written as yuan (fees and net to
 // five decimals).
 type statementView struct {
-	postgres.StatementDayRow
+	reconcile.StatementDayRow
 	PaymentsAmount string `json:"payments_amount"`
 	RefundsAmount  string `json:"refunds_amount"`
 	Received       string `json:"received"`
@@ -395,9 +394,9 @@ func (d ReportDoc) writeJSON(w io.Writer) error {
 	o.field("summary", summary)
 	o.field("totals", newSummaryView(r.Totals))
 	o.array("findings", func(item func(any) error) error {
-		return d.findings().Each(func(f postgres.Finding) error { return item(NewFindingView(f, loc)) })
+		return d.findings().Each(func(f reconcile.Finding) error { return item(NewFindingView(f, loc)) })
 	})
-	runs := make([]postgres.RunRow, len(r.Runs))
+	runs := make([]reconcile.RunRow, len(r.Runs))
 	for i, run := range r.Runs {
 		run.StartedAt = run.StartedAt.In(loc)
 		run.FinishedAt, run.WindowFrom, run.WindowTo = timeInLoc(run.FinishedAt, loc), timeInLoc(run.WindowFrom, loc), timeInLoc(run.WindowTo, loc)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
@@ -41,7 +42,7 @@ func BenchmarkReport(b *testing.B) {
 				base, resetOK := resetPeakRSS()
 				heap := sampleHeap()
 				start := time.Now()
-				err := rv.Report(context.Background(), from, to, func(rep postgres.Report) error {
+				err := rv.Report(context.Background(), from, to, func(rep reconcile.Report) error {
 					if rep.Totals.Count != int64(n) {
 						b.Fatalf("the report counts %d findings, want %d", rep.Totals.Count, n)
 					}

@@ -13,16 +13,15 @@ import (
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // refundReport is a day with a refund finding (a portal refund we never recorded), a payment
 // finding beside it, a run that repaired a refund and the day's bill figures with refunds.
-func refundReport() postgres.Report {
+func refundReport() reconcile.Report {
 	from := time.Date(2026, 11, 28, 0, 0, 0, 0, shanghai)
 	p := func(v int64) *int64 { return &v }
 	order := int64(7)
-	findings := []postgres.Finding{
+	findings := []reconcile.Finding{
 		{ID: 1, Kind: reconcile.MismatchUnknownRefund, Platform: reconcile.WechatPay, MerchantID: "1900000001", OrderID: &order,
 			OutTradeNo: "W-ORDER-1", OutRefundNo: "PORTAL-REFUND-88", PlatformTradeNo: "4200000001202611280001",
 			PlatformAmountMinor: p(1200), PlatformStatus: "SUCCESS", FirstSeenAt: from.Add(time.Hour), LastSeenAt: from.Add(time.Hour),
@@ -31,16 +30,16 @@ func refundReport() postgres.Report {
 			LocalAmountMinor: p(500), PlatformAmountMinor: p(400), FirstSeenAt: from.Add(2 * time.Hour), LastSeenAt: from.Add(2 * time.Hour),
 			SeenCount: 1, ReviewStatus: reconcile.ReviewOpen, EvidenceVersion: 1},
 	}
-	return postgres.Report{From: from, To: from.Add(24 * time.Hour), Findings: postgres.FindingList(findings),
-		Summary: []postgres.SummaryRow{
+	return reconcile.Report{From: from, To: from.Add(24 * time.Hour), Findings: reconcile.FindingList(findings),
+		Summary: []reconcile.SummaryRow{
 			{Kind: reconcile.MismatchUnknownRefund, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1, PlatformAmountMinor: 1200, AtStakeMinor: 1200},
 			{Kind: reconcile.MismatchAmount, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1, LocalAmountMinor: 500, PlatformAmountMinor: 400, AtStakeMinor: 100},
 		},
-		Totals: postgres.SummaryRow{Count: 2, SeenCount: 2, LocalAmountMinor: 500, PlatformAmountMinor: 1600, AtStakeMinor: 1300},
-		Runs: []postgres.RunRow{{ID: 1, Mode: "once", Status: "succeeded", Shard: "0/1", StartedAt: from.Add(time.Hour),
+		Totals: reconcile.SummaryRow{Count: 2, SeenCount: 2, LocalAmountMinor: 500, PlatformAmountMinor: 1600, AtStakeMinor: 1300},
+		Runs: []reconcile.RunRow{{ID: 1, Mode: "once", Status: "succeeded", Shard: "0/1", StartedAt: from.Add(time.Hour),
 			CounterValues: reconcile.CounterValues{Scanned: 3, RefundsRepaired: 1}}},
-		RunTotals: postgres.RunTotals{Runs: 1, ByStatus: map[string]int64{"succeeded": 1}, CounterValues: reconcile.CounterValues{Scanned: 3, RefundsRepaired: 1}},
-		Statements: []postgres.StatementDayRow{{Platform: "wechatpay", MerchantID: "1900000001", BillDate: "2026-11-28",
+		RunTotals: reconcile.RunTotals{Runs: 1, ByStatus: map[string]int64{"succeeded": 1}, CounterValues: reconcile.CounterValues{Scanned: 3, RefundsRepaired: 1}},
+		Statements: []reconcile.StatementDayRow{{Platform: "wechatpay", MerchantID: "1900000001", BillDate: "2026-11-28",
 			Payments: 4, PaymentsMinor: 31100, Refunds: 2, RefundsMinor: 4200, ReceivedMinor: 26900, FeeMilliFen: 161400,
 			NetMilliFen: 26900*1000 - 161400, Lines: 6, Matched: 5, Found: 1}},
 	}
@@ -176,19 +175,19 @@ func TestWriteDetailsShowsRefunds(t *testing.T) {
 	at := time.Date(2026, 11, 28, 1, 20, 0, 0, time.UTC) // 09:20 China time
 	order, refundID, paid, back := int64(7), int64(3), int64(10000), int64(3000)
 	fr := refundReport()
-	var f postgres.Finding
-	fr.Findings.Each(func(x postgres.Finding) error { //nolint:errcheck // a list in memory
+	var f reconcile.Finding
+	fr.Findings.Each(func(x reconcile.Finding) error { //nolint:errcheck // a list in memory
 		if f.ID == 0 {
 			f = x
 		}
 		return nil
 	})
-	d := postgres.FindingDetails{Finding: f,
-		Order: &postgres.OrderState{ID: order, Platform: "wechatpay", MerchantID: "1900000001", OutTradeNo: "W-ORDER-1", AmountMinor: 10000,
+	d := reconcile.FindingDetails{Finding: f,
+		Order: &reconcile.OrderState{ID: order, Platform: "wechatpay", MerchantID: "1900000001", OutTradeNo: "W-ORDER-1", AmountMinor: 10000,
 			Currency: "CNY", Status: "PAID", PaidAmountMinor: &paid, RefundedMinor: 3000, CreatedAt: at, UpdatedAt: at},
-		Events: []postgres.PaymentEvent{{ID: 1, EventType: "REFUND_SUCCESS", Source: "notify", AmountMinor: &back,
+		Events: []reconcile.PaymentEvent{{ID: 1, EventType: "REFUND_SUCCESS", Source: "notify", AmountMinor: &back,
 			RefundID: &refundID, OutRefundNo: "RF-1", CreatedAt: at}},
-		Refunds: []postgres.RefundState{{ID: refundID, OutRefundNo: "RF-1", PlatformRefundNo: "503000000120261128", AmountMinor: 3000,
+		Refunds: []reconcile.RefundRecord{{ID: refundID, OutRefundNo: "RF-1", PlatformRefundNo: "503000000120261128", AmountMinor: 3000,
 			Currency: "CNY", Status: "SUCCESS", SucceededAt: &at, CreatedAt: at, UpdatedAt: at}},
 	}
 	var out strings.Builder

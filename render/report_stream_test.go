@@ -13,17 +13,16 @@ import (
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // manyFindings is sampleReport with n findings spread over its three days, the summary's
 // count saying so.
-func manyFindings(n int) postgres.Report {
+func manyFindings(n int) reconcile.Report {
 	rep := sampleReport()
-	list := make(postgres.FindingList, n)
+	list := make(reconcile.FindingList, n)
 	for i := range list {
 		local, plat := int64(100000+i), int64(100000)
-		list[i] = postgres.Finding{ID: int64(i + 1), Kind: reconcile.MismatchAmount, Platform: reconcile.Alipay,
+		list[i] = reconcile.Finding{ID: int64(i + 1), Kind: reconcile.MismatchAmount, Platform: reconcile.Alipay,
 			MerchantID: "2021000000000001", OutTradeNo: fmt.Sprintf("ORDER-%07d", i+1), PlatformTradeNo: "2026112622001400001234567890",
 			LocalAmountMinor: &local, PlatformAmountMinor: &plat, SeenCount: 1, ReviewStatus: reconcile.ReviewOpen, EvidenceVersion: 1,
 			FirstSeenAt: rep.From.Add(time.Duration(i) * 72 * time.Hour / time.Duration(n))}
@@ -35,12 +34,12 @@ func manyFindings(n int) postgres.Report {
 
 // countingSource counts the findings the renderer has asked for.
 type countingSource struct {
-	postgres.FindingList
+	reconcile.FindingList
 	pulled int
 }
 
-func (c *countingSource) Each(fn func(postgres.Finding) error) error {
-	return c.FindingList.Each(func(f postgres.Finding) error {
+func (c *countingSource) Each(fn func(reconcile.Finding) error) error {
+	return c.FindingList.Each(func(f reconcile.Finding) error {
 		c.pulled++
 		return fn(f)
 	})
@@ -74,7 +73,7 @@ func TestReportStopsReadingWhenTheWriterFails(t *testing.T) {
 			n, room = 2000, 4<<10
 		}
 		rep := manyFindings(n)
-		src := &countingSource{FindingList: rep.Findings.(postgres.FindingList)}
+		src := &countingSource{FindingList: rep.Findings.(reconcile.FindingList)}
 		rep.Findings = src
 		doc := render.ReportDoc{Report: rep, Loc: shanghai, Generated: rep.To, Lang: render.LangEN}
 		err := doc.Write(&failingWriter{room: room}, format)

@@ -14,23 +14,22 @@ import (
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 var shanghai = time.FixedZone("CST", 8*3600)
 
 // sampleReport is three days of findings of two kinds (and one first seen before the
 // period), two runs, with amounts that need grouping.
-func sampleReport() postgres.Report {
+func sampleReport() reconcile.Report {
 	from := time.Date(2026, 11, 26, 0, 0, 0, 0, shanghai)
 	p := func(v int64) *int64 { return &v }
-	f := func(id int64, kind reconcile.MismatchKind, first time.Time, local, plat *int64, status reconcile.ReviewStatus) postgres.Finding {
-		return postgres.Finding{ID: id, Kind: kind, Platform: reconcile.Alipay, MerchantID: "2021000000000001",
+	f := func(id int64, kind reconcile.MismatchKind, first time.Time, local, plat *int64, status reconcile.ReviewStatus) reconcile.Finding {
+		return reconcile.Finding{ID: id, Kind: kind, Platform: reconcile.Alipay, MerchantID: "2021000000000001",
 			OutTradeNo: fmt.Sprintf("ORDER-%d-WITH-A-RATHER-LONG-NUMBER", id), PlatformTradeNo: "2026112622001400001234567890",
 			LocalAmountMinor: local, PlatformAmountMinor: plat, FirstSeenAt: first, LastSeenAt: first, SeenCount: 1,
 			ReviewStatus: status, EvidenceVersion: 1}
 	}
-	findings := []postgres.Finding{
+	findings := []reconcile.Finding{
 		f(1, reconcile.MismatchAmount, from.Add(2*time.Hour), p(123456), p(100), reconcile.ReviewOpen),
 		f(2, reconcile.MismatchAmount, from.Add(26*time.Hour), p(500), p(400), reconcile.ReviewPendingApproval),
 		f(3, reconcile.MismatchUnknownOrder, from.Add(27*time.Hour), nil, p(99900), reconcile.ReviewOpen),
@@ -38,15 +37,15 @@ func sampleReport() postgres.Report {
 		f(5, reconcile.MismatchAmount, from.Add(-48*time.Hour), p(1), p(2), reconcile.ReviewAcknowledged),
 	}
 	findings[4].LastSeenAt = from.Add(time.Hour)
-	rep := postgres.Report{From: from, To: from.Add(72 * time.Hour), Findings: postgres.FindingList(findings),
-		Summary: []postgres.SummaryRow{
+	rep := reconcile.Report{From: from, To: from.Add(72 * time.Hour), Findings: reconcile.FindingList(findings),
+		Summary: []reconcile.SummaryRow{
 			{Kind: reconcile.MismatchAmount, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1, LocalAmountMinor: 123456, PlatformAmountMinor: 100, AtStakeMinor: 123356},
 			{Kind: reconcile.MismatchUnknownOrder, ReviewStatus: reconcile.ReviewOpen, Count: 1, SeenCount: 1, PlatformAmountMinor: 99900, AtStakeMinor: 99900},
 		},
-		Totals: postgres.SummaryRow{Count: 2, SeenCount: 2, LocalAmountMinor: 123456, PlatformAmountMinor: 100000, AtStakeMinor: 223256},
-		Runs: []postgres.RunRow{{ID: 1, Mode: "scheduled", Status: "succeeded", Shard: "0/1", StartedAt: from.Add(time.Hour), CounterValues: reconcile.CounterValues{Scanned: 10}},
+		Totals: reconcile.SummaryRow{Count: 2, SeenCount: 2, LocalAmountMinor: 123456, PlatformAmountMinor: 100000, AtStakeMinor: 223256},
+		Runs: []reconcile.RunRow{{ID: 1, Mode: "scheduled", Status: "succeeded", Shard: "0/1", StartedAt: from.Add(time.Hour), CounterValues: reconcile.CounterValues{Scanned: 10}},
 			{ID: 2, Mode: "backfill", Status: "failed", Shard: "0/1", StartedAt: from.Add(2 * time.Hour), Error: "database lost"}},
-		RunTotals: postgres.RunTotals{Runs: 2, ByStatus: map[string]int64{"succeeded": 1, "failed": 1}, CounterValues: reconcile.CounterValues{Scanned: 10}},
+		RunTotals: reconcile.RunTotals{Runs: 2, ByStatus: map[string]int64{"succeeded": 1, "failed": 1}, CounterValues: reconcile.CounterValues{Scanned: 10}},
 	}
 	return rep
 }

@@ -154,9 +154,9 @@ func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx *postgres.
 	return err
 }
 
-func figures(s postgres.StagedBill, b Bill) postgres.StatementFigures {
+func figures(s postgres.StagedBill, b Bill) reconcile.StatementFigures {
 	t := s.Totals
-	return postgres.StatementFigures{
+	return reconcile.StatementFigures{
 		Payments: t.Payments, PaymentsMinor: t.PaymentsMinor, Refunds: t.Refunds, RefundsMinor: t.RefundsMinor,
 		ReceivedMinor: s.ReceivedMinor, FeeMilliFen: t.FeeMilliFen, NetMilliFen: s.ReceivedMinor*1000 - t.FeeMilliFen,
 		Lines: s.Lines, BillSHA256: b.SHA256, BillLocation: b.Location,

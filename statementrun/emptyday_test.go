@@ -12,7 +12,6 @@ import (
 	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // TestWechatDayWithoutTrades: WeChat Pay answers NO_STATEMENT_EXIST for a day on which the
@@ -57,7 +56,7 @@ func TestWechatDayWithoutTrades(t *testing.T) {
 
 	at(prev, 10, 1)
 	res, err := run(prev)
-	if err != nil || res.Run.Status != reconcile.RunSucceeded || res.Days[0].Figures != (postgres.StatementFigures{Held: 1}) {
+	if err != nil || res.Run.Status != reconcile.RunSucceeded || res.Days[0].Figures != (reconcile.StatementFigures{Held: 1}) {
 		t.Fatalf("the empty day before: %v, run %s, figures %+v; want success, nothing but one order held", err, res.Run.Status, res.Days[0].Figures)
 	}
 
@@ -78,7 +77,7 @@ func TestWechatDayWithoutTrades(t *testing.T) {
 		t.Fatalf("at 10:01: %v, run %s; want success", err, res.Run.Status)
 	}
 	d := res.Days[0]
-	if d.Figures != (postgres.StatementFigures{}) || d.Tally.Reported != 1 || res.Run.Counts.Scanned != 0 {
+	if d.Figures != (reconcile.StatementFigures{}) || d.Tally.Reported != 1 || res.Run.Counts.Scanned != 0 {
 		t.Errorf("figures %+v, tally %+v, counts %+v; want zero figures and the held order reported", d.Figures, d.Tally, res.Run.Counts)
 	}
 	if f := e.findings(key.Platform); len(f) != 1 || f["EMPTY-HELD"] != string(reconcile.MismatchLocalPaidPlatformNot) {

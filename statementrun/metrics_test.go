@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // TestMetrics: a reconciled day sets the account's last-day gauge and counts its lines by
@@ -17,7 +16,7 @@ import (
 func TestMetrics(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	acct := reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: alipayMerchant}
-	day := DayResult{Account: acct, Day: testDay, LastDay: testDay.Start, Figures: postgres.StatementFigures{Lines: 9},
+	day := DayResult{Account: acct, Day: testDay, LastDay: testDay.Start, Figures: reconcile.StatementFigures{Lines: 9},
 		Tally: Tally{Matched: 5, Repaired: 2, Found: 1, Errors: 1}}
 	m.DayReconciled(day)
 	dry := day

@@ -25,7 +25,7 @@ func TestReportShowsStatementFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	next, _ := ParseDay("2026-11-29", shanghai)
-	err := postgres.NewReview(e.db.DB).Report(context.Background(), testDay.Start, next.Start, func(rep postgres.Report) error {
+	err := postgres.NewReview(e.db.DB).Report(context.Background(), testDay.Start, next.Start, func(rep reconcile.Report) error {
 		if len(rep.Statements) != 1 || rep.Statements[0].BillDate != "2026-11-28" || rep.Statements[0].FeeMilliFen != 74070 {
 			t.Fatalf("report statements %+v", rep.Statements)
 		}
@@ -51,7 +51,7 @@ func TestReportShowsStatementFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A period that ends before the day starts shows no statement.
-	err = postgres.NewReview(e.db.DB).Report(context.Background(), testDay.Start.Add(-time.Hour), testDay.Start, func(rep postgres.Report) error {
+	err = postgres.NewReview(e.db.DB).Report(context.Background(), testDay.Start.Add(-time.Hour), testDay.Start, func(rep reconcile.Report) error {
 		if len(rep.Statements) != 0 {
 			t.Errorf("a period before the day shows %+v", rep.Statements)
 		}

@@ -75,7 +75,7 @@ func (t *Tally) add(o Tally) {
 type DayResult struct {
 	Account reconcile.AccountKey
 	Day     Day
-	Figures postgres.StatementFigures
+	Figures reconcile.StatementFigures
 	Tally   Tally
 	DryRun  bool
 	Err     error

@@ -10,7 +10,6 @@ import (
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/reconcile/identity"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // ReviewRequest is a review move as the reviewer typed it (mismatches ack, resolve,
@@ -23,23 +22,23 @@ type ReviewRequest struct {
 	Reviewers, Approvers []string
 }
 
-// ReviewInput checks the request for the move name into a postgres.ReviewInput with the
+// ReviewInput checks the request for the move name into a reconcile.ReviewInput with the
 // operating-system user beside the reviewer's name. The name is an address, recorded in
 // identity.Normalize's spelling, so the proposer typing it another way is still the proposer.
 // What is missing, does not read or is not allowed is a reconcile.InputError; a list entry
 // that is no address is a *config.Error.
-func ReviewInput(name string, r ReviewRequest) (postgres.ReviewInput, error) {
+func ReviewInput(name string, r ReviewRequest) (reconcile.ReviewInput, error) {
 	if strings.TrimSpace(r.By) == "" {
-		return postgres.ReviewInput{}, reconcile.Inputf("mismatches %s: --by is required: name the reviewer (or set RECONCILER_REVIEWER)", name)
+		return reconcile.ReviewInput{}, reconcile.Inputf("mismatches %s: --by is required: name the reviewer (or set RECONCILER_REVIEWER)", name)
 	}
 	by, err := identity.Normalize(r.By)
 	if err != nil {
-		return postgres.ReviewInput{}, reconcile.Inputf("mismatches %s: --by must be the reviewer's address as the review console knows them: %v", name, err)
+		return reconcile.ReviewInput{}, reconcile.Inputf("mismatches %s: --by must be the reviewer's address as the review console knows them: %v", name, err)
 	}
 	if err := mayMove(name, by, r.Reviewers, r.Approvers); err != nil {
-		return postgres.ReviewInput{}, err
+		return reconcile.ReviewInput{}, err
 	}
-	in := postgres.ReviewInput{By: by, OSUser: OSUser(), Version: r.Version, Note: r.Note}
+	in := reconcile.ReviewInput{By: by, OSUser: OSUser(), Version: r.Version, Note: r.Note}
 	if r.Version < 0 {
 		return in, reconcile.Inputf("mismatches %s: --version must be a positive evidence version, got %d", name, r.Version)
 	}

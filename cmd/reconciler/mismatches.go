@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo/postgres"
 )
@@ -162,7 +163,7 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.StringVar(&o.Platform, "platform", "", "only this platform: alipay or wechatpay")
 		fs.StringVar(&o.Since, "since", "", "only findings first or last seen at or after this date (2026-11-28, midnight in --timezone) or RFC 3339 time")
 		fs.StringVar(&o.Until, "until", "", "only findings first or last seen before this date or RFC 3339 time")
-		fs.IntVar(&o.Limit, "limit", postgres.DefaultListLimit, "findings per page (1 to 10000)")
+		fs.IntVar(&o.Limit, "limit", reconcile.DefaultListLimit, "findings per page (1 to 10000)")
 		fs.Int64Var(&o.AfterID, "after-id", 0, "list findings with an id above this one (the next page)")
 		fs.StringVar(&format, "format", "table", "table, json or csv")
 	})

@@ -67,7 +67,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer db.Close()
 	// The findings stream from the database to the output inside Report's snapshot.
-	return postgres.NewReview(db).Report(ctx, start, end, func(rep postgres.Report) error {
+	return postgres.NewReview(db).Report(ctx, start, end, func(rep reconcile.Report) error {
 		doc := render.ReportDoc{Report: rep, Loc: cfg.Timezone, Generated: now, Lang: labels}
 		write := func(w io.Writer) error { return doc.Write(w, format) }
 		if out == "" {

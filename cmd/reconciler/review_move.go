@@ -11,7 +11,6 @@ import (
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/worker"
 )
 
@@ -64,7 +63,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 		return err
 	}
 	defer done()
-	moves := map[string]func(context.Context, int64, postgres.ReviewInput) (postgres.ReviewMove, error){
+	moves := map[string]func(context.Context, int64, reconcile.ReviewInput) (reconcile.ReviewMove, error){
 		"ack": rv.Acknowledge, "resolve": rv.Resolve, "approve": rv.Approve, "reject": rv.Reject,
 	}
 	mv, err := moves[name](ctx, id, in)

@@ -3,27 +3,18 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // OutboxChannel is the LISTEN/NOTIFY channel a transition that wrote an outbox row
 // signals once it has committed (outbox_wake.go).
 const OutboxChannel = "payrecon_outbox"
-
-// OutboxRow is one undispatched fulfillment_outbox row.
-type OutboxRow struct {
-	ID        int64           `db:"id"`
-	OrderID   int64           `db:"order_id"`
-	Kind      string          `db:"kind"`
-	Payload   json.RawMessage `db:"payload"`
-	CreatedAt time.Time       `db:"created_at"`
-}
 
 // takeOutboxSQL locks the next undispatched rows in id order. SKIP LOCKED keeps concurrent
 // relays on disjoint rows; the NOT EXISTS takes only the oldest undispatched row of each
@@ -40,17 +31,10 @@ ORDER BY o.id
 LIMIT $1
 FOR UPDATE OF o SKIP LOCKED`
 
-// OutboxBatch is a batch of outbox rows locked by an open transaction until Dispatched or
-// Release. The rows stay undispatched unless Dispatched commits them: a process that dies
-// meanwhile loses its session, and with it the locks, and the rows are taken again.
-type OutboxBatch struct {
-	tx   *sqlx.Tx
-	Rows []OutboxRow
-}
-
-// TakeOutbox locks up to limit undispatched rows (see takeOutboxSQL). The caller must call
-// Dispatched or Release. An empty batch has no transaction left open.
-func (s *Store) TakeOutbox(ctx context.Context, limit int) (*OutboxBatch, error) {
+// TakeOutbox locks up to limit undispatched rows (see takeOutboxSQL) in a transaction that
+// lives until the batch is Dispatched or Released. An empty batch has no transaction left
+// open.
+func (s *Store) TakeOutbox(ctx context.Context, limit int) (*reconcile.OutboxBatch, error) {
 	// database/sql rolls a transaction back when the context of its Begin is cancelled. A
 	// relay told to stop must still mark what JetStream acknowledged, so the transaction
 	// lives until Dispatched or Release; ctx bounds only the take itself.
@@ -58,7 +42,7 @@ func (s *Store) TakeOutbox(ctx context.Context, limit int) (*OutboxBatch, error)
 	if err != nil {
 		return nil, fmt.Errorf("take outbox batch: begin: %w", err)
 	}
-	b := &OutboxBatch{tx: tx, Rows: make([]OutboxRow, 0, limit)}
+	taken := make([]reconcile.OutboxRow, 0, limit)
 	// Walk the undispatched index in id order and stop at the limit, whatever the table's
 	// statistics say. Right after a burst (a backfill repairing 100k orders) they still
 	// describe an almost empty outbox, and the planner then hashes and sorts every
@@ -79,13 +63,13 @@ func (s *Store) TakeOutbox(ctx context.Context, limit int) (*OutboxBatch, error)
 		return nil, fmt.Errorf("take outbox batch: %w", err)
 	}
 	for rows.Next() {
-		var r OutboxRow
+		var r reconcile.OutboxRow
 		if err := rows.Scan(&r.ID, &r.OrderID, &r.Kind, &r.Payload, &r.CreatedAt); err != nil {
 			rows.Close()
 			tx.Rollback() //nolint:errcheck
 			return nil, fmt.Errorf("take outbox batch: scan: %w", err)
 		}
-		b.Rows = append(b.Rows, r)
+		taken = append(taken, r)
 	}
 	if err := rows.Err(); err != nil {
 		tx.Rollback() //nolint:errcheck
@@ -94,20 +78,20 @@ func (s *Store) TakeOutbox(ctx context.Context, limit int) (*OutboxBatch, error)
 		}
 		return nil, fmt.Errorf("take outbox batch: %w", err)
 	}
-	if len(b.Rows) == 0 {
-		b.Release()
+	if len(taken) == 0 {
+		tx.Rollback() //nolint:errcheck // nothing was taken
+		return reconcile.NewOutboxBatch(taken, nil, nil), nil
 	}
-	return b, nil
+	dispatched := func(ctx context.Context, ids []int64, at time.Time) error { return markDispatched(ctx, tx, ids, at) }
+	release := func() {
+		tx.Rollback() //nolint:errcheck // nothing was written
+	}
+	return reconcile.NewOutboxBatch(taken, dispatched, release), nil
 }
 
-// Dispatched sets dispatched_at on the given rows of the batch and commits, which also
+// markDispatched sets dispatched_at on the given rows of a batch and commits, which also
 // releases the rows left out: they stay undispatched for the next take.
-func (b *OutboxBatch) Dispatched(ctx context.Context, ids []int64, at time.Time) error {
-	if b.tx == nil {
-		return errors.New("outbox batch already finished")
-	}
-	tx := b.tx
-	b.tx = nil
+func markDispatched(ctx context.Context, tx *sqlx.Tx, ids []int64, at time.Time) error {
 	if len(ids) > 0 {
 		if _, err := tx.ExecContext(ctx, `UPDATE fulfillment_outbox SET dispatched_at = $2
 			WHERE id = ANY($1) AND dispatched_at IS NULL`, pq.Array(ids), at); err != nil {
@@ -119,14 +103,6 @@ func (b *OutboxBatch) Dispatched(ctx context.Context, ids []int64, at time.Time)
 		return fmt.Errorf("mark %d outbox rows dispatched: commit: %w", len(ids), err)
 	}
 	return nil
-}
-
-// Release gives the batch's rows back undispatched. It is a no-op after Dispatched.
-func (b *OutboxBatch) Release() {
-	if b.tx != nil {
-		b.tx.Rollback() //nolint:errcheck // nothing was written
-		b.tx = nil
-	}
 }
 
 // OldestUndispatched is the created_at of the oldest undispatched outbox row (ok false when

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
@@ -48,13 +49,13 @@ func TestReportFindingsComeInPages(t *testing.T) {
 	seedPagedFindings(t, db, n)
 	rv := postgres.NewReview(db.DB)
 
-	var got []postgres.Finding
+	var got []reconcile.Finding
 	seen := map[string]bool{}
-	err := rv.Report(context.Background(), reviewBase, reviewBase.Add(6*time.Hour), func(rep postgres.Report) error {
+	err := rv.Report(context.Background(), reviewBase, reviewBase.Add(6*time.Hour), func(rep reconcile.Report) error {
 		if rep.Totals.Count != n {
 			t.Errorf("totals count %d findings, want %d", rep.Totals.Count, n)
 		}
-		return rep.Findings.Each(func(f postgres.Finding) error {
+		return rep.Findings.Each(func(f reconcile.Finding) error {
 			if len(got) == 0 || len(got) == 1234 {
 				if q := reportQuery(t, db); q != "FETCH FORWARD 100 FROM report_findings_1" {
 					t.Errorf("finding %d handed over while the report runs %q, want a page of 100 from its cursor", len(got), q)
@@ -88,8 +89,8 @@ func TestReportFindingsComeInPages(t *testing.T) {
 
 	stop := errors.New("the client went away")
 	calls := 0
-	err = rv.Report(context.Background(), reviewBase, reviewBase.Add(6*time.Hour), func(rep postgres.Report) error {
-		return rep.Findings.Each(func(postgres.Finding) error {
+	err = rv.Report(context.Background(), reviewBase, reviewBase.Add(6*time.Hour), func(rep reconcile.Report) error {
+		return rep.Findings.Each(func(reconcile.Finding) error {
 			if calls++; calls == 150 {
 				return stop
 			}
@@ -117,13 +118,13 @@ func TestReportCountsFirstSeenAsTheListDoes(t *testing.T) {
 	}
 	bounds = append(bounds, reviewBase.Add(4*time.Hour))
 	rv := postgres.NewReview(db.DB)
-	err := rv.Report(context.Background(), from, to, func(rep postgres.Report) error {
+	err := rv.Report(context.Background(), from, to, func(rep reconcile.Report) error {
 		sql, err := rep.Findings.CountFirstSeen(bounds)
 		if err != nil {
 			return err
 		}
-		var list postgres.FindingList
-		if err := rep.Findings.Each(func(f postgres.Finding) error { list = append(list, f); return nil }); err != nil {
+		var list reconcile.FindingList
+		if err := rep.Findings.Each(func(f reconcile.Finding) error { list = append(list, f); return nil }); err != nil {
 			return err
 		}
 		inGo, err := list.CountFirstSeen(bounds)

@@ -61,7 +61,7 @@ func TestReportAggregates(t *testing.T) {
 	if !rep.From.Equal(from) || !rep.To.Equal(to) {
 		t.Fatalf("period %v - %v", rep.From, rep.To)
 	}
-	wantSummary := []postgres.SummaryRow{
+	wantSummary := []reconcile.SummaryRow{
 		{Kind: reconcile.MismatchAmount, ReviewStatus: reconcile.ReviewOpen, Count: 2, SeenCount: 7,
 			LocalAmountMinor: 10001, PlatformAmountMinor: 109991, AtStakeMinor: 100010},
 		{Kind: reconcile.MismatchAmount, ReviewStatus: reconcile.ReviewResolved, Count: 1, SeenCount: 1,
@@ -74,7 +74,7 @@ func TestReportAggregates(t *testing.T) {
 	if !slices.Equal(rep.Summary, wantSummary) {
 		t.Fatalf("summary\n got %+v\nwant %+v", rep.Summary, wantSummary)
 	}
-	wantTotals := postgres.SummaryRow{Count: 5, SeenCount: 10, LocalAmountMinor: 19322, PlatformAmountMinor: 115773, AtStakeMinor: 105113}
+	wantTotals := reconcile.SummaryRow{Count: 5, SeenCount: 10, LocalAmountMinor: 19322, PlatformAmountMinor: 115773, AtStakeMinor: 105113}
 	if rep.Totals != wantTotals {
 		t.Fatalf("totals %+v, want %+v", rep.Totals, wantTotals)
 	}
@@ -114,7 +114,7 @@ func TestReportEmptyAndInvalidPeriods(t *testing.T) {
 	db := repotest.NewDB(t)
 	rv := postgres.NewReview(db.DB)
 	rep, findings := readReport(t, rv, reviewBase, reviewBase.Add(time.Hour))
-	if len(rep.Summary) != 0 || len(findings) != 0 || len(rep.Runs) != 0 || rep.Totals != (postgres.SummaryRow{}) {
+	if len(rep.Summary) != 0 || len(findings) != 0 || len(rep.Runs) != 0 || rep.Totals != (reconcile.SummaryRow{}) {
 		t.Fatalf("empty period: %+v", rep)
 	}
 	// A leap year's 366 days is the longest period (calendar days in from's zone).
@@ -122,26 +122,26 @@ func TestReportEmptyAndInvalidPeriods(t *testing.T) {
 	for _, to := range []time.Time{reviewBase, reviewBase.Add(-time.Hour),
 		reviewBase.AddDate(0, 0, reconcile.MaxReportPeriodDays).Add(time.Second), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)} {
 		called := false
-		err := rv.Report(context.Background(), reviewBase, to, func(postgres.Report) error { called = true; return nil })
+		err := rv.Report(context.Background(), reviewBase, to, func(reconcile.Report) error { called = true; return nil })
 		var input *reconcile.InputError
 		if !errors.As(err, &input) || called {
 			t.Errorf("report of [%v, %v): %v (read: %t), want an input error before any reading", reviewBase, to, err, called)
 		}
 	}
 	if err := rv.Report(context.Background(), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC),
-		func(postgres.Report) error { return nil }); err == nil || !strings.Contains(err.Error(), "366 days") {
+		func(reconcile.Report) error { return nil }); err == nil || !strings.Contains(err.Error(), "366 days") {
 		t.Errorf("the report of all time: %v, want the limit named", err)
 	}
 }
 
 // readReport reads the report of [from, to) and all its findings.
-func readReport(t testing.TB, rv *postgres.Review, from, to time.Time) (postgres.Report, []postgres.Finding) {
+func readReport(t testing.TB, rv *postgres.Review, from, to time.Time) (reconcile.Report, []reconcile.Finding) {
 	t.Helper()
-	var rep postgres.Report
-	findings := []postgres.Finding{}
-	err := rv.Report(context.Background(), from, to, func(r postgres.Report) error {
+	var rep reconcile.Report
+	findings := []reconcile.Finding{}
+	err := rv.Report(context.Background(), from, to, func(r reconcile.Report) error {
 		rep = r
-		return r.Findings.Each(func(f postgres.Finding) error {
+		return r.Findings.Each(func(f reconcile.Finding) error {
 			findings = append(findings, f)
 			return nil
 		})
@@ -154,11 +154,11 @@ func readReport(t testing.TB, rv *postgres.Review, from, to time.Time) (postgres
 
 // summariseInGo groups findings by kind and review status in the domain's order, summing
 // with the domain's money rule: what the report's SQL summary must come to.
-func summariseInGo(findings []postgres.Finding) []postgres.SummaryRow {
-	out := []postgres.SummaryRow{}
+func summariseInGo(findings []reconcile.Finding) []reconcile.SummaryRow {
+	out := []reconcile.SummaryRow{}
 	for _, kind := range reconcile.MismatchKinds {
 		for _, st := range reconcile.ReviewStatuses {
-			g := postgres.SummaryRow{Kind: kind, ReviewStatus: st}
+			g := reconcile.SummaryRow{Kind: kind, ReviewStatus: st}
 			for _, f := range findings {
 				if f.Kind == kind && f.ReviewStatus == st {
 					g.Count++

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,46 +14,6 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// Finding is one reconcile_mismatches row. Nullable amounts and times are pointers (nil:
-// NULL); nullable text is "" when NULL.
-type Finding struct {
-	ID                  int64                  `json:"id" db:"id"`
-	OrderID             *int64                 `json:"order_id" db:"order_id"`
-	Platform            reconcile.Platform     `json:"platform" db:"platform"`
-	MerchantID          string                 `json:"merchant_id" db:"merchant_id"`
-	OutTradeNo          string                 `json:"out_trade_no" db:"out_trade_no"`
-	PlatformTradeNo     string                 `json:"platform_trade_no" db:"platform_trade_no"`
-	OutRefundNo         string                 `json:"out_refund_no" db:"out_refund_no"` // the refund a refund finding is about; "" for a payment's
-	Kind                reconcile.MismatchKind `json:"kind" db:"kind"`
-	LocalAmountMinor    *int64                 `json:"local_amount_minor" db:"local_amount_minor"`
-	PlatformAmountMinor *int64                 `json:"platform_amount_minor" db:"platform_amount_minor"`
-	LocalStatus         string                 `json:"local_status" db:"local_status"`
-	PlatformStatus      string                 `json:"platform_status" db:"platform_status"`
-	Detail              json.RawMessage        `json:"detail" db:"detail"`
-	FirstSeenAt         time.Time              `json:"first_seen_at" db:"first_seen_at"`
-	LastSeenAt          time.Time              `json:"last_seen_at" db:"last_seen_at"`
-	SeenCount           int64                  `json:"seen_count" db:"seen_count"`
-	ReviewStatus        reconcile.ReviewStatus `json:"review_status" db:"review_status"`
-	Resolution          string                 `json:"resolution" db:"resolution"`
-	Note                string                 `json:"note" db:"note"`
-	ResolvedBy          string                 `json:"resolved_by" db:"resolved_by"`
-	ResolvedAt          *time.Time             `json:"resolved_at" db:"resolved_at"`
-	// EvidenceVersion is bumped by the database when a sighting brings different figures;
-	// a review move names the version it saw.
-	EvidenceVersion int64 `json:"evidence_version" db:"evidence_version"`
-	// A money-moving resolution: ResolvedBy is its maker (ProposedBy), ApprovedBy its checker.
-	ProposedBy      string     `json:"proposed_by" db:"proposed_by"`
-	ProposedAt      *time.Time `json:"proposed_at" db:"proposed_at"`
-	ProposedVersion *int64     `json:"proposed_version" db:"proposed_version"`
-	ApprovedBy      string     `json:"approved_by" db:"approved_by"`
-}
-
-// AtStakeMinor is the money the finding puts in question (reconcile.AtStakeMinor); the
-// report sums it in Go with the same rule.
-func (f Finding) AtStakeMinor() int64 {
-	return reconcile.AtStakeMinor(f.Kind, f.LocalAmountMinor, f.PlatformAmountMinor)
-}
-
 // findingColumns selects a Finding; NULL text comes back as "".
 const findingColumns = `id, order_id, platform, merchant_id, out_trade_no,
 	COALESCE(platform_trade_no, '') AS platform_trade_no, out_refund_no, kind, local_amount_minor, platform_amount_minor,
@@ -64,94 +23,10 @@ const findingColumns = `id, order_id, platform, merchant_id, out_trade_no,
 	COALESCE(resolved_by, '') AS resolved_by, resolved_at, evidence_version,
 	COALESCE(proposed_by, '') AS proposed_by, proposed_at, proposed_version, COALESCE(approved_by, '') AS approved_by`
 
-// AuditEntry is one reconcile_mismatch_audit row. The table is append-only and its times
-// come from the database clock (migration 0008).
-type AuditEntry struct {
-	ID         int64  `json:"id" db:"id"`
-	MismatchID int64  `json:"mismatch_id" db:"mismatch_id"`
-	Action     string `json:"action" db:"action"` // reconcile.Audit*
-	Actor      string `json:"actor" db:"actor"`
-	OSUser     string `json:"os_user" db:"os_user"`
-	// DBUser is the database login (session_user) the move was made under, stamped by the
-	// database: the credential behind the named person.
-	DBUser          string    `json:"db_user" db:"db_user"`
-	FromStatus      string    `json:"from_status" db:"from_status"`
-	ToStatus        string    `json:"to_status" db:"to_status"`
-	Resolution      string    `json:"resolution" db:"resolution"`
-	EvidenceVersion *int64    `json:"evidence_version" db:"evidence_version"`
-	Note            string    `json:"note" db:"note"`
-	CreatedAt       time.Time `json:"created_at" db:"created_at"`
-}
-
 // auditColumns selects an AuditEntry; NULL text comes back as "".
 const auditColumns = `id, mismatch_id, action, actor, COALESCE(os_user, '') AS os_user, COALESCE(db_user, '') AS db_user,
 	COALESCE(from_status, '') AS from_status, COALESCE(to_status, '') AS to_status,
 	COALESCE(resolution, '') AS resolution, evidence_version, COALESCE(note, '') AS note, created_at`
-
-// OrderState is the current payment_orders row a finding points at.
-type OrderState struct {
-	ID              int64      `json:"id" db:"id"`
-	Platform        string     `json:"platform" db:"platform"`
-	MerchantID      string     `json:"merchant_id" db:"merchant_id"`
-	OutTradeNo      string     `json:"out_trade_no" db:"out_trade_no"`
-	AmountMinor     int64      `json:"amount_minor" db:"amount_minor"`
-	Currency        string     `json:"currency" db:"currency"`
-	Status          string     `json:"status" db:"status"`
-	PlatformTradeNo string     `json:"platform_trade_no" db:"platform_trade_no"`
-	PaidAmountMinor *int64     `json:"paid_amount_minor" db:"paid_amount_minor"`
-	RefundedMinor   int64      `json:"refunded_minor" db:"refunded_minor"` // its SUCCESS refunds added up: a PAID order with some back is partly refunded
-	PaidAt          *time.Time `json:"paid_at" db:"paid_at"`
-	ExpiresAt       *time.Time `json:"expires_at" db:"expires_at"`
-	CreatedAt       time.Time  `json:"created_at" db:"created_at"`
-	UpdatedAt       time.Time  `json:"updated_at" db:"updated_at"`
-	Version         int64      `json:"version" db:"version"`
-	NextCheckAt     *time.Time `json:"next_check_at" db:"next_check_at"`
-	CheckCount      int64      `json:"check_count" db:"check_count"`
-	LastCheckedAt   *time.Time `json:"last_checked_at" db:"last_checked_at"`
-}
-
-// PaymentEvent is one payment_events row of an order. A refund's event names the refund
-// (RefundID, and its number OutRefundNo); the order's own events name none.
-type PaymentEvent struct {
-	ID              int64     `json:"id" db:"id"`
-	EventType       string    `json:"event_type" db:"event_type"`
-	Source          string    `json:"source" db:"source"`
-	PlatformTradeNo string    `json:"platform_trade_no" db:"platform_trade_no"`
-	AmountMinor     *int64    `json:"amount_minor" db:"amount_minor"`
-	RawDigest       string    `json:"raw_digest" db:"raw_digest"`
-	RefundID        *int64    `json:"refund_id" db:"refund_id"`
-	OutRefundNo     string    `json:"out_refund_no" db:"out_refund_no"`
-	CreatedAt       time.Time `json:"created_at" db:"created_at"`
-}
-
-// RefundState is one payment_refunds row of an order, as a reviewer reads it.
-type RefundState struct {
-	ID               int64      `json:"id" db:"id"`
-	OutRefundNo      string     `json:"out_refund_no" db:"out_refund_no"`
-	PlatformRefundNo string     `json:"platform_refund_no" db:"platform_refund_no"` // "" for Alipay, or not yet known
-	AmountMinor      int64      `json:"amount_minor" db:"amount_minor"`
-	Currency         string     `json:"currency" db:"currency"`
-	Status           string     `json:"status" db:"status"`
-	SucceededAt      *time.Time `json:"succeeded_at" db:"succeeded_at"`
-	CreatedAt        time.Time  `json:"created_at" db:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at" db:"updated_at"`
-}
-
-// FindingDetails is everything `mismatches show` prints about one finding.
-type FindingDetails struct {
-	Finding Finding        `json:"finding"`
-	Audit   []AuditEntry   `json:"audit"`
-	Order   *OrderState    `json:"order"`   // nil when the finding names no order
-	Events  []PaymentEvent `json:"events"`  // the order's events, its refunds' included, oldest first
-	Refunds []RefundState  `json:"refunds"` // the order's refunds, oldest first
-}
-
-// OrderHistory is an order as it stands, with every payment event and refund it has had.
-type OrderHistory struct {
-	Order   OrderState     `json:"order"`
-	Events  []PaymentEvent `json:"events"`
-	Refunds []RefundState  `json:"refunds"`
-}
 
 // Review is the finance review workflow and period report over PostgreSQL. The review rules
 // are reconcile.DecideReview's; this type reads, locks and writes.
@@ -164,39 +39,23 @@ func NewReview(db *sqlx.DB) *Review { return &Review{db: db} }
 
 // StatementDays lists the saved statement days whose bill dates are in [from, to)
 // (YYYY-MM-DD), by day and account: the figures finance signs off, for the review console.
-func (r *Review) StatementDays(ctx context.Context, from, to string) ([]StatementDayRow, error) {
+func (r *Review) StatementDays(ctx context.Context, from, to string) ([]reconcile.StatementDayRow, error) {
 	return statementDays(ctx, r.db, from, to)
 }
 
-// ListFilter selects findings for List. Zero fields do not filter.
-type ListFilter struct {
-	Statuses []reconcile.ReviewStatus // empty: every status
-	Kind     reconcile.MismatchKind
-	Platform reconcile.Platform
-	// Since and Until bound the period [Since, Until) in which a finding was first or last
-	// seen, the same rule the report uses. Either may be zero (unbounded).
-	Since, Until time.Time
-	// AfterID is the keyset cursor: only findings with a larger id. Results are in id order.
-	AfterID int64
-	Limit   int // <= 0: DefaultListLimit
-}
-
-// DefaultListLimit is List's page size when the filter names none.
-const DefaultListLimit = 100
-
 // List returns one page of findings in id order, after f.AfterID (keyset pagination: pass
 // the last id of a page as the next AfterID).
-func (r *Review) List(ctx context.Context, f ListFilter) ([]Finding, error) {
+func (r *Review) List(ctx context.Context, f reconcile.FindingFilter) ([]reconcile.Finding, error) {
 	limit := f.Limit
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = reconcile.DefaultListLimit
 	}
 	// The console's search and this list filter by the same rules: one WHERE builder.
-	cond, args := searchWhere(SearchFilter{Statuses: f.Statuses, Kind: f.Kind, Platform: f.Platform, Since: f.Since, Until: f.Until})
+	cond, args := searchWhere(reconcile.FindingFilter{Statuses: f.Statuses, Kind: f.Kind, Platform: f.Platform, Since: f.Since, Until: f.Until})
 	args = append(args, f.AfterID, limit)
 	q := `SELECT ` + findingColumns + ` FROM reconcile_mismatches WHERE ` + cond +
 		fmt.Sprintf(` AND id > $%d ORDER BY id LIMIT $%d`, len(args)-1, len(args))
-	out := []Finding{}
+	out := []reconcile.Finding{}
 	if err := r.db.SelectContext(ctx, &out, q, args...); err != nil {
 		return nil, fmt.Errorf("list mismatches: %w", err)
 	}
@@ -227,29 +86,29 @@ func periodSQL(since, until time.Time, arg func(any) string) string {
 }
 
 // Get returns one finding; a missing id is reconcile.ErrNotFound, wrapped.
-func (r *Review) Get(ctx context.Context, id int64) (Finding, error) {
+func (r *Review) Get(ctx context.Context, id int64) (reconcile.Finding, error) {
 	return getFinding(ctx, r.db, id, false)
 }
 
-func getFinding(ctx context.Context, q sqlx.QueryerContext, id int64, forUpdate bool) (Finding, error) {
+func getFinding(ctx context.Context, q sqlx.QueryerContext, id int64, forUpdate bool) (reconcile.Finding, error) {
 	query := `SELECT ` + findingColumns + ` FROM reconcile_mismatches WHERE id = $1`
 	if forUpdate {
 		query += ` FOR UPDATE`
 	}
-	var f Finding
+	var f reconcile.Finding
 	err := sqlx.GetContext(ctx, q, &f, query, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Finding{}, fmt.Errorf("mismatch %d: %w", id, reconcile.ErrNotFound)
+		return reconcile.Finding{}, fmt.Errorf("mismatch %d: %w", id, reconcile.ErrNotFound)
 	}
 	if err != nil {
-		return Finding{}, fmt.Errorf("read mismatch %d: %w", id, err)
+		return reconcile.Finding{}, fmt.Errorf("read mismatch %d: %w", id, err)
 	}
 	return f, nil
 }
 
 // Audit returns a finding's audit trail, oldest first (empty for an unknown id).
-func (r *Review) Audit(ctx context.Context, id int64) ([]AuditEntry, error) {
-	out := []AuditEntry{}
+func (r *Review) Audit(ctx context.Context, id int64) ([]reconcile.AuditEntry, error) {
+	out := []reconcile.AuditEntry{}
 	err := r.db.SelectContext(ctx, &out, `SELECT `+auditColumns+`
 		FROM reconcile_mismatch_audit WHERE mismatch_id = $1 ORDER BY id`, id)
 	if err != nil {
@@ -260,14 +119,14 @@ func (r *Review) Audit(ctx context.Context, id int64) ([]AuditEntry, error) {
 
 // Details returns a finding with its audit trail and, when it names an order, the order's
 // current state, payment events and refunds. A missing id is reconcile.ErrNotFound, wrapped.
-func (r *Review) Details(ctx context.Context, id int64) (FindingDetails, error) {
+func (r *Review) Details(ctx context.Context, id int64) (reconcile.FindingDetails, error) {
 	f, err := r.Get(ctx, id)
 	if err != nil {
-		return FindingDetails{}, err
+		return reconcile.FindingDetails{}, err
 	}
-	d := FindingDetails{Finding: f, Events: []PaymentEvent{}, Refunds: []RefundState{}}
+	d := reconcile.FindingDetails{Finding: f, Events: []reconcile.PaymentEvent{}, Refunds: []reconcile.RefundRecord{}}
 	if d.Audit, err = r.Audit(ctx, id); err != nil {
-		return FindingDetails{}, err
+		return reconcile.FindingDetails{}, err
 	}
 	if f.OrderID == nil {
 		return d, nil
@@ -277,7 +136,7 @@ func (r *Review) Details(ctx context.Context, id int64) (FindingDetails, error) 
 	case errors.Is(err, reconcile.ErrNotFound): // the foreign key makes this unreachable; show what there is
 		return d, nil
 	case err != nil:
-		return FindingDetails{}, fmt.Errorf("mismatch %d: %w", id, err)
+		return reconcile.FindingDetails{}, fmt.Errorf("mismatch %d: %w", id, err)
 	}
 	d.Order, d.Events, d.Refunds = &h.Order, h.Events, h.Refunds
 	return d, nil
@@ -285,17 +144,17 @@ func (r *Review) Details(ctx context.Context, id int64) (FindingDetails, error) 
 
 // OrderHistory returns an order's current state with its payment events and refunds,
 // oldest first. A missing order is reconcile.ErrNotFound, wrapped.
-func (r *Review) OrderHistory(ctx context.Context, orderID int64) (OrderHistory, error) {
-	h := OrderHistory{Events: []PaymentEvent{}, Refunds: []RefundState{}}
+func (r *Review) OrderHistory(ctx context.Context, orderID int64) (reconcile.OrderHistory, error) {
+	h := reconcile.OrderHistory{Events: []reconcile.PaymentEvent{}, Refunds: []reconcile.RefundRecord{}}
 	err := r.db.GetContext(ctx, &h.Order, `SELECT id, platform, merchant_id, out_trade_no, amount_minor, currency,
 		status, COALESCE(platform_trade_no, '') AS platform_trade_no, paid_amount_minor, refunded_minor, paid_at, expires_at,
 		created_at, updated_at, version, next_check_at, check_count, last_checked_at
 		FROM payment_orders WHERE id = $1`, orderID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return OrderHistory{}, fmt.Errorf("order %d: %w", orderID, reconcile.ErrNotFound)
+		return reconcile.OrderHistory{}, fmt.Errorf("order %d: %w", orderID, reconcile.ErrNotFound)
 	}
 	if err != nil {
-		return OrderHistory{}, fmt.Errorf("read order %d: %w", orderID, err)
+		return reconcile.OrderHistory{}, fmt.Errorf("read order %d: %w", orderID, err)
 	}
 	err = r.db.SelectContext(ctx, &h.Events, `SELECT e.id, e.event_type, e.source,
 		COALESCE(e.platform_trade_no, '') AS platform_trade_no, e.amount_minor,
@@ -303,57 +162,38 @@ func (r *Review) OrderHistory(ctx context.Context, orderID int64) (OrderHistory,
 		FROM payment_events e LEFT JOIN payment_refunds f ON f.id = e.refund_id
 		WHERE e.order_id = $1 ORDER BY e.created_at, e.id`, orderID)
 	if err != nil {
-		return OrderHistory{}, fmt.Errorf("read payment events of order %d: %w", orderID, err)
+		return reconcile.OrderHistory{}, fmt.Errorf("read payment events of order %d: %w", orderID, err)
 	}
 	err = r.db.SelectContext(ctx, &h.Refunds, `SELECT id, out_refund_no, COALESCE(platform_refund_no, '') AS platform_refund_no,
 		amount_minor, currency, status, succeeded_at, created_at, updated_at
 		FROM payment_refunds WHERE order_id = $1 ORDER BY created_at, id`, orderID)
 	if err != nil {
-		return OrderHistory{}, fmt.Errorf("read refunds of order %d: %w", orderID, err)
+		return reconcile.OrderHistory{}, fmt.Errorf("read refunds of order %d: %w", orderID, err)
 	}
 	return h, nil
-}
-
-// ReviewMove is the outcome of a successful move: the finding as it now stands and the
-// audit row written with it.
-type ReviewMove struct {
-	Finding Finding    `json:"finding"`
-	Audit   AuditEntry `json:"audit"`
-}
-
-// ReviewInput is who asks for a move and on what evidence. A console passes the signed-in
-// person as By; the CLI passes --by and the operating-system user.
-type ReviewInput struct {
-	By     string // the person answerable for the move (required)
-	OSUser string // the operating-system account that ran the CLI; "" from the console
-	// Version is the evidence version the person read; 0: not named (see
-	// reconcile.ReviewRequest.SeenVersion).
-	Version    int64
-	Note       string
-	Resolution reconcile.Resolution // Resolve only
 }
 
 // Acknowledge moves a finding OPEN -> ACKNOWLEDGED. A non-empty note replaces the finding's
 // note. Errors: reconcile.ErrNotFound (wrapped) for a missing id, and the errors of
 // reconcile.DecideReview.
-func (r *Review) Acknowledge(ctx context.Context, id int64, in ReviewInput) (ReviewMove, error) {
+func (r *Review) Acknowledge(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error) {
 	return r.move(ctx, id, reconcile.ReviewAcknowledge, in)
 }
 
 // Resolve resolves an OPEN or ACKNOWLEDGED finding: RESOLVED at once for accepted and
 // false_positive, PENDING_APPROVAL (a proposal) for a resolution that moves money.
-func (r *Review) Resolve(ctx context.Context, id int64, in ReviewInput) (ReviewMove, error) {
+func (r *Review) Resolve(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error) {
 	return r.move(ctx, id, reconcile.ReviewResolve, in)
 }
 
 // Approve is the checker's approval of a pending proposal: RESOLVED. The proposer's own
 // approval is refused (reconcile.ErrSelfApproval).
-func (r *Review) Approve(ctx context.Context, id int64, in ReviewInput) (ReviewMove, error) {
+func (r *Review) Approve(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error) {
 	return r.move(ctx, id, reconcile.ReviewApprove, in)
 }
 
 // Reject sends a pending proposal back to ACKNOWLEDGED; the note says why.
-func (r *Review) Reject(ctx context.Context, id int64, in ReviewInput) (ReviewMove, error) {
+func (r *Review) Reject(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error) {
 	return r.move(ctx, id, reconcile.ReviewReject, in)
 }
 
@@ -373,10 +213,10 @@ var reviewFunction = map[reconcile.ReviewAction]string{
 // the audit row it wrote. The database is the authority; a refusal is explained with the
 // domain's errors (reconcile.DecideReview on the finding as it now stands), so the person is
 // told the same thing whichever side caught it.
-func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewAction, in ReviewInput) (ReviewMove, error) {
+func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewAction, in reconcile.ReviewInput) (reconcile.ReviewMove, error) {
 	fn, ok := reviewFunction[action]
 	if !ok {
-		return ReviewMove{}, fmt.Errorf("%w: mismatch %d: unknown review action %q", reconcile.ErrBadReview, id, action)
+		return reconcile.ReviewMove{}, fmt.Errorf("%w: mismatch %d: unknown review action %q", reconcile.ErrBadReview, id, action)
 	}
 	req := reconcile.ReviewRequest{Action: action, Actor: strings.TrimSpace(in.By), Resolution: in.Resolution,
 		Note: strings.TrimSpace(in.Note), SeenVersion: in.Version}
@@ -385,13 +225,13 @@ func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewActi
 		// The function knows resolutions by their one spelling: "WRITTEN-OFF" is written_off.
 		res, err := reconcile.ParseResolution(string(in.Resolution))
 		if err != nil {
-			return ReviewMove{}, fmt.Errorf("mismatch %d: %w", id, err)
+			return reconcile.ReviewMove{}, fmt.Errorf("mismatch %d: %w", id, err)
 		}
 		args = append(args, string(res))
 	}
 	tx, err := r.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: begin: %w", action, id, err)
+		return reconcile.ReviewMove{}, fmt.Errorf("%s mismatch %d: begin: %w", action, id, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 
@@ -399,17 +239,17 @@ func (r *Review) move(ctx context.Context, id int64, action reconcile.ReviewActi
 	err = tx.GetContext(ctx, &auditID, fn, args...)
 	if err != nil {
 		tx.Rollback() //nolint:errcheck // the refusal is the error worth reporting; explain reads afresh
-		return ReviewMove{}, r.explainRefusal(ctx, id, req, err)
+		return reconcile.ReviewMove{}, r.explainRefusal(ctx, id, req, err)
 	}
-	var move ReviewMove
+	var move reconcile.ReviewMove
 	if move.Finding, err = getFinding(ctx, tx, id, false); err != nil {
-		return ReviewMove{}, err
+		return reconcile.ReviewMove{}, err
 	}
 	if err := tx.GetContext(ctx, &move.Audit, `SELECT `+auditColumns+` FROM reconcile_mismatch_audit WHERE id = $1`, auditID); err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: read the audit row: %w", action, id, err)
+		return reconcile.ReviewMove{}, fmt.Errorf("%s mismatch %d: read the audit row: %w", action, id, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return ReviewMove{}, fmt.Errorf("%s mismatch %d: commit: %w", action, id, err)
+		return reconcile.ReviewMove{}, fmt.Errorf("%s mismatch %d: commit: %w", action, id, err)
 	}
 	return move, nil
 }
@@ -450,15 +290,4 @@ func (r *Review) explainRefusal(ctx context.Context, id int64, req reconcile.Rev
 		sentinel = reconcile.ErrBadReview
 	}
 	return fmt.Errorf("%w: %s", sentinel, pqErr.Message)
-}
-
-// ReviewState is what the review rules need of a finding: the store decides each move on it,
-// and the console asks it which moves to offer.
-func (f Finding) ReviewState() reconcile.FindingReviewState {
-	st := reconcile.FindingReviewState{ID: f.ID, Status: f.ReviewStatus, EvidenceVersion: f.EvidenceVersion,
-		ProposedBy: f.ProposedBy}
-	if f.ProposedVersion != nil {
-		st.ProposedVersion = *f.ProposedVersion
-	}
-	return st
 }

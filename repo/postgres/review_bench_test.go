@@ -63,7 +63,7 @@ func BenchmarkReviewMove(b *testing.B) {
 		}
 		id := ids[len(ids)-1]
 		ids = ids[:len(ids)-1]
-		if _, err := rv.Acknowledge(ctx, id, postgres.ReviewInput{By: "ann", OSUser: "ops", Version: 1}); err != nil {
+		if _, err := rv.Acknowledge(ctx, id, reconcile.ReviewInput{By: "ann", OSUser: "ops", Version: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -38,11 +38,11 @@ func TestReviewDetailsShowRefunds(t *testing.T) {
 		PlatformAmountMinor: 1200, PlatformStatus: "SUCCESS"}))
 
 	rv := postgres.NewReview(db.DB)
-	list, err := rv.List(ctx, postgres.ListFilter{})
+	list, err := rv.List(ctx, reconcile.FindingFilter{})
 	if err != nil || len(list) != 1 || list[0].OutRefundNo != "PORTAL-9" {
 		t.Fatalf("List: %+v %v, want the finding of refund PORTAL-9", list, err)
 	}
-	found, err := rv.Search(ctx, postgres.SearchFilter{Limit: 10})
+	found, err := rv.Search(ctx, reconcile.FindingFilter{Limit: 10})
 	if err != nil || len(found.Findings) != 1 || found.Findings[0].OutRefundNo != "PORTAL-9" {
 		t.Fatalf("Search: %+v %v, want the finding of refund PORTAL-9", found.Findings, err)
 	}

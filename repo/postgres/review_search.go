@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lib/pq"
 
@@ -23,69 +22,24 @@ const atStakeSQL = `CASE kind
 	WHEN 'OVER_REFUNDED' THEN COALESCE(local_amount_minor, 0)
 	ELSE COALESCE(platform_amount_minor, local_amount_minor, 0) END`
 
-// SearchSort is a column the review console sorts findings by.
-type SearchSort string
-
-const (
-	SortLastSeen  SearchSort = "last_seen"
-	SortFirstSeen SearchSort = "first_seen"
-	SortAtStake   SearchSort = "at_stake"
-	SortSeenCount SearchSort = "seen_count"
-	SortID        SearchSort = "id"
-)
-
 // searchOrder maps a sort to SQL; the id breaks ties so pages never overlap.
-var searchOrder = map[SearchSort]string{
-	SortLastSeen:  "last_seen_at",
-	SortFirstSeen: "first_seen_at",
-	SortAtStake:   "(" + atStakeSQL + ")",
-	SortSeenCount: "seen_count",
-	SortID:        "id",
-}
-
-// SearchSorts lists the sorts Search knows, the default first.
-var SearchSorts = []SearchSort{SortLastSeen, SortFirstSeen, SortAtStake, SortSeenCount, SortID}
-
-// SearchFilter selects, orders and pages findings for the review console. Zero fields do not
-// filter.
-type SearchFilter struct {
-	Statuses []reconcile.ReviewStatus
-	Kind     reconcile.MismatchKind
-	Platform reconcile.Platform
-	Merchant string
-	// Since and Until bound the period as ListFilter's do (first or last seen in it).
-	Since, Until time.Time
-	// MinAtStake and MaxAtStake bound the money at stake, in minor units; nil: unbounded.
-	MinAtStake, MaxAtStake *int64
-	Sort                   SearchSort // "": SortLastSeen
-	Ascending              bool
-	Offset, Limit          int // Limit <= 0: DefaultListLimit
-}
-
-// KindTotal is the number of findings of one kind and the money they put at stake.
-type KindTotal struct {
-	Kind         reconcile.MismatchKind `db:"kind"`
-	Count        int64                  `db:"count"`
-	AtStakeMinor int64                  `db:"at_stake_minor"`
-}
-
-// SearchResult is one page of findings, how many match in all, and the per-kind totals of
-// every match (not just the page).
-type SearchResult struct {
-	Findings []Finding
-	Total    int64
-	ByKind   []KindTotal
+var searchOrder = map[reconcile.FindingSort]string{
+	reconcile.SortLastSeen:  "last_seen_at",
+	reconcile.SortFirstSeen: "first_seen_at",
+	reconcile.SortAtStake:   "(" + atStakeSQL + ")",
+	reconcile.SortSeenCount: "seen_count",
+	reconcile.SortID:        "id",
 }
 
 // Search returns one page of the findings f selects, with the totals of all of them. The
 // totals and the page are read in one snapshot, so the counts agree with the rows.
-func (r *Review) Search(ctx context.Context, f SearchFilter) (SearchResult, error) {
+func (r *Review) Search(ctx context.Context, f reconcile.FindingFilter) (reconcile.FindingPage, error) {
 	order, ok := searchOrder[f.Sort]
 	if f.Sort == "" {
-		order, ok = searchOrder[SortLastSeen], true
+		order, ok = searchOrder[reconcile.SortLastSeen], true
 	}
 	if !ok {
-		return SearchResult{}, fmt.Errorf("search findings: unknown sort %q", f.Sort)
+		return reconcile.FindingPage{}, fmt.Errorf("search findings: unknown sort %q", f.Sort)
 	}
 	dir := " DESC"
 	if f.Ascending {
@@ -93,25 +47,25 @@ func (r *Review) Search(ctx context.Context, f SearchFilter) (SearchResult, erro
 	}
 	limit := f.Limit
 	if limit <= 0 {
-		limit = DefaultListLimit
+		limit = reconcile.DefaultListLimit
 	}
 	where, args := searchWhere(f)
 
 	tx, err := r.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return SearchResult{}, fmt.Errorf("search findings: begin: %w", err)
+		return reconcile.FindingPage{}, fmt.Errorf("search findings: begin: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
 	if _, err := tx.ExecContext(ctx, `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY`); err != nil {
-		return SearchResult{}, fmt.Errorf("search findings: snapshot: %w", err)
+		return reconcile.FindingPage{}, fmt.Errorf("search findings: snapshot: %w", err)
 	}
-	res := SearchResult{Findings: []Finding{}, ByKind: []KindTotal{}}
+	res := reconcile.FindingPage{Findings: []reconcile.Finding{}, ByKind: []reconcile.KindTotal{}}
 	err = tx.SelectContext(ctx, &res.ByKind, `SELECT kind, count(*) AS count,
 		COALESCE(sum(`+atStakeSQL+`), 0)::bigint AS at_stake_minor
 		FROM reconcile_mismatches WHERE `+where+` GROUP BY kind
 		ORDER BY array_position($`+strconv.Itoa(len(args)+1)+`::text[], kind), kind`, append(args, pq.Array(kindOrder()))...)
 	if err != nil {
-		return SearchResult{}, fmt.Errorf("search findings: totals: %w", err)
+		return reconcile.FindingPage{}, fmt.Errorf("search findings: totals: %w", err)
 	}
 	for _, k := range res.ByKind {
 		res.Total += k.Count
@@ -120,13 +74,13 @@ func (r *Review) Search(ctx context.Context, f SearchFilter) (SearchResult, erro
 	q := `SELECT ` + findingColumns + ` FROM reconcile_mismatches WHERE ` + where +
 		` ORDER BY ` + order + dir + `, id` + dir + fmt.Sprintf(` OFFSET $%d LIMIT $%d`, n+1, n+2)
 	if err := tx.SelectContext(ctx, &res.Findings, q, append(args, f.Offset, limit)...); err != nil {
-		return SearchResult{}, fmt.Errorf("search findings: %w", err)
+		return reconcile.FindingPage{}, fmt.Errorf("search findings: %w", err)
 	}
 	return res, nil
 }
 
 // searchWhere is the WHERE clause of f and its arguments ("true" when nothing filters).
-func searchWhere(f SearchFilter) (string, []any) {
+func searchWhere(f reconcile.FindingFilter) (string, []any) {
 	var where []string
 	var args []any
 	arg := func(v any) string {

@@ -26,7 +26,7 @@ func TestSearchAtStakeMatchesTheDomain(t *testing.T) {
 			want[k] += reconcile.AtStakeMinor(k, a.local, a.plat)
 		}
 	}
-	res, err := postgres.NewReview(db.DB).Search(context.Background(), postgres.SearchFilter{})
+	res, err := postgres.NewReview(db.DB).Search(context.Background(), reconcile.FindingFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestSearchAtStakeMatchesTheDomain(t *testing.T) {
 		}
 	}
 	// Sorting by the money at stake agrees with the domain row by row.
-	page, err := postgres.NewReview(db.DB).Search(context.Background(), postgres.SearchFilter{Sort: postgres.SortAtStake, Limit: 1000})
+	page, err := postgres.NewReview(db.DB).Search(context.Background(), reconcile.FindingFilter{Sort: reconcile.SortAtStake, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +75,11 @@ func BenchmarkSearch(b *testing.B) {
 	r := postgres.NewReview(db.DB)
 	for _, c := range []struct {
 		name string
-		f    postgres.SearchFilter
+		f    reconcile.FindingFilter
 	}{
-		{"all_by_last_seen", postgres.SearchFilter{Limit: 50}},
-		{"open_one_merchant", postgres.SearchFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}, Merchant: "m7", Limit: 50}},
-		{"all_by_at_stake_page_100", postgres.SearchFilter{Sort: postgres.SortAtStake, Offset: 99 * 50, Limit: 50}},
+		{"all_by_last_seen", reconcile.FindingFilter{Limit: 50}},
+		{"open_one_merchant", reconcile.FindingFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}, Merchant: "m7", Limit: 50}},
+		{"all_by_at_stake_page_100", reconcile.FindingFilter{Sort: reconcile.SortAtStake, Offset: 99 * 50, Limit: 50}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

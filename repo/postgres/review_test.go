@@ -93,7 +93,7 @@ func insertOrder(t testing.TB, db *repotest.DB, platform, merchant, otn string, 
 		Status: status, CreatedAt: reviewBase.Add(-time.Hour)})
 }
 
-func auditRows(t testing.TB, db *repotest.DB, id int64) []postgres.AuditEntry {
+func auditRows(t testing.TB, db *repotest.DB, id int64) []reconcile.AuditEntry {
 	t.Helper()
 	rows, err := postgres.NewReview(db.DB).Audit(context.Background(), id)
 	if err != nil {
@@ -102,7 +102,7 @@ func auditRows(t testing.TB, db *repotest.DB, id int64) []postgres.AuditEntry {
 	return rows
 }
 
-func otns(fs []postgres.Finding) []string {
+func otns(fs []reconcile.Finding) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
 		out[i] = f.OutTradeNo
@@ -132,35 +132,35 @@ func TestReviewListFilters(t *testing.T) {
 	day := reviewBase.Add(24 * h)
 	tests := []struct {
 		name   string
-		filter postgres.ListFilter
+		filter reconcile.FindingFilter
 		want   []string
 	}{
-		{"no filter lists every status", postgres.ListFilter{},
+		{"no filter lists every status", reconcile.FindingFilter{},
 			[]string{"a-open-amount", "b-ack-unknown", "c-resolved-amount", "d-open-dup", "e-open-amount", "f-ack-amount"}},
-		{"open only", postgres.ListFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}},
+		{"open only", reconcile.FindingFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}},
 			[]string{"a-open-amount", "d-open-dup", "e-open-amount"}},
-		{"open and acknowledged", postgres.ListFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}},
+		{"open and acknowledged", reconcile.FindingFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged}},
 			[]string{"a-open-amount", "b-ack-unknown", "d-open-dup", "e-open-amount", "f-ack-amount"}},
-		{"resolved", postgres.ListFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewResolved}}, []string{"c-resolved-amount"}},
-		{"kind", postgres.ListFilter{Kind: reconcile.MismatchAmount},
+		{"resolved", reconcile.FindingFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewResolved}}, []string{"c-resolved-amount"}},
+		{"kind", reconcile.FindingFilter{Kind: reconcile.MismatchAmount},
 			[]string{"a-open-amount", "c-resolved-amount", "e-open-amount", "f-ack-amount"}},
-		{"platform", postgres.ListFilter{Platform: reconcile.WechatPay}, []string{"b-ack-unknown", "d-open-dup"}},
-		{"kind and platform and status", postgres.ListFilter{Kind: reconcile.MismatchAmount, Platform: reconcile.Alipay,
+		{"platform", reconcile.FindingFilter{Platform: reconcile.WechatPay}, []string{"b-ack-unknown", "d-open-dup"}},
+		{"kind and platform and status", reconcile.FindingFilter{Kind: reconcile.MismatchAmount, Platform: reconcile.Alipay,
 			Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}}, []string{"a-open-amount", "e-open-amount"}},
 		// first or last seen in [base, base+24h): b (last), c (both), d (first). f spans the
 		// day without a sighting recorded in it; a and e lie wholly outside.
-		{"since and until", postgres.ListFilter{Since: reviewBase, Until: day},
+		{"since and until", reconcile.FindingFilter{Since: reviewBase, Until: day},
 			[]string{"b-ack-unknown", "c-resolved-amount", "d-open-dup"}},
-		{"since only: last seen at or after", postgres.ListFilter{Since: day},
+		{"since only: last seen at or after", reconcile.FindingFilter{Since: day},
 			[]string{"d-open-dup", "e-open-amount", "f-ack-amount"}},
-		{"until only: first seen before", postgres.ListFilter{Until: reviewBase},
+		{"until only: first seen before", reconcile.FindingFilter{Until: reviewBase},
 			[]string{"a-open-amount", "b-ack-unknown", "f-ack-amount"}},
-		{"since inclusive, until exclusive", postgres.ListFilter{Since: reviewBase.Add(-48 * h), Until: reviewBase.Add(h)},
+		{"since inclusive, until exclusive", reconcile.FindingFilter{Since: reviewBase.Add(-48 * h), Until: reviewBase.Add(h)},
 			[]string{"a-open-amount", "b-ack-unknown"}},
-		{"a one-microsecond period", postgres.ListFilter{Since: reviewBase.Add(30 * h), Until: reviewBase.Add(30*h + time.Microsecond)},
+		{"a one-microsecond period", reconcile.FindingFilter{Since: reviewBase.Add(30 * h), Until: reviewBase.Add(30*h + time.Microsecond)},
 			[]string{"d-open-dup", "e-open-amount"}},
-		{"nothing matches", postgres.ListFilter{Kind: reconcile.MismatchRefundedAtPlatform}, []string{}},
-		{"limit", postgres.ListFilter{Limit: 2}, []string{"a-open-amount", "b-ack-unknown"}},
+		{"nothing matches", reconcile.FindingFilter{Kind: reconcile.MismatchRefundedAtPlatform}, []string{}},
+		{"limit", reconcile.FindingFilter{Limit: 2}, []string{"a-open-amount", "b-ack-unknown"}},
 	}
 	rv := postgres.NewReview(db.DB)
 	for _, tc := range tests {
@@ -185,7 +185,7 @@ func TestReviewListFindingFields(t *testing.T) {
 		first: reviewBase, last: reviewBase.Add(time.Minute)})
 	insertFinding(t, db, seedFinding{otn: "no-order", kind: reconcile.MismatchUnknownOrder})
 
-	got, err := postgres.NewReview(db.DB).List(context.Background(), postgres.ListFilter{})
+	got, err := postgres.NewReview(db.DB).List(context.Background(), reconcile.FindingFilter{})
 	if err != nil || len(got) != 2 {
 		t.Fatalf("List: %v %v", got, err)
 	}
@@ -227,7 +227,7 @@ func TestReviewListKeysetPagination(t *testing.T) {
 	}
 	rv := postgres.NewReview(db.DB)
 	ctx := context.Background()
-	filter := postgres.ListFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}, Limit: 5}
+	filter := reconcile.FindingFilter{Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}, Limit: 5}
 	var seen []int64
 	pages := 0
 	for {
@@ -246,7 +246,7 @@ func TestReviewListKeysetPagination(t *testing.T) {
 			// Resolving findings already listed must not shift the next page (as OFFSET
 			// would): the cursor is an id, not a position.
 			for _, f := range page[:3] {
-				if _, err := rv.Resolve(ctx, f.ID, postgres.ReviewInput{By: "ann", Resolution: "accepted"}); err != nil {
+				if _, err := rv.Resolve(ctx, f.ID, reconcile.ReviewInput{By: "ann", Resolution: "accepted"}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -274,74 +274,74 @@ func TestReviewTransitions(t *testing.T) {
 		name       string
 		start      reconcile.ReviewStatus
 		missing    bool // act on an id that does not exist
-		act        func(id int64) (postgres.ReviewMove, error)
+		act        func(id int64) (reconcile.ReviewMove, error)
 		wantStatus reconcile.ReviewStatus // "" when the move must fail
-		wantAudit  postgres.AuditEntry    // checked when the move succeeds
+		wantAudit  reconcile.AuditEntry   // checked when the move succeeds
 		wantErr    error
 		wantMsg    []string
 	}{
 		{name: "ack open", start: reconcile.ReviewOpen,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Acknowledge(ctx, id, postgres.ReviewInput{By: " ann ", OSUser: "ops1", Note: "looking into it"})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Acknowledge(ctx, id, reconcile.ReviewInput{By: " ann ", OSUser: "ops1", Note: "looking into it"})
 			},
 			wantStatus: reconcile.ReviewAcknowledged,
-			wantAudit:  postgres.AuditEntry{Action: "acknowledge", Actor: "ann", OSUser: "ops1", FromStatus: "OPEN", ToStatus: "ACKNOWLEDGED", Note: "looking into it"}},
+			wantAudit:  reconcile.AuditEntry{Action: "acknowledge", Actor: "ann", OSUser: "ops1", FromStatus: "OPEN", ToStatus: "ACKNOWLEDGED", Note: "looking into it"}},
 		{name: "resolve open", start: reconcile.ReviewOpen,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Resolve(ctx, id, postgres.ReviewInput{By: "bob", Resolution: "accepted", Note: "ticket 7", Version: 1})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Resolve(ctx, id, reconcile.ReviewInput{By: "bob", Resolution: "accepted", Note: "ticket 7", Version: 1})
 			},
 			wantStatus: reconcile.ReviewResolved,
-			wantAudit:  postgres.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "OPEN", ToStatus: "RESOLVED", Resolution: "accepted", Note: "ticket 7"}},
+			wantAudit:  reconcile.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "OPEN", ToStatus: "RESOLVED", Resolution: "accepted", Note: "ticket 7"}},
 		{name: "resolve acknowledged", start: reconcile.ReviewAcknowledged,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Resolve(ctx, id, postgres.ReviewInput{By: "bob", Resolution: "false_positive"})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Resolve(ctx, id, reconcile.ReviewInput{By: "bob", Resolution: "false_positive"})
 			},
 			wantStatus: reconcile.ReviewResolved,
-			wantAudit:  postgres.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "ACKNOWLEDGED", ToStatus: "RESOLVED", Resolution: "false_positive"}},
+			wantAudit:  reconcile.AuditEntry{Action: "resolve", Actor: "bob", FromStatus: "ACKNOWLEDGED", ToStatus: "RESOLVED", Resolution: "false_positive"}},
 		{name: "a money-moving resolution is a proposal", start: reconcile.ReviewAcknowledged,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Resolve(ctx, id, postgres.ReviewInput{By: "bob", Resolution: "refunded"})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Resolve(ctx, id, reconcile.ReviewInput{By: "bob", Resolution: "refunded"})
 			},
 			wantStatus: reconcile.ReviewPendingApproval,
-			wantAudit:  postgres.AuditEntry{Action: "propose", Actor: "bob", FromStatus: "ACKNOWLEDGED", ToStatus: "PENDING_APPROVAL", Resolution: "refunded"}},
+			wantAudit:  reconcile.AuditEntry{Action: "propose", Actor: "bob", FromStatus: "ACKNOWLEDGED", ToStatus: "PENDING_APPROVAL", Resolution: "refunded"}},
 		{name: "resolve naming a stale version", start: reconcile.ReviewOpen,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Resolve(ctx, id, postgres.ReviewInput{By: "bob", Resolution: "accepted", Version: 2})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Resolve(ctx, id, reconcile.ReviewInput{By: "bob", Resolution: "accepted", Version: 2})
 			},
 			wantErr: reconcile.ErrStaleEvidence, wantMsg: []string{"evidence changed", "version 2", "version 1"}},
 		{name: "ack acknowledged", start: reconcile.ReviewAcknowledged,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Acknowledge(ctx, id, postgres.ReviewInput{By: "ann"})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Acknowledge(ctx, id, reconcile.ReviewInput{By: "ann"})
 			},
 			wantErr: reconcile.ErrIllegalReview, wantMsg: []string{"is ACKNOWLEDGED", "cannot acknowledge"}},
 		{name: "ack resolved", start: reconcile.ReviewResolved,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Acknowledge(ctx, id, postgres.ReviewInput{By: "ann"})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Acknowledge(ctx, id, reconcile.ReviewInput{By: "ann"})
 			},
 			wantErr: reconcile.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot acknowledge"}},
 		{name: "resolve resolved", start: reconcile.ReviewResolved,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Resolve(ctx, id, postgres.ReviewInput{By: "bob", Resolution: "accepted"})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Resolve(ctx, id, reconcile.ReviewInput{By: "bob", Resolution: "accepted"})
 			},
 			wantErr: reconcile.ErrIllegalReview, wantMsg: []string{"is RESOLVED", "cannot resolve"}},
 		{name: "ack unknown id", missing: true,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Acknowledge(ctx, id, postgres.ReviewInput{By: "ann"})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Acknowledge(ctx, id, reconcile.ReviewInput{By: "ann"})
 			},
 			wantErr: reconcile.ErrNotFound, wantMsg: []string{"not found"}},
 		{name: "resolve unknown id", missing: true,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Resolve(ctx, id, postgres.ReviewInput{By: "ann", Resolution: "accepted"})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Resolve(ctx, id, reconcile.ReviewInput{By: "ann", Resolution: "accepted"})
 			},
 			wantErr: reconcile.ErrNotFound, wantMsg: []string{"not found"}},
 		{name: "ack without reviewer", start: reconcile.ReviewOpen,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Acknowledge(ctx, id, postgres.ReviewInput{By: "  "})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Acknowledge(ctx, id, reconcile.ReviewInput{By: "  "})
 			},
 			wantMsg: []string{"reviewer must be named"}},
 		{name: "resolve without resolution", start: reconcile.ReviewOpen,
-			act: func(id int64) (postgres.ReviewMove, error) {
-				return rv.Resolve(ctx, id, postgres.ReviewInput{By: "ann", Resolution: " "})
+			act: func(id int64) (reconcile.ReviewMove, error) {
+				return rv.Resolve(ctx, id, reconcile.ReviewInput{By: "ann", Resolution: " "})
 			},
 			wantErr: reconcile.ErrBadReview, wantMsg: []string{"unknown resolution"}},
 	}
@@ -445,10 +445,10 @@ func TestReviewAckThenResolveKeepsTheTrail(t *testing.T) {
 	rv := postgres.NewReview(db.DB)
 	ctx := context.Background()
 	id := insertFinding(t, db, seedFinding{otn: "trail"})
-	if _, err := rv.Acknowledge(ctx, id, postgres.ReviewInput{By: "ann", Note: "asked the merchant"}); err != nil {
+	if _, err := rv.Acknowledge(ctx, id, reconcile.ReviewInput{By: "ann", Note: "asked the merchant"}); err != nil {
 		t.Fatal(err)
 	}
-	mv, err := rv.Resolve(ctx, id, postgres.ReviewInput{By: "bob", Resolution: "accepted"})
+	mv, err := rv.Resolve(ctx, id, reconcile.ReviewInput{By: "bob", Resolution: "accepted"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,7 +482,7 @@ func TestReviewRacingResolversOnlyOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = rv.Resolve(context.Background(), id, postgres.ReviewInput{By: fmt.Sprintf("reviewer-%02d", i),
+			_, errs[i] = rv.Resolve(context.Background(), id, reconcile.ReviewInput{By: fmt.Sprintf("reviewer-%02d", i),
 				Resolution: "accepted", Note: fmt.Sprintf("note %d", i)})
 		}()
 	}
@@ -536,7 +536,7 @@ func TestReviewDetails(t *testing.T) {
 	withOrder := insertFinding(t, db, seedFinding{orderID: oid, platform: "wechatpay", merchant: "1900000109", otn: "dup-1",
 		ptn: "wx-2", kind: reconcile.MismatchDuplicatePayment, local: 500, plat: 500, detail: `{"first_trade_no": "wx-1"}`})
 	orphan := insertFinding(t, db, seedFinding{otn: "nobody", kind: reconcile.MismatchUnknownOrder, plat: 700})
-	if _, err := rv.Acknowledge(ctx, withOrder, postgres.ReviewInput{By: "ann", Note: "calling the buyer"}); err != nil {
+	if _, err := rv.Acknowledge(ctx, withOrder, reconcile.ReviewInput{By: "ann", Note: "calling the buyer"}); err != nil {
 		t.Fatal(err)
 	}
 

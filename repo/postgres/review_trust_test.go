@@ -33,7 +33,7 @@ func TestReviewerMovesOnlyThroughTheFunctions(t *testing.T) {
 	ctx := context.Background()
 	reviewer := asRole(t, db, postgres.RoleReviewer)
 	proposed := insertFinding(t, db, seedFinding{otn: "trust-1"})
-	if _, err := postgres.NewReview(db.DB).Resolve(ctx, proposed, postgres.ReviewInput{By: "alice@example.com", Resolution: "written_off"}); err != nil {
+	if _, err := postgres.NewReview(db.DB).Resolve(ctx, proposed, reconcile.ReviewInput{By: "alice@example.com", Resolution: "written_off"}); err != nil {
 		t.Fatal(err)
 	}
 	open := insertFinding(t, db, seedFinding{otn: "trust-2"})
@@ -98,7 +98,7 @@ func TestReviewerMovesOnlyThroughTheFunctions(t *testing.T) {
 	// The same moves made properly go through the reviewer's credential, and the audit row
 	// names the database login beside the person.
 	rv := postgres.NewReview(reviewer)
-	mv, err := rv.Approve(ctx, proposed, postgres.ReviewInput{By: "bob@example.com", OSUser: "ops"})
+	mv, err := rv.Approve(ctx, proposed, reconcile.ReviewInput{By: "bob@example.com", OSUser: "ops"})
 	if err != nil {
 		t.Fatalf("a second person approves: %v", err)
 	}
@@ -122,7 +122,7 @@ func TestReviewRefusalsAreTheDomainsErrors(t *testing.T) {
 	rv := postgres.NewReview(db.DB)
 	ctx := context.Background()
 	id := insertFinding(t, db, seedFinding{otn: "errs-1"})
-	if _, err := rv.Resolve(ctx, id, postgres.ReviewInput{By: "alice@example.com", Resolution: "Written-Off"}); err != nil {
+	if _, err := rv.Resolve(ctx, id, reconcile.ReviewInput{By: "alice@example.com", Resolution: "Written-Off"}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -131,23 +131,23 @@ func TestReviewRefusalsAreTheDomainsErrors(t *testing.T) {
 		want error
 	}{
 		{"self approval", func() error {
-			_, err := rv.Approve(ctx, id, postgres.ReviewInput{By: "alice@example.com"})
+			_, err := rv.Approve(ctx, id, reconcile.ReviewInput{By: "alice@example.com"})
 			return err
 		}, reconcile.ErrSelfApproval},
 		{"stale version", func() error {
-			_, err := rv.Approve(ctx, id, postgres.ReviewInput{By: "bob@example.com", Version: 9})
+			_, err := rv.Approve(ctx, id, reconcile.ReviewInput{By: "bob@example.com", Version: 9})
 			return err
 		}, reconcile.ErrStaleEvidence},
 		{"illegal move", func() error {
-			_, err := rv.Acknowledge(ctx, id, postgres.ReviewInput{By: "bob@example.com"})
+			_, err := rv.Acknowledge(ctx, id, reconcile.ReviewInput{By: "bob@example.com"})
 			return err
 		}, reconcile.ErrIllegalReview},
 		{"identity the domain cannot see is wrong", func() error {
-			_, err := rv.Approve(ctx, id, postgres.ReviewInput{By: "bob@example.com\u200b"})
+			_, err := rv.Approve(ctx, id, reconcile.ReviewInput{By: "bob@example.com\u200b"})
 			return err
 		}, reconcile.ErrBadReview},
 		{"no finding", func() error {
-			_, err := rv.Acknowledge(ctx, 1<<40, postgres.ReviewInput{By: "bob@example.com"})
+			_, err := rv.Acknowledge(ctx, 1<<40, reconcile.ReviewInput{By: "bob@example.com"})
 			return err
 		}, reconcile.ErrNotFound},
 	}
@@ -230,7 +230,7 @@ func TestTempTablesShadowNothing(t *testing.T) {
 	if err := db.Get(&id, `SELECT id FROM reconcile_mismatches WHERE out_trade_no = 'shadow-1'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.NewReview(db.DB).Resolve(ctx, id, postgres.ReviewInput{By: "ann@example.com", Resolution: "accepted"}); err != nil {
+	if _, err := postgres.NewReview(db.DB).Resolve(ctx, id, reconcile.ReviewInput{By: "ann@example.com", Resolution: "accepted"}); err != nil {
 		t.Fatal(err)
 	}
 	m.PlatformAmountMinor = 600
@@ -294,7 +294,7 @@ func TestPlantedFunctionsAreNeverCalled(t *testing.T) {
 	if err := db.Get(&id, `SELECT id FROM reconcile_mismatches WHERE out_trade_no = 'plant-1'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rv.Resolve(ctx, id, postgres.ReviewInput{By: "ann@example.com", Resolution: "accepted", Note: "ok"}); err != nil {
+	if _, err := rv.Resolve(ctx, id, reconcile.ReviewInput{By: "ann@example.com", Resolution: "accepted", Note: "ok"}); err != nil {
 		t.Fatalf("a review move called a planted function: %v", err)
 	}
 	m.PlatformAmountMinor = 800

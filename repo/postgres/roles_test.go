@@ -131,7 +131,7 @@ func TestRolesRunTheRealPaths(t *testing.T) {
 	var id int64
 	db.Get(&id, `SELECT id FROM reconcile_mismatches WHERE out_trade_no = 'real-1'`) //nolint:errcheck // checked below
 	reviewer := postgres.NewReview(asRole(t, db, postgres.RoleReviewer))
-	if _, err := reviewer.Resolve(ctx, id, postgres.ReviewInput{By: "ann", Resolution: "accepted", Version: 1}); err != nil {
+	if _, err := reviewer.Resolve(ctx, id, reconcile.ReviewInput{By: "ann", Resolution: "accepted", Version: 1}); err != nil {
 		t.Fatalf("reviewer resolves: %v", err)
 	}
 	// New figures: the worker's sighting reopens the finding, and the database writes the
@@ -150,7 +150,7 @@ func TestRolesRunTheRealPaths(t *testing.T) {
 	}
 	workerPass(t, db, worker)
 	readonly := postgres.NewReview(asRole(t, db, postgres.RoleReadonly))
-	if _, err := readonly.List(ctx, postgres.ListFilter{}); err != nil {
+	if _, err := readonly.List(ctx, reconcile.FindingFilter{}); err != nil {
 		t.Fatalf("read-only lists: %v", err)
 	}
 	if _, err := readonly.Details(ctx, id); err != nil {
@@ -159,7 +159,7 @@ func TestRolesRunTheRealPaths(t *testing.T) {
 	if _, findings := readReport(t, readonly, time.Now().Add(-time.Hour), time.Now().Add(time.Hour)); len(findings) != 1 {
 		t.Fatalf("read-only reports: %d findings", len(findings))
 	}
-	if _, err := readonly.Acknowledge(ctx, id, postgres.ReviewInput{By: "eve"}); !isDenied(err) {
+	if _, err := readonly.Acknowledge(ctx, id, reconcile.ReviewInput{By: "eve"}); !isDenied(err) {
 		t.Fatalf("read-only acknowledged: %v", err)
 	}
 }
@@ -298,7 +298,7 @@ func TestReviewRacingApprovers(t *testing.T) {
 	ctx := context.Background()
 	for round := range 4 {
 		id := insertFinding(t, db, seedFinding{otn: fmt.Sprintf("race-%d", round)})
-		if _, err := rv.Resolve(ctx, id, postgres.ReviewInput{By: "maker", Resolution: "refunded"}); err != nil {
+		if _, err := rv.Resolve(ctx, id, reconcile.ReviewInput{By: "maker", Resolution: "refunded"}); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
@@ -309,7 +309,7 @@ func TestReviewRacingApprovers(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				in := postgres.ReviewInput{By: fmt.Sprintf("checker-%d", i), Note: "no"}
+				in := reconcile.ReviewInput{By: fmt.Sprintf("checker-%d", i), Note: "no"}
 				if round%2 == 1 && i == 1 {
 					_, errs[i] = rv.Reject(ctx, id, in)
 				} else {
