@@ -224,7 +224,7 @@ func TestBrowserReview(t *testing.T) {
 func refundFindingShots(ctx context.Context, t *testing.T, url string, count func(string) int, shot func(string)) {
 	t.Helper()
 	for _, c := range []struct{ lang, h1, file string }{
-		{"en-US,en;q=0.9", "Refund abnormal", "finding-refunds-en.png"},
+		{"en-US,en;q=0.9", "Refund not paid back (abnormal)", "finding-refunds-en.png"},
 		{"zh-CN,zh;q=0.9,en;q=0.8", "退款异常", "finding-refunds-zh.png"},
 	} {
 		headers := network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": c.lang}}

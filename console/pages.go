@@ -33,6 +33,7 @@ type page struct {
 
 func (p page) T(key string) string       { return text(p.Lang, key) }
 func (p page) N(word any) string         { return name(p.Lang, fmt.Sprint(word)) }
+func (p page) A(action string) string    { return auditName(p.Lang, action) }
 func (p page) Yuan(minor int64) string   { return yuan(minor) }
 func (p page) YuanP(minor *int64) string { return yuanPtr(minor) }
 func (p page) Time(t time.Time) string   { return clock(t, p.loc) }
@@ -235,7 +236,7 @@ type findingPage struct {
 func (h *handler) finding(w http.ResponseWriter, r *http.Request) {
 	p := h.newPage(r)
 	if done := r.URL.Query().Get("done"); done != "" {
-		p.Flash = text(p.Lang, "done") + " " + name(p.Lang, done)
+		p.Flash = text(p.Lang, "done") + " " + auditName(p.Lang, done)
 	}
 	h.renderFinding(w, r, p, http.StatusOK)
 }

@@ -68,7 +68,7 @@ func TestFindingPageShowsRefunds(t *testing.T) {
 		lang string
 		want []string
 	}{
-		{"", []string{"Refund abnormal", "The order&#39;s refunds", "Refund no.", "Platform&#39;s refund no.", "Succeeded at",
+		{"", []string{"Refund not paid back (abnormal)", "The order&#39;s refunds", "Refund no.", "Platform&#39;s refund no.", "Succeeded at",
 			"Abnormal: not paid back", "Succeeded", "Refund succeeded", "Refunded / paid"}},
 		{"zh-CN", []string{"退款异常", "订单的退款", "退款单号", "平台退款单号", "退款成功时间", "退款异常（未退回）", "退款成功", "已退款 / 已支付"}},
 	} {

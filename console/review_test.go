@@ -191,7 +191,7 @@ func TestListFiltersSortsAndPages(t *testing.T) {
 		t.Errorf("page 1 pager wrong")
 	}
 	// Per-kind totals: 61 amount findings: 10,000 + 60 bulk (1..60 fen) = ¥100.00 + ¥18.30.
-	if !strings.Contains(body, `data-kind="AMOUNT_MISMATCH"><small>Amount differs</small><b>61</b><small>At stake ¥118.30</small>`) {
+	if !strings.Contains(body, `data-kind="AMOUNT_MISMATCH"><small>Amount differs</small><b>61</b><small>Amount at stake ¥118.30</small>`) {
 		t.Errorf("amount totals card missing or wrong")
 	}
 	_, desc, _ := list("sort=at_stake")

@@ -24,7 +24,6 @@ type statementsPage struct {
 }
 
 // L is a label shared with the reports (render.Label), so a figure has one name everywhere.
-func (p statementsPage) L(key string) string { return render.Label(render.Lang(p.Lang), key) }
 
 // MilliFen is an amount in thousandths of a fen for people: ¥1,234.56789. Fees are kept to five
 // decimals because a platform's per-line fee rounds away otherwise.

@@ -44,7 +44,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 .muted{color:#5a6475;font-size:12px}
 .wide{overflow-x:auto}#statements th,#statements td{padding:6px 5px}
 </style></head><body>
-<header><nav id="nav"><a href="/review/">{{.T "title"}}</a> · <a href="/review/" id="nav-findings">{{.T "findings"}}</a> · <a href="/review/statements" id="nav-statements">{{.T "statements"}}</a></nav>
+<header><nav id="nav"><a href="/review/">{{.T "title"}}</a> · <a href="/review/" id="nav-findings">{{.T "findings_list"}}</a> · <a href="/review/statements" id="nav-statements">{{.T "statements"}}</a></nav>
 <span>{{.T "signed_in_as"}} <b id="viewer">{{.Viewer.Email}}</b> ({{.RoleLabel}}) · {{.T "times_in"}} {{.Zone}}</span></header>
 <main>
 {{if .Flash}}<div class="flash" role="status">{{.Flash}}</div>{{end}}
@@ -56,13 +56,13 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 {{define "status"}}<span class="status status-{{.S}}">{{.P.N .S}}</span>{{end}}
 
 {{define "list"}}{{template "head" .}}
-<h1>{{.T "findings"}}</h1>
+<h1>{{.T "findings_list"}}</h1>
 <div class="cards" id="totals">
 <div class="card total"><small>{{.T "total"}}</small><b>{{.Result.Total}}</b><small>{{.T "at_stake"}} {{.Yuan .AtStake}}</small></div>
 {{range .Result.ByKind}}<div class="card" data-kind="{{.Kind}}"><small>{{$.N .Kind}}</small><b>{{.Count}}</b><small>{{$.T "at_stake"}} {{$.Yuan .AtStakeMinor}}</small></div>{{end}}
 </div>
 <form class="filters" method="get" action="/review/" id="filters">
-<fieldset><legend>{{.T "status"}}</legend>
+<fieldset><legend>{{.T "review_status"}}</legend>
 {{range .Statuses}}<label style="flex-direction:row;gap:4px"><input type="checkbox" name="status" value="{{.}}"{{if $.Q.HasStatus .}} checked{{end}}>{{$.N .}}</label>{{end}}
 </fieldset>
 <label>{{.T "kind"}}<select name="kind"><option value="">{{.T "any"}}</option>
@@ -79,9 +79,9 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <label>&nbsp;<select name="dir"><option value="desc">{{.T "order_desc"}}</option><option value="asc"{{if eq .Q.Dir "asc"}} selected{{end}}>{{.T "order_asc"}}</option></select></label>
 <button type="submit" id="apply">{{.T "filter"}}</button> <a href="/review/">{{.T "clear"}}</a>
 </form>
-<h2>{{.T "findings"}}: {{.Result.Total}}</h2>
+<h2>{{.T "findings_list"}}: {{.Result.Total}}</h2>
 {{if .Result.Findings}}
-<table id="findings"><thead><tr><th>#</th><th>{{.T "kind"}}</th><th>{{.T "status"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th>
+<table id="findings"><thead><tr><th>#</th><th>{{.T "kind"}}</th><th>{{.T "review_status"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th>
 <th>{{.T "order_no"}}</th><th class="num">{{.T "at_stake"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th></tr></thead><tbody>
 {{range .Result.Findings}}<tr><td><a href="/review/findings/{{.ID}}" class="open">{{.ID}}</a></td><td>{{$.N .Kind}}</td>
 <td>{{template "status" (statusOf $ .ReviewStatus)}}</td><td>{{$.N .Platform}}</td><td>{{.MerchantID}}</td>
@@ -126,7 +126,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <tr><td>{{.T "order_status"}}</td><td>{{if $f.PlatformStatus}}{{$f.PlatformStatus}}{{else}}—{{end}}</td></tr>
 <tr><td>{{.T "merchant"}}</td><td>{{$f.MerchantID}}</td></tr>
 </tbody></table></div>
-<h2>{{.T "sightings"}}</h2>
+<h2>{{.T "sighting_history"}}</h2>
 <table id="sightings"><thead><tr><th>{{.T "first_seen"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th><th class="num">{{.T "evidence_version"}}</th></tr></thead>
 <tbody><tr><td>{{.Time $f.FirstSeenAt}}</td><td>{{.Time $f.LastSeenAt}}</td><td class="num">{{$f.SeenCount}}</td><td class="num">{{$f.EvidenceVersion}}</td></tr></tbody></table>
 <p class="muted">{{.T "sightings_note"}}</p>
@@ -138,7 +138,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 {{template "refunds" .}}{{else}}<p>{{.T "no_order"}}</p>{{end}}
 <h2>{{.T "audit"}}</h2>
 {{if .D.Audit}}<table id="audit"><thead><tr><th>{{.T "when"}}</th><th>{{.T "who"}}</th><th>{{.T "action"}}</th><th>{{.T "from_status"}}</th><th>{{.T "to_status"}}</th><th>{{.T "resolution"}}</th><th class="num">{{.T "version_seen"}}</th><th>{{.T "note"}}</th></tr></thead><tbody>
-{{range .D.Audit}}<tr data-action="{{.Action}}"><td class="nowrap">{{$.Time .CreatedAt}}</td><td class="who">{{.Actor}}{{if .OSUser}} <span class="muted">({{.OSUser}})</span>{{end}}</td><td>{{$.N .Action}}</td>
+{{range .D.Audit}}<tr data-action="{{.Action}}"><td class="nowrap">{{$.Time .CreatedAt}}</td><td class="who">{{.Actor}}{{if .OSUser}} <span class="muted">({{.OSUser}})</span>{{end}}</td><td>{{$.A .Action}}</td>
 <td>{{if .FromStatus}}{{$.N .FromStatus}}{{end}}</td><td>{{if .ToStatus}}{{$.N .ToStatus}}{{end}}</td><td>{{if .Resolution}}{{$.N .Resolution}}{{end}}</td>
 <td class="num">{{with .EvidenceVersion}}{{.}}{{end}}</td><td>{{.Note}}</td></tr>{{end}}
 </tbody></table>{{else}}<p>{{.T "no_audit"}}</p>{{end}}
@@ -164,36 +164,36 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 </div>
 {{template "foot"}}{{end}}
 
-{{define "refunds"}}<h2>{{.T "refunds"}}</h2>
+{{define "refunds"}}<h2>{{.T "order_refunds"}}</h2>
 {{if .D.Refunds}}<table id="refunds"><thead><tr><th>{{.T "refund_no"}}</th><th>{{.T "platform_refund_no"}}</th><th class="num">{{.T "amount"}}</th><th>{{.T "order_status"}}</th><th>{{.T "succeeded_at"}}</th><th>{{.T "created"}}</th></tr></thead><tbody>
 {{range .D.Refunds}}<tr data-refund="{{.OutRefundNo}}"{{if eq .OutRefundNo $.D.Finding.OutRefundNo}} class="diff"{{end}}><td>{{.OutRefundNo}}</td><td>{{if .PlatformRefundNo}}{{.PlatformRefundNo}}{{else}}—{{end}}</td><td class="num">{{$.Yuan .AmountMinor}}</td>
 <td><span class="refund refund-{{.Status}}">{{$.N .Status}}</span></td><td class="nowrap">{{$.TimeP .SucceededAt}}</td><td class="nowrap">{{$.Time .CreatedAt}}</td></tr>{{end}}
 </tbody></table>{{else}}<p>{{.T "no_refunds"}}</p>{{end}}{{end}}
 
 {{define "statements"}}{{template "head" .}}
-<h1>{{.L "report.statements"}}</h1>
+<h1>{{.T "report.statements"}}</h1>
 <form class="filters" method="get" action="/review/statements" id="statement-period">
 <label>{{.T "from"}}<input type="date" name="from" value="{{.From}}" required></label>
 <label>{{.T "to"}}<input type="date" name="to" value="{{.To}}" required></label>
 <button type="submit">{{.T "filter"}}</button>
 </form>
-<p class="muted">{{.L "report.amounts"}} {{.T "statements_note"}}</p>
-{{if .Days}}<div class="wide"><table id="statements"><thead><tr><th>{{.L "bill_date"}}</th><th>{{.L "platform"}}</th><th>{{.L "merchant_id"}}</th>
-<th class="num">{{.L "payments"}}</th><th class="num">{{.L "payments_amount"}}</th><th class="num">{{.L "refunds"}}</th><th class="num">{{.L "refunds_amount"}}</th>
-<th class="num">{{.L "received"}}</th><th class="num">{{.L "fees"}}</th><th class="num">{{.L "net"}}</th>
-<th class="num">{{.L "lines"}}</th><th class="num">{{.L "matched"}}</th><th class="num">{{.L "repaired"}}</th><th class="num">{{.L "found"}}</th><th class="num">{{.L "held"}}</th>
-<th class="num">{{.L "refunds_repaired"}}</th><th class="num">{{.L "refunds_unknown"}}</th></tr></thead><tbody>
+<p class="muted">{{.T "report.amounts"}} {{.T "statements_note"}}</p>
+{{if .Days}}<div class="wide"><table id="statements"><thead><tr><th>{{.T "bill_date"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant_id"}}</th>
+<th class="num">{{.T "payments"}}</th><th class="num">{{.T "payments_amount"}}</th><th class="num">{{.T "refunds"}}</th><th class="num">{{.T "refunds_amount"}}</th>
+<th class="num">{{.T "received"}}</th><th class="num">{{.T "fees"}}</th><th class="num">{{.T "net"}}</th>
+<th class="num">{{.T "lines"}}</th><th class="num">{{.T "matched"}}</th><th class="num">{{.T "repaired"}}</th><th class="num">{{.T "found"}}</th><th class="num">{{.T "held"}}</th>
+<th class="num">{{.T "refunds_repaired"}}</th><th class="num">{{.T "refunds_unknown"}}</th></tr></thead><tbody>
 {{range .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}</td>
 <td class="num">{{.Payments}}</td><td class="num">{{$.Yuan .PaymentsMinor}}</td><td class="num">{{.Refunds}}</td><td class="num">{{$.Yuan .RefundsMinor}}</td>
 <td class="num">{{$.Yuan .ReceivedMinor}}</td><td class="num">{{$.MilliFen .FeeMilliFen}}</td><td class="num">{{$.MilliFen .NetMilliFen}}</td>
 <td class="num">{{.Lines}}</td><td class="num">{{.Matched}}</td><td class="num">{{.Repaired}}</td><td class="num">{{.Found}}</td><td class="num">{{.Held}}</td>
 <td class="num">{{.RefundsRepaired}}</td><td class="num">{{.RefundsUnknown}}</td></tr>
-{{end}}</tbody>{{with .Total}}<tfoot><tr id="statements-total"><th colspan="3">{{$.L "TOTAL"}}</th>
+{{end}}</tbody>{{with .Total}}<tfoot><tr id="statements-total"><th colspan="3">{{$.T "TOTAL"}}</th>
 <th class="num">{{.Payments}}</th><th class="num">{{$.Yuan .PaymentsMinor}}</th><th class="num">{{.Refunds}}</th><th class="num">{{$.Yuan .RefundsMinor}}</th>
 <th class="num">{{$.Yuan .ReceivedMinor}}</th><th class="num">{{$.MilliFen .FeeMilliFen}}</th><th class="num">{{$.MilliFen .NetMilliFen}}</th>
 <th class="num">{{.Lines}}</th><th class="num">{{.Matched}}</th><th class="num">{{.Repaired}}</th><th class="num">{{.Found}}</th><th class="num">{{.Held}}</th>
 <th class="num">{{.RefundsRepaired}}</th><th class="num">{{.RefundsUnknown}}</th></tr></tfoot>{{end}}</table></div>
-{{else}}<p id="no-statements">{{.L "report.statements.empty"}}</p>{{end}}
+{{else}}<p id="no-statements">{{.T "report.statements.empty"}}</p>{{end}}
 {{template "foot"}}{{end}}
 
 {{define "error"}}{{template "head" .}}<h1>{{.Message}}</h1><p><a href="/review/">← {{.T "back"}}</a></p>{{template "foot"}}{{end}}

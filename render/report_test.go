@@ -92,7 +92,7 @@ func TestReportHTMLIsOneSelfContainedPageForPeople(t *testing.T) {
 		wantTH, wantCell []string
 		htmlLang         string
 	}{
-		{render.LangEN, []string{"Our order no.", "Platform trade no.", "Amount at stake", "Review status", "Finding"},
+		{render.LangEN, []string{"Our order no.", "Platform trade no.", "Amount at stake", "Review status", "Kind of finding"},
 			[]string{"Amount differs", "Unknown order", "Awaiting approval", "Alipay", "¥1,234.56", "¥2,232.56", "Total"}, "en"},
 		{render.LangZH, []string{"商户订单号", "平台交易号", "涉及金额", "复核状态", "差异类型"},
 			[]string{"金额不符", "未知订单", "待审批", "支付宝", "¥1,234.56", "合计"}, "zh-Hans"},
