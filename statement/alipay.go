@@ -247,9 +247,9 @@ func (a *alipayReader) line(row []string) (Line, error) {
 	l := Line{No: no, Currency: reconcile.DefaultCurrency, OutTradeNo: cell(row, a.idx.out), PlatformTradeNo: cell(row, a.idx.trade)}
 	switch k := cell(row, a.idx.kind); k {
 	case alipayKindPayment:
-		l.Kind = Payment
+		l.Kind = reconcile.BillPayment
 	case alipayKindRefund:
-		l.Kind = Refund
+		l.Kind = reconcile.BillRefund
 		l.RefundNo = cell(row, a.idx.refundNo)
 	default:
 		return Line{}, a.rejectColumn(no, alipayColKind, "%q is neither %s nor %s", k, alipayKindPayment, alipayKindRefund)
@@ -273,7 +273,7 @@ func (a *alipayReader) line(row []string) (Line, error) {
 		return Line{}, err
 	}
 	a.sums.add(l)
-	if l.Kind == Payment {
+	if l.Kind == reconcile.BillPayment {
 		a.payRecv += l.ReceivedMinor
 	} else {
 		a.refRecv += l.ReceivedMinor
@@ -311,7 +311,7 @@ func (a *alipayReader) amounts(no int, row []string, l *Line) error {
 			return a.rejectColumn(no, alipayColReceived, "%v", err)
 		}
 	}
-	if l.Kind == Payment && (amount < 0 || received < 0) {
+	if l.Kind == reconcile.BillPayment && (amount < 0 || received < 0) {
 		return a.rejectColumn(no, alipayColAmount, "a payment with a negative amount")
 	}
 	l.AmountMinor, l.ReceivedMinor = abs(amount), abs(received)

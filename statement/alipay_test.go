@@ -72,8 +72,8 @@ func TestAlipayCSVOddities(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []Line{
-				{No: 6, Kind: Payment, OutTradeNo: "service_1568601259302", PlatformTradeNo: "2019091622001458860515315453", Currency: "CNY", AmountMinor: c.pay, ReceivedMinor: c.recv, At: payAt, CreatedAt: createdAt},
-				{No: 7, Kind: Refund, OutTradeNo: "service_1568601259302", PlatformTradeNo: "2019091622001458860515315453", RefundNo: "re_test_1568602607356", Currency: "CNY", AmountMinor: c.ref, ReceivedMinor: c.ref, At: refundAt, CreatedAt: createdAt},
+				{No: 6, Kind: reconcile.BillPayment, OutTradeNo: "service_1568601259302", PlatformTradeNo: "2019091622001458860515315453", Currency: "CNY", AmountMinor: c.pay, ReceivedMinor: c.recv, At: payAt, CreatedAt: createdAt},
+				{No: 7, Kind: reconcile.BillRefund, OutTradeNo: "service_1568601259302", PlatformTradeNo: "2019091622001458860515315453", RefundNo: "re_test_1568602607356", Currency: "CNY", AmountMinor: c.ref, ReceivedMinor: c.ref, At: refundAt, CreatedAt: createdAt},
 			}
 			sameLines(t, got, want, true)
 			if got[0].No != 6 || got[1].No != 7 {

@@ -20,14 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// LineKind says whether a bill line records money coming in or going back.
-type LineKind string
-
-const (
-	Payment LineKind = "payment"
-	Refund  LineKind = "refund"
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Line is one detail row of a bill. Amounts are positive minor units (fen) for both kinds:
@@ -39,7 +33,7 @@ const (
 // amount (AmountMinor) and, where the bill says, its status (RefundStatus).
 type Line struct {
 	No              int // line number in the detail file (1-based) where the row starts, so a finding can point at it
-	Kind            LineKind
+	Kind            reconcile.BillLineKind
 	OutTradeNo      string // the order's out_trade_no (on a refund line: the refunded order's)
 	PlatformTradeNo string // the order's trade number at the platform (on a refund line: the refunded order's)
 	// RefundNo is the merchant's refund number (out_refund_no; Alipay's out_request_no):

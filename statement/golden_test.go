@@ -21,17 +21,17 @@ func goldenAlipayLines(t *testing.T) []Line {
 	created1, created2 := mustTime(t, "2026-11-28 09:14:50"), mustTime(t, "2026-11-28 10:20:00")
 	line := func(l Line) Line { l.Currency = "CNY"; return l } // Alipay's bill names no currency
 	return []Line{
-		line(Line{No: 6, Kind: Payment, OutTradeNo: "ALI-20261128-0001", PlatformTradeNo: "2026112822001411111111111101",
+		line(Line{No: 6, Kind: reconcile.BillPayment, OutTradeNo: "ALI-20261128-0001", PlatformTradeNo: "2026112822001411111111111101",
 			AmountMinor: 12800, ReceivedMinor: 12800, FeeMilliFen: 77000, At: mustTime(t, "2026-11-28 09:15:02"), CreatedAt: created1}),
-		line(Line{No: 7, Kind: Payment, OutTradeNo: "ALI-20261128-0002", PlatformTradeNo: "2026112822001411111111111102",
+		line(Line{No: 7, Kind: reconcile.BillPayment, OutTradeNo: "ALI-20261128-0002", PlatformTradeNo: "2026112822001411111111111102",
 			AmountMinor: 6490, ReceivedMinor: 5990, FeeMilliFen: 36000, At: mustTime(t, "2026-11-28 10:20:33"), CreatedAt: created2}),
-		line(Line{No: 8, Kind: Refund, OutTradeNo: "ALI-20261128-0001", PlatformTradeNo: "2026112822001411111111111101",
+		line(Line{No: 8, Kind: reconcile.BillRefund, OutTradeNo: "ALI-20261128-0001", PlatformTradeNo: "2026112822001411111111111101",
 			RefundNo: "RF-ALI-20261128-0001", AmountMinor: 2800, ReceivedMinor: 2800, FeeMilliFen: -17000,
 			At: mustTime(t, "2026-11-28 15:40:00"), CreatedAt: created1}),
 		// Its remark is quoted across two lines: the row starts on line 9, the next on 11.
-		line(Line{No: 9, Kind: Payment, OutTradeNo: "ALI-20261128-0003", PlatformTradeNo: "2026112822001411111111111103",
+		line(Line{No: 9, Kind: reconcile.BillPayment, OutTradeNo: "ALI-20261128-0003", PlatformTradeNo: "2026112822001411111111111103",
 			AmountMinor: 1, ReceivedMinor: 1, At: mustTime(t, "2026-11-28 23:59:59"), CreatedAt: mustTime(t, "2026-11-28 23:59:00")}),
-		line(Line{No: 11, Kind: Refund, OutTradeNo: "ALI-20261128-0002", PlatformTradeNo: "2026112822001411111111111102",
+		line(Line{No: 11, Kind: reconcile.BillRefund, OutTradeNo: "ALI-20261128-0002", PlatformTradeNo: "2026112822001411111111111102",
 			RefundNo: "RF-ALI-20261128-0002", AmountMinor: 6490, ReceivedMinor: 5990, FeeMilliFen: -36000,
 			At: mustTime(t, "2026-11-28 21:30:45"), CreatedAt: created2}),
 	}
@@ -40,18 +40,18 @@ func goldenAlipayLines(t *testing.T) []Line {
 func goldenWeChatLines(t *testing.T) []Line {
 	const mch = "1900000001"
 	return []Line{
-		{No: 2, Kind: Payment, OutTradeNo: "ORD-20261128-0001", PlatformTradeNo: "4200001234202611281234567801", MerchantID: mch,
+		{No: 2, Kind: reconcile.BillPayment, OutTradeNo: "ORD-20261128-0001", PlatformTradeNo: "4200001234202611281234567801", MerchantID: mch,
 			Currency: "CNY", AmountMinor: 12800, ReceivedMinor: 12800, FeeMilliFen: 76800, At: mustTime(t, "2026-11-28 09:15:02")},
-		{No: 3, Kind: Payment, OutTradeNo: "ORD-20261128-0002", PlatformTradeNo: "4200001234202611281234567802", MerchantID: mch,
+		{No: 3, Kind: reconcile.BillPayment, OutTradeNo: "ORD-20261128-0002", PlatformTradeNo: "4200001234202611281234567802", MerchantID: mch,
 			Currency: "CNY", AmountMinor: 6490, ReceivedMinor: 5990, FeeMilliFen: 35940, At: mustTime(t, "2026-11-28 10:20:33")},
-		{No: 4, Kind: Refund, OutTradeNo: "ORD-20261128-0001", PlatformTradeNo: "4200001234202611281234567801", MerchantID: mch,
+		{No: 4, Kind: reconcile.BillRefund, OutTradeNo: "ORD-20261128-0001", PlatformTradeNo: "4200001234202611281234567801", MerchantID: mch,
 			RefundNo: "RF-20261128-0001", PlatformRefundNo: "50300701182026112800123456789", RefundStatus: "SUCCESS",
 			Currency: "CNY", AmountMinor: 2800, ReceivedMinor: 2800, FeeMilliFen: -16800, At: mustTime(t, "2026-11-28 15:40:00")},
-		{No: 5, Kind: Refund, OutTradeNo: "ORD-20261128-0002", PlatformTradeNo: "4200001234202611281234567802", MerchantID: mch,
+		{No: 5, Kind: reconcile.BillRefund, OutTradeNo: "ORD-20261128-0002", PlatformTradeNo: "4200001234202611281234567802", MerchantID: mch,
 			RefundNo: "RF-20261128-0002", PlatformRefundNo: "50300801192026112800987654321", RefundStatus: "PROCESSING", Pending: true,
 			Currency: "CNY", AmountMinor: 6490, ReceivedMinor: 5990, FeeMilliFen: -35940, At: mustTime(t, "2026-11-28 18:05:09")},
 		// Its attach holds ",`" itself: the columns after the merchant's text still line up.
-		{No: 6, Kind: Payment, OutTradeNo: "ORD-20261128-0003", PlatformTradeNo: "4200001234202611281234567803", MerchantID: mch,
+		{No: 6, Kind: reconcile.BillPayment, OutTradeNo: "ORD-20261128-0003", PlatformTradeNo: "4200001234202611281234567803", MerchantID: mch,
 			Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: 6, At: mustTime(t, "2026-11-28 23:59:59")},
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // maxLineBytes bounds one line of a bill: a detail row is a few hundred bytes, so anything
@@ -206,7 +208,7 @@ func (c *chinaDays) parse(s string) (time.Time, error) {
 
 // tally adds a line to running totals.
 func (t *Totals) add(l Line) {
-	if l.Kind == Refund {
+	if l.Kind == reconcile.BillRefund {
 		t.Refunds++
 		t.RefundsMinor += l.AmountMinor
 	} else {

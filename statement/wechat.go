@@ -316,7 +316,7 @@ func (w *wechatReader) line(raw string) (Line, error) {
 		}
 	}
 	w.sums.add(l)
-	if l.Kind == Payment {
+	if l.Kind == reconcile.BillPayment {
 		w.settle += l.ReceivedMinor
 	} else {
 		w.refund += l.ReceivedMinor
@@ -330,12 +330,12 @@ func (w *wechatReader) kindAndAmounts(no int, row []string, l *Line) error {
 	var err error
 	switch st := w.cell(row, w.idx.state); st {
 	case wxStatePaid:
-		l.Kind = Payment
+		l.Kind = reconcile.BillPayment
 		if l.ReceivedMinor, err = w.amount(no, row, w.idx.settle, wxColSettle, 0); err == nil {
 			l.AmountMinor, err = w.amount(no, row, w.idx.order, wxColOrder, l.ReceivedMinor)
 		}
 	case wxStateRefund:
-		l.Kind, l.RefundNo, l.PlatformRefundNo = Refund, w.cell(row, w.idx.outRefund), w.cell(row, w.idx.refundID)
+		l.Kind, l.RefundNo, l.PlatformRefundNo = reconcile.BillRefund, w.cell(row, w.idx.outRefund), w.cell(row, w.idx.refundID)
 		l.RefundStatus = w.cell(row, w.idx.refundState)
 		l.Pending = l.RefundStatus == wxRefundPending
 		if l.ReceivedMinor, err = w.amount(no, row, w.idx.refund, wxColRefund, 0); err == nil {

@@ -63,8 +63,8 @@ func TestWeChatCSVOddities(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []Line{
-				{Kind: Payment, OutTradeNo: "2021WERUN1647840687637", PlatformTradeNo: "420000612032130748613220688", Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: 9, At: payAt},
-				{Kind: Refund, OutTradeNo: "2021WERUN1647840687637", PlatformTradeNo: "420000612032130748613220688", RefundNo: "RF1", PlatformRefundNo: "50300001", RefundStatus: "SUCCESS", Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: -9, At: refundAt},
+				{Kind: reconcile.BillPayment, OutTradeNo: "2021WERUN1647840687637", PlatformTradeNo: "420000612032130748613220688", Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: 9, At: payAt},
+				{Kind: reconcile.BillRefund, OutTradeNo: "2021WERUN1647840687637", PlatformTradeNo: "420000612032130748613220688", RefundNo: "RF1", PlatformRefundNo: "50300001", RefundStatus: "SUCCESS", Currency: "CNY", AmountMinor: 1, ReceivedMinor: 1, FeeMilliFen: -9, At: refundAt},
 			}
 			if c.pending {
 				want[1].Pending, want[1].RefundStatus = true, "PROCESSING"
@@ -155,7 +155,7 @@ func TestWeChatGeneratedRoundTrip(t *testing.T) {
 		if f.SubMchID != "" {
 			wantMch = f.SubMchID
 		}
-		if got[0].MerchantID != wantMch || !got[5].Pending || got[5].Kind != Refund {
+		if got[0].MerchantID != wantMch || !got[5].Pending || got[5].Kind != reconcile.BillRefund {
 			t.Fatalf("%+v: line 0 merchant %q, line 5 %+v", f, got[0].MerchantID, got[5])
 		}
 	}

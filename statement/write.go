@@ -79,7 +79,7 @@ func writeAlipayDetail(w io.Writer, f AlipayFile, lines iter.Seq[Line]) (alipayS
 		n++
 		bw.Write(buf)
 		s.t.add(l)
-		if l.Kind == Refund {
+		if l.Kind == reconcile.BillRefund {
 			s.refRecv += received(l)
 		} else {
 			s.payRecv += received(l)
@@ -112,7 +112,7 @@ func writeAlipayDetail(w io.Writer, f AlipayFile, lines iter.Seq[Line]) (alipayS
 // in it is quoted, refunds carry negative amounts.
 func appendAlipayRow(b []byte, l Line, n int) []byte {
 	kind, sign := "交易", int64(1)
-	if l.Kind == Refund {
+	if l.Kind == reconcile.BillRefund {
 		kind, sign = "退款", -1
 	}
 	at := l.At.In(chinaTime)
@@ -241,7 +241,7 @@ func WriteWeChatCSV(w io.Writer, f WeChatFile, lines iter.Seq[Line]) (string, To
 		n++
 		bw.Write(buf)
 		t.add(l)
-		if l.Kind == Refund {
+		if l.Kind == reconcile.BillRefund {
 			refund += received(l)
 		} else {
 			settle += received(l)
@@ -280,7 +280,7 @@ func appendWeChatRow(b []byte, f WeChatFile, l Line, n int) []byte {
 	money := func(v int64) string { return formatDecimal(v, fenPlaces, 2) }
 	state, settle, order, refundID, refundNo, refund, apply, refundType, refundState := "SUCCESS",
 		money(received(l)), money(l.AmountMinor), "0", "0", "0.00", "0.00", "", ""
-	if l.Kind == Refund {
+	if l.Kind == reconcile.BillRefund {
 		state, settle, order, refundID, refundNo = "REFUND", "0.00", "0.00", cmp.Or(l.PlatformRefundNo, "50"+l.PlatformTradeNo), l.RefundNo
 		refund, apply, refundType, refundState = money(received(l)), money(l.AmountMinor), "ORIGINAL", wxRefundState(l)
 	}
@@ -315,13 +315,13 @@ func SampleLines(day time.Time, prefix string, n, refundEvery int) iter.Seq[Line
 		var last Line
 		for i := range n {
 			at := base.Add(time.Duration(i%86000) * time.Second)
-			l := Line{Kind: Payment, Currency: reconcile.DefaultCurrency, OutTradeNo: prefix + strconv.Itoa(i),
+			l := Line{Kind: reconcile.BillPayment, Currency: reconcile.DefaultCurrency, OutTradeNo: prefix + strconv.Itoa(i),
 				PlatformTradeNo: fmt.Sprintf("2019091622001%015d", i),
 				AmountMinor:     int64(i%9973 + 1), At: at, CreatedAt: at.Add(-time.Minute)}
 			l.FeeMilliFen = l.AmountMinor * 6
 			if refundEvery > 0 && i%refundEvery == refundEvery-1 && last.OutTradeNo != "" {
 				l = last
-				l.Kind, l.RefundNo, l.FeeMilliFen = Refund, "re_"+last.OutTradeNo, -last.FeeMilliFen
+				l.Kind, l.RefundNo, l.FeeMilliFen = reconcile.BillRefund, "re_"+last.OutTradeNo, -last.FeeMilliFen
 				l.PlatformRefundNo, l.RefundStatus = "50"+last.PlatformTradeNo, wxRefundDone
 				l.At = last.At.Add(time.Minute)
 			}

@@ -11,15 +11,7 @@ import (
 	"github.com/payrecon/payrecon/platformclient/alipay"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/statement"
-)
-
-// Line outcomes as statement_lines and the lines metric name them.
-const (
-	outcomeRepaired = "repaired"
-	outcomeMismatch = "mismatch"
-	outcomeMatched  = "unchanged"
 )
 
 // day reconciles one account's day inside one transaction: stage, classify, apply what needs
@@ -36,7 +28,7 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 	if bill.Close != nil {
 		defer bill.Close() //nolint:errcheck // read-only file
 	}
-	tx, err := r.store.BeginStatement(ctx, postgres.StatementDay{Account: acct.Key, Date: spec.Day.Date,
+	tx, err := r.store.BeginStatement(ctx, reconcile.StatementDay{Account: acct.Key, Date: spec.Day.Date,
 		Start: spec.Day.Start, End: spec.Day.End}, runID)
 	if err != nil {
 		d.Err = err
@@ -63,7 +55,7 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 		d.Err = err
 		return d
 	}
-	d.Figures = figures(staged, bill)
+	d.Figures = figures(staged, picker.Totals(), bill)
 	// Once the bill is staged the day is finished even if a signal arrives: what is left is
 	// a few set-based statements and the few lines that need the apply path, and a day
 	// finished whole is one a re-run repeats nothing of.
@@ -95,13 +87,13 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 // applying is a commit per line, each waiting on the disk, while the classification and the
 // held lists are a few set-based statements; and the two never touch the same order (an
 // order a line names is never held, and holding a refund writes only the held list: see
-// postgres.StatementTx.ClassifyEach and HoldUnlisted).
+// DayTx.ClassifyEach and HoldUnlisted).
 //
 // Should the classification fail part way, the lines it had found are still applied, each
 // through the apply path (a commit of its own), and the day is not saved: a re-run finds
 // their orders and refunds already so, and counts those lines as matched.
-func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *postgres.StatementTx, acct reconcile.AccountKey,
-	spec Spec, bill Bill, pending []postgres.StatementLine, d *DayResult) error {
+func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx DayTx, acct reconcile.AccountKey,
+	spec Spec, bill Bill, pending []reconcile.ClassifiedLine, d *DayResult) error {
 	start := time.Now()
 	apply := r.newStreamApplier(ctx, log, acct, spec, bill, tx)
 	apply.first(pending)
@@ -112,7 +104,7 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *postgres.St
 		return err
 	}
 	var t Tally // the lines' own outcomes; the held lists add theirs to d.Tally
-	var outcomes []postgres.LineOutcome
+	var outcomes []reconcile.LineOutcome
 	applied := make(chan struct{})
 	go func() {
 		defer close(applied)
@@ -144,7 +136,7 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx *postgres.St
 
 // drawHeld reports the previous day's held orders and refunds this bill does not list
 // either, then holds today's unlisted refunds (ClassifyEach held today's unlisted orders).
-func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx *postgres.StatementTx, acct reconcile.AccountKey,
+func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx DayTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, d *DayResult) error {
 	if err := r.reportHeld(ctx, log, tx, acct, spec, bill, &d.Tally); err != nil {
 		return err
@@ -154,8 +146,9 @@ func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx *postgres.
 	return err
 }
 
-func figures(s postgres.StagedBill, b Bill) reconcile.StatementFigures {
-	t := s.Totals
+// figures are the day's figures as staging found them: the bill's totals (its reader checked
+// them against the lines) and what the lines add up to.
+func figures(s reconcile.StagedBill, t statement.Totals, b Bill) reconcile.StatementFigures {
 	return reconcile.StatementFigures{
 		Payments: t.Payments, PaymentsMinor: t.PaymentsMinor, Refunds: t.Refunds, RefundsMinor: t.RefundsMinor,
 		ReceivedMinor: s.ReceivedMinor, FeeMilliFen: t.FeeMilliFen, NetMilliFen: s.ReceivedMinor*1000 - t.FeeMilliFen,
@@ -167,18 +160,18 @@ func figures(s postgres.StagedBill, b Bill) reconcile.StatementFigures {
 // ApplyRefundResult); ok is false when its outcome is not final (an error, or a callback
 // holding the claim) and a re-run of the day must apply it again.
 func (r *Runner) applyLine(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
-	l postgres.StatementLine, books postgres.LineBooks, t *Tally) (postgres.LineOutcome, bool) {
+	l reconcile.ClassifiedLine, books reconcile.LineBooks, t *Tally) (reconcile.LineOutcome, bool) {
 	opt := reconcile.ApplyOptions{DryRun: spec.DryRun,
 		Detail: map[string]any{"bill_date": spec.Day.Date, "bill_line": l.No, "bill_sha256": bill.SHA256}}
 	if o, ok := books.Orders[l.OutTradeNo]; ok {
 		opt.Order = &o
 	}
-	if ref, ok := books.Refunds[l.RefundNo]; ok && l.Kind == statement.Refund {
+	if ref, ok := books.Refunds[l.RefundNo]; ok && l.Kind == reconcile.BillRefund {
 		opt.Refund = &ref
 	}
 	var applied reconcile.Applied
 	var err error
-	if l.Kind == statement.Refund {
+	if l.Kind == reconcile.BillRefund {
 		applied, err = r.applier.ApplyRefundResult(ctx, refundLineResult(acct, l, bill.SHA256), opt)
 	} else {
 		applied, err = r.applier.ApplyResult(ctx, lineResult(acct, l, bill.SHA256), opt)
@@ -187,19 +180,19 @@ func (r *Runner) applyLine(ctx context.Context, log zerolog.Logger, acct reconci
 		t.Errors++
 		log.Error().Err(err).Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Str("out_refund_no", l.RefundNo).
 			Msg("bill line not applied")
-		return postgres.LineOutcome{}, false
+		return reconcile.LineOutcome{}, false
 	}
 	return lineOutcome(log, spec, l, applied, t)
 }
 
 // lineOutcome counts what the apply path made of a line and says what to remember of it.
-func lineOutcome(log zerolog.Logger, spec Spec, l postgres.StatementLine, applied reconcile.Applied, t *Tally) (postgres.LineOutcome, bool) {
-	o := postgres.LineOutcome{Line: l, OrderID: applied.Order.ID}
-	refund := l.Kind == statement.Refund
+func lineOutcome(log zerolog.Logger, spec Spec, l reconcile.ClassifiedLine, applied reconcile.Applied, t *Tally) (reconcile.LineOutcome, bool) {
+	o := reconcile.LineOutcome{Line: l, OrderID: applied.Order.ID}
+	refund := l.Kind == reconcile.BillRefund
 	switch applied.Outcome {
 	case reconcile.OutcomeApplied:
 		t.Repaired++
-		o.Outcome = outcomeRepaired
+		o.Result = reconcile.LineRepaired
 		if refund {
 			t.RefundsRepaired++
 		}
@@ -207,7 +200,7 @@ func lineOutcome(log zerolog.Logger, spec Spec, l postgres.StatementLine, applie
 			Int64("order_id", o.OrderID).Bool("dry_run", spec.DryRun).Msg("repaired from the bill")
 	case reconcile.OutcomeMismatch:
 		t.Found++
-		o.Outcome, o.Mismatch = outcomeMismatch, applied.Mismatch
+		o.Result, o.Mismatch = reconcile.LineMismatch, applied.Mismatch
 		if refund && applied.Mismatch == reconcile.MismatchUnknownRefund {
 			t.RefundsUnknown++
 		}
@@ -219,21 +212,21 @@ func lineOutcome(log zerolog.Logger, spec Spec, l postgres.StatementLine, applie
 		// Already so in our books, or (a refund the bill gives as still PROCESSING) nothing
 		// to move yet.
 		t.Matched++
-		o.Outcome = outcomeMatched
+		o.Result = reconcile.LineUnchanged
 	}
 	return o, true
 }
 
 // countPrior counts a line an earlier run of the day settled as that run counted it.
-func countPrior(t *Tally, l postgres.StatementLine) {
-	refund := l.Kind == statement.Refund
+func countPrior(t *Tally, l reconcile.ClassifiedLine) {
+	refund := l.Kind == reconcile.BillRefund
 	switch l.Prior {
-	case outcomeRepaired:
+	case reconcile.LineRepaired:
 		t.Repaired++
 		if refund {
 			t.RefundsRepaired++
 		}
-	case outcomeMismatch:
+	case reconcile.LineMismatch:
 		t.Found++
 		if refund && l.PriorMismatch == reconcile.MismatchUnknownRefund {
 			t.RefundsUnknown++
@@ -245,7 +238,7 @@ func countPrior(t *Tally, l postgres.StatementLine) {
 
 // lineResult is a payment line as a verified platform result: the bill came from the
 // platform over a signed request (or from its portal), so its lines are the platform's word.
-func lineResult(acct reconcile.AccountKey, l postgres.StatementLine, digest string) reconcile.Result {
+func lineResult(acct reconcile.AccountKey, l reconcile.ClassifiedLine, digest string) reconcile.Result {
 	r := reconcile.Result{Platform: acct.Platform, MerchantID: acct.MerchantID, OutTradeNo: l.OutTradeNo,
 		PlatformTradeNo: l.PlatformTradeNo, AmountMinor: l.AmountMinor, Currency: l.Currency,
 		Source: reconcile.SourceStatement, RawDigest: digest, State: reconcile.StatePaid, PaidAt: l.At, RawState: wechatpay.StateSuccess}
@@ -259,7 +252,7 @@ func lineResult(acct reconcile.AccountKey, l postgres.StatementLine, digest stri
 // lists finished refunds (Alipay writes no status, WeChat Pay's 退款状态 says SUCCESS) and, on
 // WeChat Pay, refunds still PROCESSING when the bill was made: any status but a success is
 // fed as a PROCESSING answer, which moves nothing.
-func refundLineResult(acct reconcile.AccountKey, l postgres.StatementLine, digest string) reconcile.RefundResult {
+func refundLineResult(acct reconcile.AccountKey, l reconcile.ClassifiedLine, digest string) reconcile.RefundResult {
 	r := reconcile.RefundResult{Platform: acct.Platform, MerchantID: acct.MerchantID, OutTradeNo: l.OutTradeNo,
 		PlatformTradeNo: l.PlatformTradeNo, OutRefundNo: l.RefundNo, PlatformRefundNo: l.PlatformRefundNo,
 		AmountMinor: l.AmountMinor, Currency: l.Currency, Source: reconcile.SourceStatement, RawDigest: digest,
@@ -277,7 +270,7 @@ func refundLineResult(acct reconcile.AccountKey, l postgres.StatementLine, diges
 // lists fell on the other side of midnight; the others are reported through the apply path as
 // a "not in the bill" answer, exactly once: an order LOCAL_PAID_PLATFORM_UNPAID, a refund
 // REFUND_NOT_AT_PLATFORM.
-func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *postgres.StatementTx, acct reconcile.AccountKey,
+func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx DayTx, acct reconcile.AccountKey,
 	spec Spec, bill Bill, t *Tally) error {
 	prev := spec.Day.Prev().Date
 	held, err := tx.SettleHeld(ctx, prev)
@@ -285,7 +278,7 @@ func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *postgre
 		return err
 	}
 	opt := reconcile.ApplyOptions{DryRun: spec.DryRun, Detail: map[string]any{"held_since": prev, "bill_date": spec.Day.Date}}
-	var done []postgres.Held
+	var done []reconcile.HeldEntry
 	for _, h := range held {
 		applied, err := r.applyHeld(ctx, acct, bill, h, opt)
 		if err != nil {
@@ -307,7 +300,7 @@ func (r *Runner) reportHeld(ctx context.Context, log zerolog.Logger, tx *postgre
 const rawNotInBill = "NOT_IN_BILL"
 
 // applyHeld sends a held order, or refund, through the apply path as absent from the bill.
-func (r *Runner) applyHeld(ctx context.Context, acct reconcile.AccountKey, bill Bill, h postgres.Held, opt reconcile.ApplyOptions) (reconcile.Applied, error) {
+func (r *Runner) applyHeld(ctx context.Context, acct reconcile.AccountKey, bill Bill, h reconcile.HeldEntry, opt reconcile.ApplyOptions) (reconcile.Applied, error) {
 	if h.IsRefund() {
 		return r.applier.ApplyRefundResult(ctx, reconcile.RefundResult{Platform: acct.Platform, MerchantID: acct.MerchantID,
 			OutTradeNo: h.OutTradeNo, OutRefundNo: h.OutRefundNo, Currency: h.Currency, State: reconcile.RefundStateNotFound,

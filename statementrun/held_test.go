@@ -19,7 +19,7 @@ import (
 )
 
 func payLine(otn, trade string, amount int64, at time.Time) statement.Line {
-	return statement.Line{Kind: statement.Payment, OutTradeNo: otn, PlatformTradeNo: trade, Currency: "CNY", AmountMinor: amount,
+	return statement.Line{Kind: reconcile.BillPayment, OutTradeNo: otn, PlatformTradeNo: trade, Currency: "CNY", AmountMinor: amount,
 		ReceivedMinor: amount, At: at}
 }
 
@@ -327,7 +327,7 @@ func TestMoreWorkersThanThePoolHasConnections(t *testing.T) {
 		e.insert(order{platform: p, merchant: merchantOf(p), outTradeNo: otn, amount: 100, status: reconcile.StatusPending})
 		lines = append(lines, payLine(otn, "PT-"+otn, 100, testDay.Start.Add(time.Hour)))
 	}
-	runner := NewRunner(e.store, reconcile.NewApplier(e.store, nil, reconcile.ApplierSettings{}, zerolog.Nop()), e.store.Runs(), nil, 32, zerolog.Nop())
+	runner := NewRunner(testStore{e.store}, e.store.Locker().WithWait(0), reconcile.NewApplier(e.store, nil, reconcile.ApplierSettings{}, zerolog.Nop()), e.store.Runs(), nil, 32, zerolog.Nop())
 	done := make(chan error, 1)
 	go func() {
 		_, err := runner.Run(context.Background(), Spec{Day: testDay, Accounts: []Account{

@@ -22,7 +22,7 @@ type refundCase struct {
 	wantKind   reconcile.MismatchKind
 	// wantOutcome is what statement_lines remembers of the line: "" when the classification
 	// matched it and it is of the bill's own day (nothing to remember).
-	wantOutcome string
+	wantOutcome reconcile.LineResult
 }
 
 func refundCases(p reconcile.Platform) []refundCase {
@@ -36,7 +36,7 @@ func refundCases(p reconcile.Platform) []refundCase {
 		return &refund{outRefundNo: no, amount: amount, status: st, succeededAt: succeeded}
 	}
 	line := func(otn, trade, no string, amount int64) statement.Line {
-		l := statement.Line{Kind: statement.Refund, OutTradeNo: otn, PlatformTradeNo: trade, RefundNo: no, Currency: "CNY",
+		l := statement.Line{Kind: reconcile.BillRefund, OutTradeNo: otn, PlatformTradeNo: trade, RefundNo: no, Currency: "CNY",
 			AmountMinor: amount, ReceivedMinor: amount, FeeMilliFen: -amount * 6, At: at}
 		if p == reconcile.WechatPay {
 			l.PlatformRefundNo = "50300" + no
@@ -45,18 +45,18 @@ func refundCases(p reconcile.Platform) []refundCase {
 	}
 	cases := []refundCase{
 		{"PROCESSING, same amount: applied", paid("R-PROC", "RT-1", 1000), local("RF-PROC", 1000, reconcile.RefundProcessing, time.Time{}),
-			line("R-PROC", "RT-1", "RF-PROC", 1000), reconcile.RefundSuccess, "", outcomeRepaired},
+			line("R-PROC", "RT-1", "RF-PROC", 1000), reconcile.RefundSuccess, "", reconcile.LineRepaired},
 		{"ABNORMAL, same amount: applied", paid("R-ABN", "RT-2", 800), local("RF-ABN", 300, reconcile.RefundAbnormal, time.Time{}),
-			line("R-ABN", "RT-2", "RF-ABN", 300), reconcile.RefundSuccess, "", outcomeRepaired},
+			line("R-ABN", "RT-2", "RF-ABN", 300), reconcile.RefundSuccess, "", reconcile.LineRepaired},
 		{"SUCCESS, same amount: matched", paid("R-SUCC", "RT-3", 900), local("RF-SUCC", 900, reconcile.RefundSuccess, at),
 			line("R-SUCC", "RT-3", "RF-SUCC", 900), reconcile.RefundSuccess, "", ""},
 		{"SUCCESS on the day before: matched, remembered", paid("R-PREV", "RT-4", 500), local("RF-PREV", 500, reconcile.RefundSuccess, earlier.Add(time.Hour)),
 			line("R-PREV", "RT-4", "RF-PREV", 500), reconcile.RefundSuccess, "", "other_day"},
 		{"amount differs", paid("R-AMT", "RT-5", 700), local("RF-AMT", 700, reconcile.RefundProcessing, time.Time{}),
-			line("R-AMT", "RT-5", "RF-AMT", 650), reconcile.RefundProcessing, reconcile.MismatchRefundAmount, outcomeMismatch},
+			line("R-AMT", "RT-5", "RF-AMT", 650), reconcile.RefundProcessing, reconcile.MismatchRefundAmount, reconcile.LineMismatch},
 		{"none with that out_refund_no, order known", paid("R-UNK", "RT-6", 600), nil,
-			line("R-UNK", "RT-6", "RF-UNK", 200), "", reconcile.MismatchUnknownRefund, outcomeMismatch},
-		{"order unknown", nil, nil, line("R-NONE", "RT-7", "RF-NONE", 500), "", reconcile.MismatchUnknownOrder, outcomeMismatch},
+			line("R-UNK", "RT-6", "RF-UNK", 200), "", reconcile.MismatchUnknownRefund, reconcile.LineMismatch},
+		{"order unknown", nil, nil, line("R-NONE", "RT-7", "RF-NONE", 500), "", reconcile.MismatchUnknownOrder, reconcile.LineMismatch},
 	}
 	if p == reconcile.WechatPay {
 		// WeChat Pay lists a refund on the day it was made, finished or not: PROCESSING is no
@@ -64,7 +64,7 @@ func refundCases(p reconcile.Platform) []refundCase {
 		wait := line("R-WAIT", "RT-8", "RF-WAIT", 400)
 		wait.RefundStatus, wait.Pending, wait.FeeMilliFen = "PROCESSING", true, 0
 		cases = append(cases, refundCase{"the bill says PROCESSING: nothing moves", paid("R-WAIT", "RT-8", 400),
-			local("RF-WAIT", 400, reconcile.RefundProcessing, time.Time{}), wait, reconcile.RefundProcessing, "", outcomeMatched})
+			local("RF-WAIT", 400, reconcile.RefundProcessing, time.Time{}), wait, reconcile.RefundProcessing, "", reconcile.LineUnchanged})
 	}
 	return cases
 }
@@ -133,7 +133,7 @@ func checkRefundRows(t *testing.T, e *env, p reconcile.Platform, cases []refundC
 		var outcome, mkind string
 		e.db.DB.QueryRow(`SELECT outcome, COALESCE(mismatch_kind, '') FROM statement_lines WHERE platform = $1 AND kind = 'refund'
 			AND refund_no = $2`, string(p), no).Scan(&outcome, &mkind) //nolint:errcheck // compared below
-		if outcome != c.wantOutcome || mkind != string(c.wantKind) {
+		if outcome != string(c.wantOutcome) || mkind != string(c.wantKind) {
 			t.Errorf("%s: remembered as %q %q, want %q %q", c.name, outcome, mkind, c.wantOutcome, c.wantKind)
 		}
 	}
@@ -214,7 +214,7 @@ func TestHeldRefundBecomesFindingOneDayLater(t *testing.T) {
 				e.insertRefund(r)
 			}
 			refundLine := func(otn, trade, no string, amount int64, at time.Time) statement.Line {
-				return statement.Line{Kind: statement.Refund, OutTradeNo: otn, PlatformTradeNo: trade, RefundNo: no, Currency: "CNY",
+				return statement.Line{Kind: reconcile.BillRefund, OutTradeNo: otn, PlatformTradeNo: trade, RefundNo: no, Currency: "CNY",
 					AmountMinor: amount, ReceivedMinor: amount, At: at}
 			}
 			day1 := writeBill(t, p, testDay, []statement.Line{refundLine("HR-2", "HRT-2", "HR-LISTED", 100, late)})
@@ -304,7 +304,7 @@ func TestRefundAndItsPaymentOnOneDay(t *testing.T) {
 				id := e.insert(order{platform: p, merchant: merchantOf(p), outTradeNo: no, amount: 1000, status: reconcile.StatusPending})
 				e.insertRefund(refund{orderID: id, outRefundNo: "SDR-" + no, amount: 1000, status: reconcile.RefundProcessing})
 				pay := payLine(no, "SDT-"+no, 1000, at)
-				ref := statement.Line{Kind: statement.Refund, OutTradeNo: no, PlatformTradeNo: "SDT-" + no, RefundNo: "SDR-" + no,
+				ref := statement.Line{Kind: reconcile.BillRefund, OutTradeNo: no, PlatformTradeNo: "SDT-" + no, RefundNo: "SDR-" + no,
 					Currency: "CNY", AmountMinor: 1000, ReceivedMinor: 1000, At: at.Add(time.Hour)}
 				if i%2 == 0 {
 					lines = append(lines, pay, ref)

@@ -16,7 +16,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // Applier is the shared apply path (reconcile.Applier): payment lines through ApplyResult,
@@ -26,7 +25,7 @@ type Applier interface {
 	ApplyRefundResult(ctx context.Context, r reconcile.RefundResult, opt reconcile.ApplyOptions) (reconcile.Applied, error)
 }
 
-// RunLog records the run (reconcile_runs); postgres.Runs implements it.
+// RunLog records the run (reconcile_runs); repo/postgres's Runs implements it.
 type RunLog interface {
 	StartRun(ctx context.Context, r *reconcile.Run) error
 	FinishRun(ctx context.Context, r reconcile.Run) error
@@ -101,7 +100,8 @@ type Result struct {
 
 // Runner runs statements.
 type Runner struct {
-	store       *postgres.Store
+	store       Store
+	locks       reconcile.Locker
 	applier     Applier
 	runs        RunLog
 	observer    Observer
@@ -112,12 +112,13 @@ type Runner struct {
 }
 
 // NewRunner builds a runner that applies up to concurrency lines at once (RECONCILER_CONCURRENCY;
-// 0 means 8); observer may be nil.
-func NewRunner(store *postgres.Store, applier Applier, runs RunLog, observer Observer, concurrency int, log zerolog.Logger) *Runner {
+// 0 means 8); locks hold each run's liveness lock (taken at once, never waited for);
+// observer may be nil.
+func NewRunner(store Store, locks reconcile.Locker, applier Applier, runs RunLog, observer Observer, concurrency int, log zerolog.Logger) *Runner {
 	if concurrency <= 0 {
 		concurrency = 8
 	}
-	return &Runner{store: store, applier: applier, runs: runs, observer: observer, log: log, now: time.Now, concurrency: concurrency,
+	return &Runner{store: store, locks: locks, applier: applier, runs: runs, observer: observer, log: log, now: time.Now, concurrency: concurrency,
 		pickLimit: maxPendingPicked}
 }
 
@@ -220,7 +221,7 @@ func (r *Runner) holdLiveness(ctx context.Context) (liveness, error) {
 		return liveness{}, fmt.Errorf("name the run's lock: %w", err)
 	}
 	name := "payrecon:statement:" + hex.EncodeToString(b[:])
-	lock, ok, err := r.store.Locker().WithWait(0).TryLock(ctx, name)
+	lock, ok, err := r.locks.TryLock(ctx, name)
 	if err != nil {
 		return liveness{}, fmt.Errorf("take the run's lock: %w", err)
 	}

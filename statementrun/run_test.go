@@ -26,11 +26,11 @@ func tableCases(p reconcile.Platform) []tableCase {
 	m := merchantOf(p)
 	at := testDay.Start.Add(10 * time.Hour)
 	pay := func(otn, trade string, amount int64) statement.Line {
-		return statement.Line{Kind: statement.Payment, OutTradeNo: otn, PlatformTradeNo: trade, Currency: "CNY",
+		return statement.Line{Kind: reconcile.BillPayment, OutTradeNo: otn, PlatformTradeNo: trade, Currency: "CNY",
 			AmountMinor: amount, FeeMilliFen: amount * 6, At: at}
 	}
 	refund := func(otn, trade string, amount int64) statement.Line {
-		return statement.Line{Kind: statement.Refund, OutTradeNo: otn, PlatformTradeNo: trade, RefundNo: "re_" + otn,
+		return statement.Line{Kind: reconcile.BillRefund, OutTradeNo: otn, PlatformTradeNo: trade, RefundNo: "re_" + otn,
 			Currency: "CNY", AmountMinor: amount, FeeMilliFen: -amount * 6, At: at.Add(time.Hour)}
 	}
 	o := func(otn string, amount int64, st reconcile.Status, trade string, paid time.Time) *order {

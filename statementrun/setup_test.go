@@ -54,7 +54,7 @@ func setup(t testing.TB) *env {
 	db := repotest.NewDB(t)
 	store := postgres.NewStore(db.DB)
 	applier := reconcile.NewApplier(store, nil, reconcile.ApplierSettings{}, zerolog.Nop())
-	return &env{t: t, db: db, store: store, runner: NewRunner(store, applier, store.Runs(), nil, 8, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))}
+	return &env{t: t, db: db, store: store, runner: NewRunner(testStore{store}, store.Locker().WithWait(0), applier, store.Runs(), nil, 8, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel))}
 }
 
 // order is a local order to seed.
@@ -138,7 +138,7 @@ func (r *memReader) Next() (statement.Line, error) {
 	l := r.src.lines[r.i]
 	r.i++
 	l.No = r.i + 5
-	if l.Kind == statement.Refund {
+	if l.Kind == reconcile.BillRefund {
 		r.tot.Refunds++
 		r.tot.RefundsMinor += l.AmountMinor
 	} else {
@@ -241,3 +241,15 @@ func (e *env) refundFindings(p reconcile.Platform) map[string]string {
 }
 
 func isRejected(err error) bool { return errors.Is(err, statement.ErrRejected) }
+
+// testStore is the PostgreSQL store as a run needs it (worker.StatementStore, which these
+// tests cannot import: worker imports this package).
+type testStore struct{ *postgres.Store }
+
+func (s testStore) BeginStatement(ctx context.Context, day reconcile.StatementDay, runID int64) (DayTx, error) {
+	tx, err := s.Store.BeginStatement(ctx, day, runID)
+	if err != nil {
+		return nil, err
+	}
+	return tx, nil
+}

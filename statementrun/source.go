@@ -1,6 +1,7 @@
 package statementrun
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/statement"
 )
 
@@ -208,15 +208,24 @@ const maxPendingPicked = 20_000
 type pendingPicker struct {
 	statement.Reader
 	pending map[string]struct{}
-	picked  []postgres.StatementLine
+	picked  []reconcile.ClassifiedLine
 }
 
 func (p *pendingPicker) Next() (statement.Line, error) {
 	l, err := p.Reader.Next()
-	if err == nil && l.Kind == statement.Payment && len(p.picked) < 2*len(p.pending) {
+	if err == nil && l.Kind == reconcile.BillPayment && len(p.picked) < 2*len(p.pending) {
 		if _, ok := p.pending[l.OutTradeNo]; ok {
-			p.picked = append(p.picked, postgres.PendingLine(l))
+			p.picked = append(p.picked, pendingLine(l))
 		}
 	}
 	return l, err
+}
+
+// pendingLine is a bill line naming an order found PENDING before the bill was read, as the
+// classification would return it.
+func pendingLine(l statement.Line) reconcile.ClassifiedLine {
+	return reconcile.ClassifiedLine{No: l.No, Kind: l.Kind, OutTradeNo: l.OutTradeNo, PlatformTradeNo: l.PlatformTradeNo,
+		RefundNo: l.RefundNo, PlatformRefundNo: l.PlatformRefundNo, RefundStatus: l.RefundStatus,
+		Currency: cmp.Or(l.Currency, reconcile.DefaultCurrency), AmountMinor: l.AmountMinor, At: l.At,
+		OrderStatus: reconcile.StatusPending}
 }

@@ -9,8 +9,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/repo/postgres"
-	"github.com/payrecon/payrecon/statement"
 )
 
 // booksChunk is how many classified lines share one read of their orders and refunds: the
@@ -27,7 +25,7 @@ const chunksAhead = 64
 // classification is one server-side join on one core, the apply path a commit per line, and
 // the two overlap instead of following each other.
 //
-// Lines are read in chunks with their orders (postgres.StatementTx.Books) and go to the workers
+// Lines are read in chunks with their orders (DayTx.Books) and go to the workers
 // as they come, all lines of one order to the same worker, in the order they were handed
 // over. A refund line whose order was PENDING when the classification began is handed over
 // after every payment line: a payment and its refund on the same day must repair, then
@@ -42,32 +40,32 @@ type streamApplier struct {
 	acct    reconcile.AccountKey
 	spec    Spec
 	bill    Bill
-	tx      *postgres.StatementTx
-	chunk   []postgres.StatementLine
-	chunks  chan []postgres.StatementLine
+	tx      DayTx
+	chunk   []reconcile.ClassifiedLine
+	chunks  chan []reconcile.ClassifiedLine
 	queues  []chan bookedLine
-	refunds []postgres.StatementLine
+	refunds []reconcile.ClassifiedLine
 	handed  map[int]bool   // lines handed over before the classification (first)
 	prior   Tally          // lines an earlier run settled
 	unread  int            // lines whose books could not be read
 	firsts  sync.WaitGroup // the sender of first's lines
 	routed  sync.WaitGroup // the chunks' reader
 	workers sync.WaitGroup
-	outs    [][]postgres.LineOutcome
+	outs    [][]reconcile.LineOutcome
 	tallies []Tally
 }
 
 // bookedLine is a line with what our books held for its order when its chunk was read.
 type bookedLine struct {
-	line  postgres.StatementLine
-	books *postgres.LineBooks
+	line  reconcile.ClassifiedLine
+	books *reconcile.LineBooks
 }
 
 func (r *Runner) newStreamApplier(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, spec Spec, bill Bill,
-	tx *postgres.StatementTx) *streamApplier {
+	tx DayTx) *streamApplier {
 	a := &streamApplier{r: r, ctx: ctx, log: log, acct: acct, spec: spec, bill: bill, tx: tx,
-		chunks: make(chan []postgres.StatementLine, chunksAhead), queues: make([]chan bookedLine, r.concurrency),
-		outs: make([][]postgres.LineOutcome, r.concurrency), tallies: make([]Tally, r.concurrency)}
+		chunks: make(chan []reconcile.ClassifiedLine, chunksAhead), queues: make([]chan bookedLine, r.concurrency),
+		outs: make([][]reconcile.LineOutcome, r.concurrency), tallies: make([]Tally, r.concurrency)}
 	for i := range a.queues {
 		a.queues[i] = make(chan bookedLine, booksChunk)
 		a.workers.Go(func() {
@@ -86,7 +84,7 @@ func (r *Runner) newStreamApplier(ctx context.Context, log zerolog.Logger, acct 
 // path (pendingPicker): they are applied while the server still hashes the day's orders, a
 // phase in which it keeps one core busy and leaves the other idle. The classification may
 // return them again (its snapshot can predate their repair); add skips those.
-func (a *streamApplier) first(lines []postgres.StatementLine) {
+func (a *streamApplier) first(lines []reconcile.ClassifiedLine) {
 	a.handed = make(map[int]bool, len(lines))
 	for _, l := range lines {
 		a.handed[l.No] = true
@@ -102,17 +100,17 @@ func (a *streamApplier) first(lines []postgres.StatementLine) {
 
 // add takes one classified line (ClassifyEach's callback): it never waits for the apply path
 // beyond a full hand-over channel.
-func (a *streamApplier) add(l postgres.StatementLine) {
+func (a *streamApplier) add(l reconcile.ClassifiedLine) {
 	if !a.handed[l.No] {
 		a.take(l)
 	}
 }
 
-func (a *streamApplier) take(l postgres.StatementLine) {
+func (a *streamApplier) take(l reconcile.ClassifiedLine) {
 	switch {
 	case l.Prior != "":
 		countPrior(&a.prior, l)
-	case l.Kind == statement.Refund && l.OrderStatus == reconcile.StatusPending:
+	case l.Kind == reconcile.BillRefund && l.OrderStatus == reconcile.StatusPending:
 		a.refunds = append(a.refunds, l)
 	default:
 		if a.chunk = append(a.chunk, l); len(a.chunk) == booksChunk {
@@ -147,7 +145,7 @@ func (a *streamApplier) route() {
 // finish applies what is left once the classification has ended (or failed): the last
 // chunk of lines, then the refund lines that waited for the payment lines. It returns every applied line's outcome and
 // the lines' tally.
-func (a *streamApplier) finish() ([]postgres.LineOutcome, Tally) {
+func (a *streamApplier) finish() ([]reconcile.LineOutcome, Tally) {
 	a.firsts.Wait()
 	if len(a.chunk) > 0 {
 		a.chunks <- a.chunk
@@ -160,7 +158,7 @@ func (a *streamApplier) finish() ([]postgres.LineOutcome, Tally) {
 	a.workers.Wait()
 	t := a.prior
 	t.Errors += a.unread
-	var out []postgres.LineOutcome
+	var out []reconcile.LineOutcome
 	for i := range a.outs {
 		out = append(out, a.outs[i]...)
 		t.add(a.tallies[i])

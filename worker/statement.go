@@ -1,16 +1,34 @@
 package worker
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
 
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/statementrun"
 )
 
 // StatementRunner builds the statement run on the app's apply path, with its metrics in reg.
 func (a *App) StatementRunner(reg prometheus.Registerer) *statementrun.Runner {
-	return statementrun.NewRunner(a.store, a.applier, a.store.Runs(), statementrun.NewMetrics(reg), a.cfg.Concurrency, a.log)
+	return statementrun.NewRunner(StatementStore{a.store}, a.store.Locker().WithWait(0), a.applier, a.store.Runs(),
+		statementrun.NewMetrics(reg), a.cfg.Concurrency, a.log)
+}
+
+// StatementStore is the PostgreSQL store as a statement run needs it: its BeginStatement
+// returns *postgres.StatementTx, which Go does not let stand for the statementrun.DayTx the
+// run's interface names.
+type StatementStore struct{ *postgres.Store }
+
+// BeginStatement implements statementrun.Store.
+func (s StatementStore) BeginStatement(ctx context.Context, day reconcile.StatementDay, runID int64) (statementrun.DayTx, error) {
+	tx, err := s.Store.BeginStatement(ctx, day, runID)
+	if err != nil {
+		return nil, err
+	}
+	return tx, nil
 }
 
 // PushStatementMetrics push-adds the statement metrics to the Pushgateway (job

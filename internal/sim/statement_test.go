@@ -18,6 +18,7 @@ import (
 	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/statement"
 	"github.com/payrecon/payrecon/statementrun"
+	"github.com/payrecon/payrecon/worker"
 )
 
 // billZone is the platforms' business day.
@@ -97,7 +98,7 @@ func (s *seedRun) statementRun(concurrency int, pool *sqlx.DB) (*statementrun.Ru
 	}
 	store := postgres.NewStore(pool)
 	applier := reconcile.NewApplier(store, s.claims, s.applierSettings(), zerolog.Nop())
-	return statementrun.NewRunner(store, applier, store.Runs(), nil, concurrency, zerolog.Nop()), spec, cleanup, nil
+	return statementrun.NewRunner(worker.StatementStore{Store: store}, store.Locker().WithWait(0), applier, store.Runs(), nil, concurrency, zerolog.Nop()), spec, cleanup, nil
 }
 
 // writeBill writes the platform's bill of day as its merchant portal would hand it out.
@@ -126,11 +127,11 @@ func writeBill(path string, pl *sim.Platform, day statementrun.Day) error {
 func billLines(pl *sim.Platform, day statementrun.Day) []statement.Line {
 	var lines []statement.Line
 	for _, m := range pl.Movements(day.Start, day.End) {
-		l := statement.Line{Kind: statement.Payment, OutTradeNo: m.OutTradeNo, PlatformTradeNo: m.TradeNo,
+		l := statement.Line{Kind: reconcile.BillPayment, OutTradeNo: m.OutTradeNo, PlatformTradeNo: m.TradeNo,
 			MerchantID: pl.MerchantID(), Currency: "CNY", AmountMinor: m.Amount, ReceivedMinor: m.Amount,
 			FeeMilliFen: m.Amount * 6, At: m.At.In(billZone), CreatedAt: m.At.Add(-time.Minute).In(billZone)}
 		if m.Refund {
-			l.Kind, l.RefundNo, l.PlatformRefundNo, l.FeeMilliFen = statement.Refund, m.RefundNo, m.RefundID, -l.FeeMilliFen
+			l.Kind, l.RefundNo, l.PlatformRefundNo, l.FeeMilliFen = reconcile.BillRefund, m.RefundNo, m.RefundID, -l.FeeMilliFen
 			if m.RefundNo == "" {
 				l.RefundNo = wholeTradeRefundNo(m.OutTradeNo)
 			}

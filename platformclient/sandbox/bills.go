@@ -102,7 +102,7 @@ func (s *Sandbox) BillLines(p reconcile.Platform, merchantID string, day time.Ti
 			continue
 		}
 		cur := cmp.Or(sc.Currency, "CNY")
-		pay := statement.Line{Kind: statement.Payment, OutTradeNo: k.outTradeNo, PlatformTradeNo: sc.TradeNo,
+		pay := statement.Line{Kind: reconcile.BillPayment, OutTradeNo: k.outTradeNo, PlatformTradeNo: sc.TradeNo,
 			MerchantID: merchantID, Currency: cur, AmountMinor: sc.AmountMinor, ReceivedMinor: sc.AmountMinor,
 			FeeMilliFen: sc.AmountMinor * feeMilliFenPerFen, At: sc.PaidAt.In(platformclient.ChinaTime),
 			CreatedAt: sc.PaidAt.Add(-time.Minute).In(platformclient.ChinaTime)} // the sandbox keeps no creation time
@@ -113,7 +113,7 @@ func (s *Sandbox) BillLines(p reconcile.Platform, merchantID string, day time.Ti
 			// Refunded without the refund API (Scenario.State only): a refund made in the
 			// merchant portal, under a number the platform gave it and the merchant never saw.
 			ref := pay
-			ref.Kind, ref.RefundNo, ref.FeeMilliFen = statement.Refund, "RF"+k.outTradeNo, -pay.FeeMilliFen
+			ref.Kind, ref.RefundNo, ref.FeeMilliFen = reconcile.BillRefund, "RF"+k.outTradeNo, -pay.FeeMilliFen
 			ref.At = refundedAt(sc).In(platformclient.ChinaTime)
 			if platformclient.BillDay(ref.At).Equal(d) {
 				lines = append(lines, ref)
@@ -136,7 +136,7 @@ func (s *Sandbox) BillLines(p reconcile.Platform, merchantID string, day time.Ti
 func refundLines(p reconcile.Platform, d time.Time, refunds []Refund) []statement.Line {
 	var out []statement.Line
 	for _, r := range refunds {
-		l := statement.Line{Kind: statement.Refund, OutTradeNo: r.OutTradeNo, PlatformTradeNo: r.TradeNo,
+		l := statement.Line{Kind: reconcile.BillRefund, OutTradeNo: r.OutTradeNo, PlatformTradeNo: r.TradeNo,
 			RefundNo: r.OutRefundNo, PlatformRefundNo: r.RefundID, MerchantID: r.MerchantID, Currency: r.Currency,
 			AmountMinor: r.AmountMinor, ReceivedMinor: r.AmountMinor, FeeMilliFen: -r.AmountMinor * feeMilliFenPerFen,
 			CreatedAt: r.CreatedAt.In(platformclient.ChinaTime)}

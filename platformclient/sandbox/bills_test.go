@@ -119,7 +119,7 @@ func newBillSandbox(t *testing.T) (*sandbox.Sandbox, string) {
 // billLine is what a bill line must say, in the bill's order.
 type billLine struct {
 	no       string
-	kind     statement.LineKind
+	kind     reconcile.BillLineKind
 	amount   int64
 	refundNo string // refunds: the merchant's number ("RF"+no for a portal refund)
 	status   string // refunds: 退款状态 (WeChat Pay only)
@@ -128,11 +128,11 @@ type billLine struct {
 // wantBillLines is newBillSandbox's day as each platform's bill lists it: Alipay lists a
 // refund on the day it succeeded, WeChat Pay on the day it was made, with its status.
 func wantBillLines(p reconcile.Platform) []billLine {
-	want := []billLine{{"B6", statement.Payment, 700, "", ""}, {"B1", statement.Payment, 100, "", ""},
-		{"B2", statement.Payment, 250, "", ""}, {"B2", statement.Refund, 250, "RFB2", ""}, {"B1", statement.Refund, 40, "RB1-1", ""}}
+	want := []billLine{{"B6", reconcile.BillPayment, 700, "", ""}, {"B1", reconcile.BillPayment, 100, "", ""},
+		{"B2", reconcile.BillPayment, 250, "", ""}, {"B2", reconcile.BillRefund, 250, "RFB2", ""}, {"B1", reconcile.BillRefund, 40, "RB1-1", ""}}
 	if p == reconcile.WechatPay {
 		want[3].status, want[4].status = "SUCCESS", "SUCCESS"
-		want = append(want, billLine{"B6", statement.Refund, 70, "RB6-1", "PROCESSING"}, billLine{"B1", statement.Refund, 10, "RB1-2", "SUCCESS"})
+		want = append(want, billLine{"B6", reconcile.BillRefund, 70, "RB6-1", "PROCESSING"}, billLine{"B1", reconcile.BillRefund, 10, "RB1-2", "SUCCESS"})
 	}
 	return want
 }
@@ -272,7 +272,7 @@ func TestDownloadBillEarly(t *testing.T) {
 			}
 			// B3 was paid at 01:00 today (newBillSandbox), TODAY1 at 11:00; RB1-2, made
 			// yesterday, succeeded at 01:00 today: Alipay lists it today.
-			want := []billLine{{"B1", statement.Refund, 10, "RB1-2", ""}, {"B3", statement.Payment, 300, "", ""}, {"TODAY1", statement.Payment, 300, "", ""}}
+			want := []billLine{{"B1", reconcile.BillRefund, 10, "RB1-2", ""}, {"B3", reconcile.BillPayment, 300, "", ""}, {"TODAY1", reconcile.BillPayment, 300, "", ""}}
 			if h.platform == reconcile.WechatPay {
 				want = want[1:]
 			}

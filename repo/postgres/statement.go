@@ -24,14 +24,6 @@ import (
 // time, so two runs of the same day never stage, hold or record concurrently.
 const statementLockKey = 0x73746d74 // "stmt"
 
-// StatementDay is one account's business day: the bill's date and the [Start, End) it
-// covers in the platform's zone.
-type StatementDay struct {
-	Account    reconcile.AccountKey
-	Date       string // YYYY-MM-DD
-	Start, End time.Time
-}
-
 // StatementTx is one statement run of one account's day, in ONE transaction on one
 // connection: the bill is staged with COPY into a temporary table while it is parsed, then
 // classified with a few set-based statements. Nothing it writes is visible before Commit, so a
@@ -40,13 +32,13 @@ type StatementTx struct {
 	conn  *sqlx.Conn // the transaction's connection: Stage streams COPY data on it directly
 	tx    *sqlx.Tx
 	pool  *sqlx.DB // the store's pool: Books reads on it while the classification streams on conn
-	day   StatementDay
+	day   reconcile.StatementDay
 	runID int64
 }
 
 // BeginStatement opens the day's transaction, waits for the account's statement lock and
 // creates the staging table.
-func (s *Store) BeginStatement(ctx context.Context, day StatementDay, runID int64) (*StatementTx, error) {
+func (s *Store) BeginStatement(ctx context.Context, day reconcile.StatementDay, runID int64) (*StatementTx, error) {
 	// The transaction itself is not bound to ctx: database/sql rolls a cancelled
 	// transaction back from a goroutine of its own, which would then read the connection
 	// while a COPY's response loop is still reading it (two readers on one session, caught
@@ -163,20 +155,12 @@ func (t *StatementTx) Commit() error {
 	return nil
 }
 
-// StagedBill is what staging read: the line count, the bill's totals (checked by the reader)
-// and what the merchant actually received net of refunds.
-type StagedBill struct {
-	Lines         int
-	Totals        statement.Totals
-	ReceivedMinor int64 // payments received minus refunds given back
-}
-
 // Stage streams the bill's lines into the staging table with COPY while the reader parses
 // them, so the bill is never held in memory. Parsing runs one batch ahead of the COPY in its
 // own goroutine, so decoding the file and PostgreSQL's work overlap. Any reader error other
 // than io.EOF (a *statement.RejectError above all) is returned as is, and the caller must roll
 // back.
-func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (StagedBill, error) {
+func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (reconcile.StagedBill, error) {
 	batches, done := make(chan []statement.Line, stageAhead), make(chan struct{})
 	// Copied batches go back to the reader: a million lines in fresh batches were half of
 	// what staging allocated, and the collector's work on it was a third of the parse's CPU.
@@ -191,14 +175,13 @@ func (t *StatementTx) Stage(ctx context.Context, r statement.Reader) (StagedBill
 		for range batches { // let the reader goroutine finish before returning
 		}
 	}()
-	var out StagedBill
+	var out reconcile.StagedBill
 	err := t.conn.Raw(func(dc any) error {
 		return hideBadConn(t.copyBatches(ctx, dc, batches, spare, &out, func() error { return readErr }))
 	})
 	if err != nil {
 		return out, err
 	}
-	out.Totals = r.Totals()
 	// The planner needs the staged row count to join a million lines sensibly; a small
 	// sample gives it (and how rare refund lines are) at a tenth of the default's cost.
 	if _, err := t.tx.ExecContext(ctx, `SET LOCAL default_statistics_target = 10; ANALYZE statement_stage`); err != nil {
@@ -239,7 +222,7 @@ var StageColumnNames = []string{"line_no", "kind", "out_trade_no", "platform_tra
 // batches are closed: a bill that ends in an error returns it, and the caller rolls back
 // what was copied.
 func (t *StatementTx) copyBatches(ctx context.Context, dc any, batches <-chan []statement.Line, spare chan<- []statement.Line,
-	out *StagedBill, readErr func() error) error {
+	out *reconcile.StagedBill, readErr func() error) error {
 	conn, ok := dc.(driver.Conn)
 	if !ok {
 		return fmt.Errorf("statement %s %s: start COPY: driver connection %T", t.day.Account, t.day.Date, dc)
@@ -382,26 +365,6 @@ func currencyOrDefault(c string) string {
 	return c
 }
 
-// StatementLine is a staged line that is more than a plain match: one for the apply path, or
-// one an earlier run of the same day already settled (Prior set: apply nothing again).
-type StatementLine struct {
-	No               int
-	Kind             statement.LineKind
-	OutTradeNo       string
-	PlatformTradeNo  string
-	RefundNo         string // refund lines: the merchant's refund number (out_refund_no)
-	PlatformRefundNo string // refund lines: the platform's refund number, where the bill has one
-	RefundStatus     string // refund lines: the refund's state as the bill writes it, "" where it does not
-	Currency         string
-	AmountMinor      int64
-	At               time.Time
-	// OrderStatus is the state of the line's order when the classification began, "" when
-	// there is none.
-	OrderStatus   reconcile.Status
-	Prior         string                 // statement_lines.outcome of an earlier run, "" when new
-	PriorMismatch reconcile.MismatchKind // the finding that earlier run recorded, if any
-}
-
 // classifySQL matches every staged line against the account's orders and refunds in ONE
 // statement, and holds the day's PAID orders that no line names. A line is matched when our
 // books already say what the bill says: a payment, its order PAID or REFUNDED under the same
@@ -477,7 +440,7 @@ FROM c WHERE prior IS NOT NULL OR NOT matched`
 // finds them and in no particular order, and holds the day's PAID orders that no line names
 // (see classifySQL; HoldUnlisted holds the refunds). each runs on the caller's goroutine
 // between reads of the result: it must hand the line on rather than apply it.
-func (t *StatementTx) ClassifyEach(ctx context.Context, each func(StatementLine)) error {
+func (t *StatementTx) ClassifyEach(ctx context.Context, each func(reconcile.ClassifiedLine)) error {
 	rows, err := t.tx.QueryxContext(ctx, classifySQL, string(t.day.Account.Platform), t.day.Account.MerchantID,
 		t.day.Date, t.day.Start, t.day.End, t.runID)
 	if err != nil {
@@ -485,14 +448,14 @@ func (t *StatementTx) ClassifyEach(ctx context.Context, each func(StatementLine)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var l StatementLine
+		var l reconcile.ClassifiedLine
 		var kind, status, prior string
 		var at sql.NullTime
 		if err := rows.Scan(&l.No, &kind, &l.OutTradeNo, &l.PlatformTradeNo, &l.RefundNo, &l.PlatformRefundNo,
 			&l.RefundStatus, &l.Currency, &l.AmountMinor, &at, &status, &l.Prior, &prior); err != nil {
 			return fmt.Errorf("statement %s %s: read classified line: %w", t.day.Account, t.day.Date, err)
 		}
-		l.Kind, l.At, l.PriorMismatch = statement.LineKind(kind), at.Time, reconcile.MismatchKind(prior)
+		l.Kind, l.At, l.PriorMismatch = reconcile.BillLineKind(kind), at.Time, reconcile.MismatchKind(prior)
 		l.OrderStatus = reconcile.Status(status)
 		each(l)
 	}
@@ -529,34 +492,25 @@ func (t *StatementTx) PendingTrades(ctx context.Context, limit int) (map[string]
 
 // PendingLine is a bill line naming an order PendingTrades found PENDING, as ClassifyEach
 // would return it.
-func PendingLine(l statement.Line) StatementLine {
-	return StatementLine{No: l.No, Kind: l.Kind, OutTradeNo: l.OutTradeNo, PlatformTradeNo: l.PlatformTradeNo,
+func PendingLine(l statement.Line) reconcile.ClassifiedLine {
+	return reconcile.ClassifiedLine{No: l.No, Kind: l.Kind, OutTradeNo: l.OutTradeNo, PlatformTradeNo: l.PlatformTradeNo,
 		RefundNo: l.RefundNo, PlatformRefundNo: l.PlatformRefundNo, RefundStatus: l.RefundStatus,
 		Currency: currencyOrDefault(l.Currency), AmountMinor: l.AmountMinor, At: l.At, OrderStatus: reconcile.StatusPending}
-}
-
-// LineBooks is what our books hold for the lines the apply path is about to take: the
-// orders they name, by out_trade_no, and the refunds they name, by out_refund_no. The apply
-// path takes them as its copies (reconcile.ApplyOptions), so that a day's lines cost two
-// statements here instead of a lookup or two each; the conditional statements still decide.
-type LineBooks struct {
-	Orders  map[string]reconcile.Order
-	Refunds map[string]reconcile.Refund
 }
 
 // Books reads the orders and refunds of the account that the lines name, in two statements,
 // on the store's pool rather than in the statement's transaction: it runs while the
 // classification still streams on the transaction's session. What it reads is the apply
 // path's copy; the conditional statements decide.
-func (t *StatementTx) Books(ctx context.Context, lines []StatementLine) (LineBooks, error) {
-	b := LineBooks{Orders: map[string]reconcile.Order{}, Refunds: map[string]reconcile.Refund{}}
+func (t *StatementTx) Books(ctx context.Context, lines []reconcile.ClassifiedLine) (reconcile.LineBooks, error) {
+	b := reconcile.LineBooks{Orders: map[string]reconcile.Order{}, Refunds: map[string]reconcile.Refund{}}
 	var trades, refunds []string
 	for _, l := range lines {
 		if l.Prior != "" {
 			continue // not applied again
 		}
 		trades = append(trades, l.OutTradeNo)
-		if l.Kind == statement.Refund {
+		if l.Kind == reconcile.BillRefund {
 			refunds = append(refunds, l.RefundNo)
 		}
 	}
@@ -588,18 +542,9 @@ func (t *StatementTx) Books(ctx context.Context, lines []StatementLine) (LineBoo
 	return b, nil
 }
 
-// LineOutcome is what the apply path made of one line, remembered so that a re-run of the
-// day neither applies it again nor adds a sighting.
-type LineOutcome struct {
-	Line     StatementLine
-	OrderID  int64
-	Outcome  string // repaired, mismatch or unchanged
-	Mismatch reconcile.MismatchKind
-}
-
 // RecordLines remembers the applied lines, each pointing at its finding (a refund line's
 // finding is its refund number's), in one statement.
-func (t *StatementTx) RecordLines(ctx context.Context, ls []LineOutcome) error {
+func (t *StatementTx) RecordLines(ctx context.Context, ls []reconcile.LineOutcome) error {
 	if len(ls) == 0 {
 		return nil
 	}
@@ -610,7 +555,7 @@ func (t *StatementTx) RecordLines(ctx context.Context, ls []LineOutcome) error {
 	for i, l := range ls {
 		nos[i], orders[i], amounts[i] = int64(l.Line.No), l.OrderID, l.Line.AmountMinor
 		kinds[i], outs[i], trades[i], refunds[i] = string(l.Line.Kind), l.Line.OutTradeNo, l.Line.PlatformTradeNo, l.Line.RefundNo
-		outcomes[i], mkinds[i] = l.Outcome, string(l.Mismatch)
+		outcomes[i], mkinds[i] = string(l.Result), string(l.Mismatch)
 	}
 	_, err := t.tx.ExecContext(ctx, `
 		INSERT INTO statement_lines (platform, merchant_id, bill_date, line_no, kind, out_trade_no, platform_trade_no,
@@ -665,19 +610,6 @@ func (t *StatementTx) HoldUnlisted(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Held is an order, or a refund, that the previous day's bill did not list and this day's
-// does not either.
-type Held struct {
-	OrderID     int64  `db:"order_id"`
-	OutTradeNo  string `db:"out_trade_no"`
-	RefundID    int64  `db:"refund_id"`     // 0: the order itself is held
-	OutRefundNo string `db:"out_refund_no"` // a held refund's number
-	Currency    string `db:"currency"`      // a held refund's currency
-}
-
-// IsRefund says whether a refund, not its order, is held.
-func (h Held) IsRefund() bool { return h.RefundID != 0 }
-
 // settleHeldSQL settles the previous day's held list against this day's bill in ONE
 // statement: the orders (refunds) this bill lists fell on the other side of midnight and
 // leave the list; the rest come back. Any line naming a held order lists it (as for
@@ -699,8 +631,8 @@ ORDER BY h.order_id, h.refund_id NULLS FIRST`
 
 // SettleHeld settles the previous day's held list against this day's bill (see
 // settleHeldSQL) and returns the orders and refunds to report (then MarkReported).
-func (t *StatementTx) SettleHeld(ctx context.Context, prevDate string) ([]Held, error) {
-	var out []Held
+func (t *StatementTx) SettleHeld(ctx context.Context, prevDate string) ([]reconcile.HeldEntry, error) {
+	var out []reconcile.HeldEntry
 	if err := t.tx.SelectContext(ctx, &out, settleHeldSQL, string(t.day.Account.Platform), t.day.Account.MerchantID,
 		prevDate, t.day.Date); err != nil {
 		return nil, fmt.Errorf("statement %s %s: settle the held list of %s: %w", t.day.Account, t.day.Date, prevDate, err)
@@ -710,7 +642,7 @@ func (t *StatementTx) SettleHeld(ctx context.Context, prevDate string) ([]Held, 
 
 // MarkReported records that these of the previous day's held orders and refunds were
 // reported, so no later run reports them again.
-func (t *StatementTx) MarkReported(ctx context.Context, prevDate string, held []Held) error {
+func (t *StatementTx) MarkReported(ctx context.Context, prevDate string, held []reconcile.HeldEntry) error {
 	if len(held) == 0 {
 		return nil
 	}
@@ -802,7 +734,7 @@ func periodDays(from, to time.Time) (string, string) {
 // refund. Every reader fills ReceivedMinor (Alipay's without a 商家实收 column with the
 // order amount), so 0 is a real 0.00: a payment the platform's discounts paid in full.
 func received(l statement.Line) int64 {
-	if l.Kind == statement.Refund {
+	if l.Kind == reconcile.BillRefund {
 		return -l.ReceivedMinor
 	}
 	return l.ReceivedMinor

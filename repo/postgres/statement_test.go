@@ -18,12 +18,12 @@ import (
 var stmtZone = time.FixedZone("CST", 8*3600)
 
 // stmtDay is one business day of the test account.
-func stmtDay(date string) postgres.StatementDay {
+func stmtDay(date string) reconcile.StatementDay {
 	d, err := time.ParseInLocation(time.DateOnly, date, stmtZone)
 	if err != nil {
 		panic(err)
 	}
-	return postgres.StatementDay{Account: reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: "1900000001"},
+	return reconcile.StatementDay{Account: reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: "1900000001"},
 		Date: date, Start: d, End: d.AddDate(0, 0, 1)}
 }
 
@@ -54,7 +54,7 @@ func (r *sliceReader) Next() (statement.Line, error) {
 func (r *sliceReader) Totals() statement.Totals { return statement.Totals{} }
 
 // stageDay opens day's statement transaction and stages lines.
-func stageDay(t *testing.T, s *postgres.Store, day postgres.StatementDay, lines ...statement.Line) *postgres.StatementTx {
+func stageDay(t *testing.T, s *postgres.Store, day reconcile.StatementDay, lines ...statement.Line) *postgres.StatementTx {
 	t.Helper()
 	tx, err := s.BeginStatement(context.Background(), day, 0)
 	if err != nil {
@@ -83,7 +83,7 @@ func TestStatementClassifiesRefundLines(t *testing.T) {
 		orderID, at)
 	db.MustExec(`UPDATE payment_orders SET refunded_minor = 400 WHERE id = $1`, orderID)
 	refund := func(no, status string, amount int64) statement.Line {
-		return statement.Line{Kind: statement.Refund, OutTradeNo: "C-1", PlatformTradeNo: "CT-1", RefundNo: no,
+		return statement.Line{Kind: reconcile.BillRefund, OutTradeNo: "C-1", PlatformTradeNo: "CT-1", RefundNo: no,
 			PlatformRefundNo: "50" + no, RefundStatus: status, Currency: "CNY", AmountMinor: amount, At: at}
 	}
 	odd := refund("CR\tA\\B\nC", "SUCCESS", 50)
@@ -123,7 +123,7 @@ func TestStatementHoldsRefunds(t *testing.T) {
 	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, succeeded_at)
 		VALUES ($1, 'HR-A', 100, 'SUCCESS', $2), ($1, 'HR-B', 200, 'SUCCESS', $2), ($1, 'HR-C', 300, 'SUCCESS', $2)`, orderID, late)
 	refundLine := func(no string, amount int64) statement.Line {
-		return statement.Line{Kind: statement.Refund, OutTradeNo: "H-OTHER", RefundNo: no, Currency: "CNY", AmountMinor: amount, At: late}
+		return statement.Line{Kind: reconcile.BillRefund, OutTradeNo: "H-OTHER", RefundNo: no, Currency: "CNY", AmountMinor: amount, At: late}
 	}
 	for range 2 { // the day twice: held once
 		tx := stageDay(t, s, day, refundLine("HR-C", 300))
@@ -136,7 +136,7 @@ func TestStatementHoldsRefunds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tx := stageDay(t, s, next, statement.Line{Kind: statement.Refund, OutTradeNo: "H-1", RefundNo: "HR-B", Currency: "CNY",
+	tx := stageDay(t, s, next, statement.Line{Kind: reconcile.BillRefund, OutTradeNo: "H-1", RefundNo: "HR-B", Currency: "CNY",
 		AmountMinor: 200, At: next.Start.Add(time.Minute)})
 	held, err := tx.SettleHeld(ctx, day.Date)
 	if err != nil {
@@ -176,7 +176,7 @@ func (r *killingReader) Next() (statement.Line, error) {
 	if r.i == r.kill {
 		r.killed()
 	}
-	return statement.Line{No: r.i, Kind: statement.Payment, OutTradeNo: "K-" + strconv.Itoa(r.i), AmountMinor: 100,
+	return statement.Line{No: r.i, Kind: reconcile.BillPayment, OutTradeNo: "K-" + strconv.Itoa(r.i), AmountMinor: 100,
 		Currency: "CNY", At: time.Date(2026, 11, 28, 10, 0, 0, 0, stmtZone)}, nil
 }
 
@@ -243,11 +243,11 @@ func TestStatementBooksReadWhatTheLinesName(t *testing.T) {
 	repotest.InsertOrder(t, db, repotest.Order{Platform: "wechatpay", MerchantID: "1900000001", OutTradeNo: "B-3", AmountMinor: 700, Status: "PENDING", CreatedAt: at})
 	db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status) VALUES ($1, 'BR-1', 300, 'PROCESSING')`, orderID)
 	tx := stageDay(t, s, day)
-	books, err := tx.Books(context.Background(), []postgres.StatementLine{
-		{Kind: statement.Payment, OutTradeNo: "B-1"},
-		{Kind: statement.Refund, OutTradeNo: "B-1", RefundNo: "BR-1"},
-		{Kind: statement.Payment, OutTradeNo: "B-2"},                    // another merchant's
-		{Kind: statement.Payment, OutTradeNo: "B-3", Prior: "repaired"}, // settled by an earlier run
+	books, err := tx.Books(context.Background(), []reconcile.ClassifiedLine{
+		{Kind: reconcile.BillPayment, OutTradeNo: "B-1"},
+		{Kind: reconcile.BillRefund, OutTradeNo: "B-1", RefundNo: "BR-1"},
+		{Kind: reconcile.BillPayment, OutTradeNo: "B-2"},                    // another merchant's
+		{Kind: reconcile.BillPayment, OutTradeNo: "B-3", Prior: "repaired"}, // settled by an earlier run
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -264,13 +264,13 @@ func TestStatementBooksReadWhatTheLinesName(t *testing.T) {
 
 // classify runs the classification and returns its lines, payments before refunds, each in
 // bill order (the statement streams them in no particular order).
-func classify(t *testing.T, tx *postgres.StatementTx) []postgres.StatementLine {
+func classify(t *testing.T, tx *postgres.StatementTx) []reconcile.ClassifiedLine {
 	t.Helper()
-	var out []postgres.StatementLine
-	if err := tx.ClassifyEach(context.Background(), func(l postgres.StatementLine) { out = append(out, l) }); err != nil {
+	var out []reconcile.ClassifiedLine
+	if err := tx.ClassifyEach(context.Background(), func(l reconcile.ClassifiedLine) { out = append(out, l) }); err != nil {
 		t.Fatal(err)
 	}
-	slices.SortFunc(out, func(a, b postgres.StatementLine) int {
+	slices.SortFunc(out, func(a, b reconcile.ClassifiedLine) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.No, b.No))
 	})
 	return out
