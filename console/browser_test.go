@@ -216,6 +216,15 @@ func TestBrowserReview(t *testing.T) {
 	shot("report.png")
 
 	refundFindingShots(ctx, t, proxy.URL+findingPath(refunds.abnormal), count, shot)
+
+	// The statements page in Chinese (the browser still asks for zh-CN first): the figures'
+	// columns come from the same table as the English ones and the reports'.
+	step("open the statements in Chinese", chromedp.Navigate(proxy.URL+"/review/statements?from=2026-11-22&to=2026-11-28"),
+		chromedp.WaitVisible(chromedp.ID("statements")))
+	if h, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#statements thead"))); err != nil || !strings.Contains(h, "结算净额") {
+		t.Fatalf("the Chinese statements page heads its columns %q (%v), want 结算净额 among them", h, err)
+	}
+	shot("statements-zh.png")
 }
 
 // refundFindingShots opens a refund finding whose order has two refunds, checks the page

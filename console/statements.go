@@ -20,14 +20,17 @@ type statementsPage struct {
 	page
 	From, To string // the period's first and last bill dates, as the form sends them back
 	Days     []reconcile.StatementDayRow
-	Total    reconcile.StatementDayRow // the sum of Days' figures
+	Total    reconcile.StatementFigures // the sum of Days' figures
 }
 
-// L is a label shared with the reports (render.Label), so a figure has one name everywhere.
+// Figures are the day's figures, the page's columns (reconcile.StatementFigureTable).
+func (p statementsPage) Figures() []reconcile.StatementFigure { return reconcile.StatementFigureTable }
 
-// MilliFen is an amount in thousandths of a fen for people: ¥1,234.56789. Fees are kept to five
-// decimals because a platform's per-line fee rounds away otherwise.
-func (p statementsPage) MilliFen(mf int64) string { return render.YuanMilliFen(mf) }
+// Figure is one figure of f for people: money as ¥1,234.56, fees and net to five decimals
+// (¥1,234.56789: a platform's per-line fee rounds away otherwise).
+func (p statementsPage) Figure(sf reconcile.StatementFigure, f reconcile.StatementFigures) string {
+	return render.Figure(sf, f)
+}
 
 // statementPeriod reads the page's from/to bill dates (both included; empty: the week ending
 // today in the console's zone) into the half-open [first, end) the store takes.
@@ -78,23 +81,10 @@ func (h *handler) statements(w http.ResponseWriter, r *http.Request) {
 }
 
 // sumDays adds up the figures of days (the period's total row).
-func sumDays(days []reconcile.StatementDayRow) reconcile.StatementDayRow {
-	var t reconcile.StatementDayRow
+func sumDays(days []reconcile.StatementDayRow) reconcile.StatementFigures {
+	var t reconcile.StatementFigures
 	for _, d := range days {
-		t.Payments += d.Payments
-		t.PaymentsMinor += d.PaymentsMinor
-		t.Refunds += d.Refunds
-		t.RefundsMinor += d.RefundsMinor
-		t.ReceivedMinor += d.ReceivedMinor
-		t.FeeMilliFen += d.FeeMilliFen
-		t.NetMilliFen += d.NetMilliFen
-		t.Lines += d.Lines
-		t.Matched += d.Matched
-		t.Repaired += d.Repaired
-		t.Found += d.Found
-		t.Held += d.Held
-		t.RefundsRepaired += d.RefundsRepaired
-		t.RefundsUnknown += d.RefundsUnknown
+		t.Add(d.StatementFigures)
 	}
 	return t
 }

@@ -179,20 +179,11 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 </form>
 <p class="muted">{{.T "report.amounts"}} {{.T "statements_note"}}</p>
 {{if .Days}}<div class="wide"><table id="statements"><thead><tr><th>{{.T "bill_date"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant_id"}}</th>
-<th class="num">{{.T "payments"}}</th><th class="num">{{.T "payments_amount"}}</th><th class="num">{{.T "refunds"}}</th><th class="num">{{.T "refunds_amount"}}</th>
-<th class="num">{{.T "received"}}</th><th class="num">{{.T "fees"}}</th><th class="num">{{.T "net"}}</th>
-<th class="num">{{.T "lines"}}</th><th class="num">{{.T "matched"}}</th><th class="num">{{.T "repaired"}}</th><th class="num">{{.T "found"}}</th><th class="num">{{.T "held"}}</th>
-<th class="num">{{.T "refunds_repaired"}}</th><th class="num">{{.T "refunds_unknown"}}</th></tr></thead><tbody>
-{{range .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}</td>
-<td class="num">{{.Payments}}</td><td class="num">{{$.Yuan .PaymentsMinor}}</td><td class="num">{{.Refunds}}</td><td class="num">{{$.Yuan .RefundsMinor}}</td>
-<td class="num">{{$.Yuan .ReceivedMinor}}</td><td class="num">{{$.MilliFen .FeeMilliFen}}</td><td class="num">{{$.MilliFen .NetMilliFen}}</td>
-<td class="num">{{.Lines}}</td><td class="num">{{.Matched}}</td><td class="num">{{.Repaired}}</td><td class="num">{{.Found}}</td><td class="num">{{.Held}}</td>
-<td class="num">{{.RefundsRepaired}}</td><td class="num">{{.RefundsUnknown}}</td></tr>
-{{end}}</tbody>{{with .Total}}<tfoot><tr id="statements-total"><th colspan="3">{{$.T "TOTAL"}}</th>
-<th class="num">{{.Payments}}</th><th class="num">{{$.Yuan .PaymentsMinor}}</th><th class="num">{{.Refunds}}</th><th class="num">{{$.Yuan .RefundsMinor}}</th>
-<th class="num">{{$.Yuan .ReceivedMinor}}</th><th class="num">{{$.MilliFen .FeeMilliFen}}</th><th class="num">{{$.MilliFen .NetMilliFen}}</th>
-<th class="num">{{.Lines}}</th><th class="num">{{.Matched}}</th><th class="num">{{.Repaired}}</th><th class="num">{{.Found}}</th><th class="num">{{.Held}}</th>
-<th class="num">{{.RefundsRepaired}}</th><th class="num">{{.RefundsUnknown}}</th></tr></tfoot>{{end}}</table></div>
+{{range .Figures}}<th class="num">{{$.T .Key}}</th>{{end}}</tr></thead><tbody>
+{{range $d := .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}</td>
+{{range $.Figures}}<td class="num">{{$.Figure . $d.StatementFigures}}</td>{{end}}</tr>
+{{end}}</tbody><tfoot><tr id="statements-total"><th colspan="3">{{$.T "TOTAL"}}</th>
+{{range $.Figures}}<th class="num">{{$.Figure . $.Total}}</th>{{end}}</tr></tfoot></table></div>
 {{else}}<p id="no-statements">{{.T "report.statements.empty"}}</p>{{end}}
 {{template "foot"}}{{end}}
 

@@ -69,33 +69,33 @@ func TestDemo(t *testing.T) {
 
 // checkFigures checks each account's row of the day's settlement figures: counts and sums
 // follow from the seeded orders (0.6% fee), matched/repaired/found/held from their stories.
-// Only the first sixteen columns are read: columns added after them leave the check alone.
+// Only the first seventeen columns are read: columns added after them leave the check alone.
 func checkFigures(t *testing.T, stmt string) {
 	t.Helper()
 	want := map[string]string{
 		// missed callback x2, storm x2, the refunded order's payment and its refund (which
 		// run repaired) matched; bill only repaired; amount mismatch, paid after close and
 		// A-unknown-1 found.
-		"alipay:2021000122600001": "9 512.11 1 58.00 2.72466 451.38534 10 6 1 3 0 0 0 0",
-		"alipay:2021000122600002": "3 108.08 0 0.00 0.64848 107.43152 3 3 0 0 0 0 0 0",
+		"alipay:2021000122600001": "9 512.11 1 58.00 454.11 2.72466 451.38534 10 6 1 3 0 0 0 0",
+		"alipay:2021000122600002": "3 108.08 0 0.00 108.08 0.64848 107.43152 3 3 0 0 0 0 0 0",
 		// The partial refund matched (the abnormal one paid nothing back: not on the bill);
 		// the amount mismatch, W-bill-unknown-1 and the refund line of the order refunded at
 		// the platform (a number we never had) found.
-		"wechatpay:1900000001": "9 615.10 2 107.01 3.04854 505.04146 11 8 0 3 0 0 0 1",
+		"wechatpay:1900000001": "9 615.10 2 107.01 508.09 3.04854 505.04146 11 8 0 3 0 0 1 0",
 		// The portal refund found.
-		"wechatpay:1900000002": "4 134.08 1 12.00 0.73248 121.34752 5 4 0 1 0 0 0 1",
+		"wechatpay:1900000002": "4 134.08 1 12.00 122.08 0.73248 121.34752 5 4 0 1 0 0 1 0",
 	}
 	day := time.Now().In(mustChina(t)).Format(time.DateOnly)
 	got := map[string]string{}
 	for _, line := range strings.Split(stmt, "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 16 && f[0] == day {
-			got[f[1]] = strings.Join(f[2:16], " ")
+		if len(f) >= 17 && f[0] == day {
+			got[f[1]] = strings.Join(f[2:17], " ")
 		}
 	}
 	for acct, w := range want {
 		if got[acct] != w {
-			t.Errorf("%s %s: figures %q, want %q (payments amount refunds amount fees net lines matched repaired found held reported refunds_repaired refunds_unknown)\n%s",
+			t.Errorf("%s %s: figures %q, want %q (payments amount refunds amount received fees net lines matched repaired found held refunds_repaired refunds_unknown reported)\n%s",
 				day, acct, got[acct], w, stmt)
 		}
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -34,3 +35,16 @@ func withYuanSign(s string) string {
 // xlsxMoneyFormat is the spreadsheet number format of amounts: the same look as Yuan, and
 // still a number finance can sum.
 const xlsxMoneyFormat = `"¥"#,##0.00;-"¥"#,##0.00`
+
+// Figure writes one of a statement day's figures as people read it: a count as a number,
+// money as Yuan (fees and net to five decimals, YuanMilliFen).
+func Figure(sf reconcile.StatementFigure, f reconcile.StatementFigures) string {
+	v := sf.Value(f)
+	switch sf.Unit {
+	case reconcile.FigureFen:
+		return Yuan(v)
+	case reconcile.FigureMilliFen:
+		return YuanMilliFen(v)
+	}
+	return strconv.FormatInt(v, 10)
+}

@@ -251,10 +251,12 @@ func (d ReportDoc) runSection(lang Lang) repSection {
 // statementSection is the settlement figures finance signs off, per business day and account.
 // Fees and net keep their five decimals (text: no spreadsheet rounding to the fen).
 func (d ReportDoc) statementSection() repSection {
+	header := []string{"bill_date", "platform", "merchant_id"}
+	for _, sf := range reconcile.StatementFigureTable {
+		header = append(header, sf.Key)
+	}
 	sec := repSection{Key: "statement", Sheet: "report.sheet.statements", Title: "report.statements", Empty: "report.statements.empty",
-		Header: []string{"bill_date", "platform", "merchant_id", "payments", "payments_amount", "refunds", "refunds_amount",
-			"received", "fees", "net", "lines", "matched", "repaired", "found", "held", "refunds_repaired", "refunds_unknown",
-			"bill_sha256", "bill_location"},
+		Header: append(header, "bill_sha256", "bill_location"),
 		// Day, account and the figures finance signs off; the digest and location stay in
 		// the XLSX and CSV.
 		// Received, bill lines, held and the refund lines' split (refunds repaired, refunds
@@ -262,27 +264,34 @@ func (d ReportDoc) statementSection() repSection {
 		// CSV too: the page keeps columns wide enough that no heading breaks inside a word.
 		HTMLCols: []htmlCol{{0, 9}, {1, 8}, {2, 11}, {3, 8}, {4, 9}, {5, 7}, {6, 9}, {8, 8}, {9, 10},
 			{11, 7}, {12, 7}, {13, 7}}}
-	var tot reconcile.StatementDayRow
+	var tot reconcile.StatementFigures
 	var rows [][]repCell
 	for _, s := range d.Report.Statements {
-		rows = append(rows, []repCell{rcText(s.BillDate), rcCode(s.Platform), rcText(s.MerchantID), rcInt(int64(s.Payments)),
-			rcYuan(s.PaymentsMinor), rcInt(int64(s.Refunds)), rcYuan(s.RefundsMinor), rcYuan(s.ReceivedMinor),
-			rcMilliFen(s.FeeMilliFen), rcMilliFen(s.NetMilliFen),
-			rcInt(int64(s.Lines)), rcInt(int64(s.Matched)), rcInt(int64(s.Repaired)), rcInt(int64(s.Found)), rcInt(int64(s.Held)),
-			rcInt(int64(s.RefundsRepaired)), rcInt(int64(s.RefundsUnknown)), rcText(s.BillSHA256), rcText(s.BillLocation)})
-		tot.Payments, tot.PaymentsMinor, tot.Refunds, tot.RefundsMinor = tot.Payments+s.Payments, tot.PaymentsMinor+s.PaymentsMinor, tot.Refunds+s.Refunds, tot.RefundsMinor+s.RefundsMinor
-		tot.ReceivedMinor, tot.FeeMilliFen, tot.NetMilliFen = tot.ReceivedMinor+s.ReceivedMinor, tot.FeeMilliFen+s.FeeMilliFen, tot.NetMilliFen+s.NetMilliFen
-		tot.Lines, tot.Matched, tot.Repaired, tot.Found, tot.Held = tot.Lines+s.Lines, tot.Matched+s.Matched, tot.Repaired+s.Repaired, tot.Found+s.Found, tot.Held+s.Held
-		tot.RefundsRepaired, tot.RefundsUnknown = tot.RefundsRepaired+s.RefundsRepaired, tot.RefundsUnknown+s.RefundsUnknown
+		row := append([]repCell{rcText(s.BillDate), rcCode(s.Platform), rcText(s.MerchantID)}, figureCells(s.StatementFigures)...)
+		rows = append(rows, append(row, rcText(s.BillSHA256), rcText(s.BillLocation)))
+		tot.Add(s.StatementFigures)
 	}
 	if len(rows) > 0 {
-		sec.Totals = []repCell{rcCode("TOTAL"), rcText(""), rcText(""), rcInt(int64(tot.Payments)), rcYuan(tot.PaymentsMinor),
-			rcInt(int64(tot.Refunds)), rcYuan(tot.RefundsMinor), rcYuan(tot.ReceivedMinor), rcMilliFen(tot.FeeMilliFen),
-			rcMilliFen(tot.NetMilliFen), rcInt(int64(tot.Lines)), rcInt(int64(tot.Matched)),
-			rcInt(int64(tot.Repaired)), rcInt(int64(tot.Found)), rcInt(int64(tot.Held)), rcInt(int64(tot.RefundsRepaired)),
-			rcInt(int64(tot.RefundsUnknown)), rcText(""), rcText("")}
+		sec.Totals = append(append([]repCell{rcCode("TOTAL"), rcText(""), rcText("")}, figureCells(tot)...), rcText(""), rcText(""))
 	}
 	return section(sec, rows)
+}
+
+// figureCells are a day's figures as cells, in reconcile.StatementFigureTable's order.
+func figureCells(f reconcile.StatementFigures) []repCell {
+	cells := make([]repCell, len(reconcile.StatementFigureTable))
+	for i, sf := range reconcile.StatementFigureTable {
+		v := sf.Value(f)
+		switch sf.Unit {
+		case reconcile.FigureFen:
+			cells[i] = rcYuan(v)
+		case reconcile.FigureMilliFen:
+			cells[i] = rcMilliFen(v)
+		default:
+			cells[i] = rcInt(v)
+		}
+	}
+	return cells
 }
 
 // runStatusCounts renders "2 succeeded, 1 failed" in a fixed order.

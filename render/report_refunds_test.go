@@ -40,8 +40,8 @@ func refundReport() reconcile.Report {
 			CounterValues: reconcile.CounterValues{Scanned: 3, RefundsRepaired: 1}}},
 		RunTotals: reconcile.RunTotals{Runs: 1, ByStatus: map[string]int64{"succeeded": 1}, CounterValues: reconcile.CounterValues{Scanned: 3, RefundsRepaired: 1}},
 		Statements: []reconcile.StatementDayRow{{Platform: "wechatpay", MerchantID: "1900000001", BillDate: "2026-11-28",
-			Payments: 4, PaymentsMinor: 31100, Refunds: 2, RefundsMinor: 4200, ReceivedMinor: 26900, FeeMilliFen: 161400,
-			NetMilliFen: 26900*1000 - 161400, Lines: 6, Matched: 5, Found: 1}},
+			StatementFigures: reconcile.StatementFigures{Payments: 4, PaymentsMinor: 31100, Refunds: 2, RefundsMinor: 4200,
+				ReceivedMinor: 26900, FeeMilliFen: 161400, NetMilliFen: 26900*1000 - 161400, Lines: 6, Matched: 5, Found: 1}}},
 	}
 }
 

@@ -64,15 +64,15 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 		return d
 	}
 	if spec.DryRun {
-		log.Info().Int("lines", d.Figures.Lines).Int("repaired", d.Tally.Repaired).Int("found", d.Tally.Found).
+		log.Info().Int64("lines", d.Figures.Lines).Int("repaired", d.Tally.Repaired).Int("found", d.Tally.Found).
 			Msg("dry run: nothing written but the run row")
 		return d
 	}
 	if d.Err = tx.Commit(); d.Err != nil {
 		return d
 	}
-	log.Info().Int("lines", d.Figures.Lines).Int("matched", d.Figures.Matched).Int("repaired", d.Tally.Repaired).
-		Int("found", d.Tally.Found).Int("held", d.Figures.Held).Int("reported", d.Tally.Reported).
+	log.Info().Int64("lines", d.Figures.Lines).Int64("matched", d.Figures.Matched).Int("repaired", d.Tally.Repaired).
+		Int("found", d.Tally.Found).Int64("held", d.Figures.Held).Int("reported", d.Tally.Reported).
 		Dur("stage", d.Phases.Stage).Dur("classify", d.Phases.Classify).Dur("apply", d.Phases.Apply).Dur("settle", d.Phases.Settle).
 		Msg("statement reconciled")
 	if d.Tally.Errors > 0 {
@@ -124,12 +124,11 @@ func (r *Runner) settle(ctx context.Context, log zerolog.Logger, tx DayTx, acct 
 	if err := tx.RecordLines(ctx, outcomes); err != nil {
 		return err
 	}
-	d.Figures.Repaired, d.Figures.Found = t.Repaired, t.Found
-	d.Figures.RefundsRepaired, d.Figures.RefundsUnknown = t.RefundsRepaired, t.RefundsUnknown
 	// Every line the classification matched set-based never came back to Go: the matched
 	// ones are what is left.
-	t.Matched = d.Figures.Lines - t.Repaired - t.Found - t.ClaimedElsewhere - t.Errors
-	d.Figures.Matched = t.Matched
+	t.Matched = int(d.Figures.Lines) - t.Repaired - t.Found - t.ClaimedElsewhere - t.Errors
+	d.Figures.Matched, d.Figures.Repaired, d.Figures.Found = int64(t.Matched), int64(t.Repaired), int64(t.Found)
+	d.Figures.RefundsRepaired, d.Figures.RefundsUnknown = int64(t.RefundsRepaired), int64(t.RefundsUnknown)
 	d.Tally.add(t)
 	return tx.SaveDay(ctx, d.Figures)
 }
@@ -142,7 +141,7 @@ func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx DayTx, acc
 		return err
 	}
 	held, err := tx.HoldUnlisted(ctx)
-	d.Figures.Held = held
+	d.Figures.Held = int64(held)
 	return err
 }
 
@@ -150,9 +149,9 @@ func (r *Runner) drawHeld(ctx context.Context, log zerolog.Logger, tx DayTx, acc
 // them against the lines) and what the lines add up to.
 func figures(s reconcile.StagedBill, t statement.Totals, b Bill) reconcile.StatementFigures {
 	return reconcile.StatementFigures{
-		Payments: t.Payments, PaymentsMinor: t.PaymentsMinor, Refunds: t.Refunds, RefundsMinor: t.RefundsMinor,
+		Payments: int64(t.Payments), PaymentsMinor: t.PaymentsMinor, Refunds: int64(t.Refunds), RefundsMinor: t.RefundsMinor,
 		ReceivedMinor: s.ReceivedMinor, FeeMilliFen: t.FeeMilliFen, NetMilliFen: s.ReceivedMinor*1000 - t.FeeMilliFen,
-		Lines: s.Lines, BillSHA256: b.SHA256, BillLocation: b.Location,
+		Lines: int64(s.Lines), BillSHA256: b.SHA256, BillLocation: b.Location,
 	}
 }
 

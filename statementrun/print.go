@@ -3,14 +3,17 @@ package statementrun
 import (
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/payrecon/payrecon/reconcile"
 )
 
 // WriteSummary prints each account's day as finance reads it: the settlement figures, then
-// what became of the lines (repaired and found count refund lines too; the last two columns
-// say how many of them were refunds repaired, and refunds whose number we do not have).
+// what became of the lines (reconcile.StatementFigureTable: repaired and found count refund
+// lines too; refunds repaired and refunds unknown say how many of them were refunds repaired,
+// and refunds whose number we do not have), then how many held orders it reported.
 func WriteSummary(w io.Writer, res Result) {
 	mode := ""
 	if res.Run.DryRun {
@@ -23,17 +26,21 @@ func WriteSummary(w io.Writer, res Result) {
 		header = header || d.Err == nil || d.Figures.Lines > 0
 	}
 	if header {
-		fmt.Fprintln(tw, "day\taccount\tpayments\tamount\trefunds\tamount\tfees\tnet\tlines\tmatched\trepaired\tfound\theld\treported\trefunds repaired\trefunds unknown\t")
+		cols := []string{"day", "account"}
+		for _, sf := range reconcile.StatementFigureTable {
+			cols = append(cols, strings.ReplaceAll(sf.Key, "_", " "))
+		}
+		fmt.Fprintln(tw, strings.Join(append(cols, "reported"), "\t")+"\t")
 	}
 	for _, d := range res.Days {
 		if d.Err != nil && d.Figures.Lines == 0 {
 			continue
 		}
-		f := d.Figures
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", d.Day.Date, d.Account, f.Payments,
-			reconcile.FormatYuan(f.PaymentsMinor), f.Refunds, reconcile.FormatYuan(f.RefundsMinor), reconcile.FormatYuanMilliFen(f.FeeMilliFen),
-			reconcile.FormatYuanMilliFen(f.NetMilliFen), f.Lines, f.Matched, f.Repaired, f.Found, f.Held, d.Tally.Reported,
-			f.RefundsRepaired, f.RefundsUnknown)
+		cells := []string{d.Day.Date, d.Account.String()}
+		for _, sf := range reconcile.StatementFigureTable {
+			cells = append(cells, figure(sf, d.Figures))
+		}
+		fmt.Fprintln(tw, strings.Join(append(cells, strconv.Itoa(d.Tally.Reported)), "\t")+"\t")
 	}
 	tw.Flush() //nolint:errcheck // a summary on stdout
 	for _, d := range res.Days {
@@ -41,4 +48,17 @@ func WriteSummary(w io.Writer, res Result) {
 			fmt.Fprintf(w, "%s %s: %v\n", d.Day.Date, d.Account, d.Err)
 		}
 	}
+}
+
+// figure writes a figure for the terminal: money as yuan without the sign (the columns say
+// amount, fees and net), counts as they are.
+func figure(sf reconcile.StatementFigure, f reconcile.StatementFigures) string {
+	v := sf.Value(f)
+	switch sf.Unit {
+	case reconcile.FigureFen:
+		return reconcile.FormatYuan(v)
+	case reconcile.FigureMilliFen:
+		return reconcile.FormatYuanMilliFen(v)
+	}
+	return strconv.FormatInt(v, 10)
 }

@@ -163,7 +163,7 @@ func TestStatementRefundsFromThePlatform(t *testing.T) {
 			if f := e.refundFindings(p); len(f) != 1 || f["E-RF-PORTAL"] != string(reconcile.MismatchUnknownRefund) {
 				t.Errorf("refund findings %v; want E-RF-PORTAL UNKNOWN_REFUND only", f)
 			}
-			refundLines := 2 // Alipay lists finished refunds only
+			refundLines := int64(2) // Alipay lists finished refunds only
 			if p == reconcile.WechatPay {
 				refundLines = 3
 			}

@@ -664,34 +664,43 @@ func (t *StatementTx) MarkReported(ctx context.Context, prevDate string, held []
 	return nil
 }
 
-// SaveDay writes the day's figures. Reconciling the same day again with the same outcome
-// changes nothing (the row is left as it was, run id and time included).
+// saveDaySQL writes a day's row: its key, the figures (reconcile.StatementFigureTable), the
+// bill, the run. Reconciling the same day again with the same outcome changes nothing (the
+// row is left as it was, run id and time included).
+var saveDaySQL = func() string {
+	cols := append(figureColumns(), "bill_sha256", "bill_location")
+	params := make([]string, len(cols))
+	set := make([]string, len(cols))
+	old := make([]string, len(cols))
+	excluded := make([]string, len(cols))
+	for i, c := range cols {
+		params[i] = fmt.Sprintf("$%d", i+4)
+		set[i] = c + " = EXCLUDED." + c
+		old[i], excluded[i] = "d."+c, "EXCLUDED."+c
+	}
+	return `INSERT INTO statement_days AS d (platform, merchant_id, bill_date, ` + strings.Join(cols, ", ") + `, run_id)
+		VALUES ($1, $2, $3::date, ` + strings.Join(params, ", ") + fmt.Sprintf(`, NULLIF($%d::bigint, 0))`, len(cols)+4) + `
+		ON CONFLICT (platform, merchant_id, bill_date) DO UPDATE SET ` + strings.Join(set, ", ") + `, run_id = EXCLUDED.run_id, reconciled_at = now()
+		WHERE (` + strings.Join(old, ", ") + `) IS DISTINCT FROM (` + strings.Join(excluded, ", ") + `)`
+}()
+
+// figureColumns are the statement_days columns of the day's figures, in the table's order.
+func figureColumns() []string {
+	cols := make([]string, len(reconcile.StatementFigureTable))
+	for i, sf := range reconcile.StatementFigureTable {
+		cols[i] = sf.Column
+	}
+	return cols
+}
+
+// SaveDay writes the day's figures (saveDaySQL).
 func (t *StatementTx) SaveDay(ctx context.Context, f reconcile.StatementFigures) error {
-	_, err := t.tx.ExecContext(ctx, `
-		INSERT INTO statement_days AS d (platform, merchant_id, bill_date, payments, payments_minor, refunds, refunds_minor,
-			received_minor, fees_milli_fen, net_milli_fen, lines, lines_matched, lines_repaired, lines_found, held,
-			refunds_repaired, refunds_unknown, bill_sha256, bill_location, run_id)
-		VALUES ($1, $2, $3::date, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, NULLIF($20::bigint, 0))
-		ON CONFLICT (platform, merchant_id, bill_date) DO UPDATE SET
-			payments = EXCLUDED.payments, payments_minor = EXCLUDED.payments_minor, refunds = EXCLUDED.refunds,
-			refunds_minor = EXCLUDED.refunds_minor, received_minor = EXCLUDED.received_minor,
-			fees_milli_fen = EXCLUDED.fees_milli_fen, net_milli_fen = EXCLUDED.net_milli_fen, lines = EXCLUDED.lines,
-			lines_matched = EXCLUDED.lines_matched, lines_repaired = EXCLUDED.lines_repaired,
-			lines_found = EXCLUDED.lines_found, held = EXCLUDED.held, refunds_repaired = EXCLUDED.refunds_repaired,
-			refunds_unknown = EXCLUDED.refunds_unknown, bill_sha256 = EXCLUDED.bill_sha256,
-			bill_location = EXCLUDED.bill_location, run_id = EXCLUDED.run_id, reconciled_at = now()
-		WHERE (d.payments, d.payments_minor, d.refunds, d.refunds_minor, d.received_minor, d.fees_milli_fen,
-			d.net_milli_fen, d.lines, d.lines_matched, d.lines_repaired, d.lines_found, d.held, d.refunds_repaired,
-			d.refunds_unknown, d.bill_sha256, d.bill_location)
-			IS DISTINCT FROM
-			(EXCLUDED.payments, EXCLUDED.payments_minor, EXCLUDED.refunds, EXCLUDED.refunds_minor, EXCLUDED.received_minor,
-			EXCLUDED.fees_milli_fen, EXCLUDED.net_milli_fen, EXCLUDED.lines, EXCLUDED.lines_matched, EXCLUDED.lines_repaired,
-			EXCLUDED.lines_found, EXCLUDED.held, EXCLUDED.refunds_repaired, EXCLUDED.refunds_unknown, EXCLUDED.bill_sha256,
-			EXCLUDED.bill_location)`,
-		string(t.day.Account.Platform), t.day.Account.MerchantID, t.day.Date, f.Payments, f.PaymentsMinor, f.Refunds,
-		f.RefundsMinor, f.ReceivedMinor, f.FeeMilliFen, f.NetMilliFen, f.Lines, f.Matched, f.Repaired, f.Found, f.Held,
-		f.RefundsRepaired, f.RefundsUnknown, f.BillSHA256, f.BillLocation, t.runID)
-	if err != nil {
+	args := []any{string(t.day.Account.Platform), t.day.Account.MerchantID, t.day.Date}
+	for _, sf := range reconcile.StatementFigureTable {
+		args = append(args, sf.Value(f))
+	}
+	args = append(args, f.BillSHA256, f.BillLocation, t.runID)
+	if _, err := t.tx.ExecContext(ctx, saveDaySQL, args...); err != nil {
 		return fmt.Errorf("statement %s %s: save the day's figures: %w", t.day.Account, t.day.Date, err)
 	}
 	return nil
@@ -704,9 +713,8 @@ func (s *Store) StatementDays(ctx context.Context, from, to string) ([]reconcile
 
 func statementDays(ctx context.Context, q sqlx.QueryerContext, from, to string) ([]reconcile.StatementDayRow, error) {
 	out := []reconcile.StatementDayRow{}
-	err := sqlx.SelectContext(ctx, q, &out, `SELECT platform, merchant_id, to_char(bill_date, 'YYYY-MM-DD') AS bill_date, payments, payments_minor, refunds,
-		refunds_minor, received_minor, fees_milli_fen, net_milli_fen, lines, lines_matched, lines_repaired, lines_found,
-		held, refunds_repaired, refunds_unknown, bill_sha256, bill_location, reconciled_at
+	err := sqlx.SelectContext(ctx, q, &out, `SELECT platform, merchant_id, to_char(bill_date, 'YYYY-MM-DD') AS bill_date, `+
+		strings.Join(figureColumns(), ", ")+`, bill_sha256, bill_location, reconciled_at
 		FROM statement_days WHERE bill_date >= $1::date AND bill_date < $2::date
 		ORDER BY bill_date, platform, merchant_id`, from, to)
 	if err != nil {
