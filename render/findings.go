@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -311,3 +312,30 @@ func writeRefunds(w io.Writer, refunds []reconcile.RefundRecord, loc *time.Locat
 }
 
 // ---- ack and resolve ----
+
+// FindingFormats are the formats WriteFindings writes.
+var FindingFormats = []string{"table", "json", "csv"}
+
+// WriteFindings writes findings as `mismatches list` prints them: a terminal table, JSON
+// views or CSV rows, times in loc.
+func WriteFindings(w io.Writer, format string, findings []reconcile.Finding, loc *time.Location) error {
+	switch format {
+	case "json":
+		views := make([]FindingView, len(findings))
+		for i, f := range findings {
+			views[i] = NewFindingView(f, loc)
+		}
+		return WriteJSON(w, views)
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write(FindingCSVHeader) //nolint:errcheck // the writer keeps its first error for Flush
+		for _, f := range findings {
+			cw.Write(FindingCSVRecord(f, loc)) //nolint:errcheck
+		}
+		cw.Flush()
+		return cw.Error()
+	case "table":
+		return WriteFindingTable(w, findings, loc)
+	}
+	return fmt.Errorf("findings: unknown format %q", format)
+}

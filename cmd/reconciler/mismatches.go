@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/payrecon/payrecon/cmd/reconciler/input"
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
@@ -153,7 +154,7 @@ func openReview(ctx context.Context, cfg config.Config) (*postgres.Review, func(
 // ---- list ----
 
 func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var o render.ListQuery
+	var o input.ListQuery
 	var format string
 	cfg, fs, err := parse("mismatches list", args, reviewGroups, stderr, func(fs *flag.FlagSet) {
 		setReviewUsage(fs, "reconciler mismatches list [flags]",

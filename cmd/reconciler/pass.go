@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/payrecon/payrecon/cmd/reconciler/input"
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/reconcile"
-	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/worker"
 )
 
@@ -43,10 +43,10 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if fromS == "" || toS == "" {
 			return usagef("backfill: --from and --to are required (or --resume RUN_ID)")
 		}
-		if spec.From, err = render.ParseWhen("from", fromS, cfg.Timezone); err != nil {
+		if spec.From, err = input.ParseWhen("from", fromS, cfg.Timezone); err != nil {
 			return err
 		}
-		if spec.To, err = render.ParseWhen("to", toS, cfg.Timezone); err != nil {
+		if spec.To, err = input.ParseWhen("to", toS, cfg.Timezone); err != nil {
 			return err
 		}
 		if !spec.From.Before(spec.To) {

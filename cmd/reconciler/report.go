@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payrecon/payrecon/cmd/reconciler/input"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo/postgres"
@@ -35,7 +36,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("report: unexpected argument %q", fs.Arg(0))
 	}
 	if format == "" {
-		format = render.ReportFormatFromExt(out)
+		format = input.ReportFormatFromExt(out)
 	}
 	format = strings.ToLower(format)
 	if !slices.Contains(render.ReportFormats, format) {
@@ -51,7 +52,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	now := time.Now().Truncate(time.Second)
-	start, end, err := render.ReportPeriod(from, to, now, cfg.Timezone)
+	start, end, err := input.ReportPeriod(from, to, now, cfg.Timezone)
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			return nil
 		}
-		if err := render.WriteFile(out, write); err != nil {
+		if err := writeFileWhole(out, write); err != nil {
 			return fmt.Errorf("report: write %s: %w", out, err)
 		}
 		fmt.Fprintf(stderr, "report: wrote %s (%s, %d findings, %d runs)\n", out, format, rep.Totals.Count, len(rep.Runs))

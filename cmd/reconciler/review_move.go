@@ -9,9 +9,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/payrecon/payrecon/cmd/reconciler/input"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
-	"github.com/payrecon/payrecon/worker"
 )
 
 // moveUsage is each move command's synopsis and what it does.
@@ -30,7 +30,7 @@ var moveUsage = map[string][2]string{
 
 // reviewMove is `mismatches ack|resolve|approve|reject`.
 func reviewMove(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
-	var o worker.ReviewRequest
+	var o input.ReviewRequest
 	cfg, fs, err := parseWithID("mismatches "+name, moveGroups, args, stderr, func(fs *flag.FlagSet) {
 		u := moveUsage[name]
 		setReviewUsage(fs, u[0], u[1]+"\nThe audit trail records who (--by and the operating-system user), when, the evidence version and the note.")
@@ -54,7 +54,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 		o.By = os.Getenv("RECONCILER_REVIEWER")
 	}
 	o.Reviewers, o.Approvers = cfg.Console.Reviewers, cfg.Console.Approvers
-	in, err := worker.ReviewInput(name, o)
+	in, err := input.ReviewInput(name, o)
 	if err != nil {
 		return err
 	}

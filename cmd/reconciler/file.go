@@ -1,4 +1,4 @@
-package render
+package main
 
 import (
 	"io"
@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 )
 
-// WriteFile writes path through a temporary file in the same folder, renamed into place
+// writeFileWhole writes path through a temporary file in the same folder, renamed into place
 // only when complete: a failed report never leaves half a file behind.
-func WriteFile(path string, write func(io.Writer) error) error {
+func writeFileWhole(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err

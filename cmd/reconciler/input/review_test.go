@@ -1,4 +1,4 @@
-package worker
+package input
 
 import (
 	"errors"
@@ -113,25 +113,5 @@ func TestReviewInputHoldsTheLists(t *testing.T) {
 	var ce *config.Error
 	if !errors.As(err, &ce) || ce.Setting != "RECONCILER_APPROVERS" || !strings.Contains(err.Error(), "evil.com@approvers") {
 		t.Errorf("a bad list entry: %v, want a config error naming RECONCILER_APPROVERS and the entry", err)
-	}
-}
-
-// TestStatementAccountsSelection: a downloaded file needs its account named; a selection
-// that matches no configured account (here: none has a private key) is bad usage.
-func TestStatementAccountsSelection(t *testing.T) {
-	a := &App{cfg: config.Config{Accounts: config.Accounts{Alipay: []config.AlipayAccount{{AppID: "2021"}}}}}
-	accts, err := a.StatementAccounts(StatementSelection{Platform: "alipay", Merchant: "2021", File: "bill.zip"})
-	if err != nil || len(accts) != 1 || accts[0].Key != (reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: "2021"}) {
-		t.Fatalf("--file: %+v, %v", accts, err)
-	}
-	for _, sel := range []StatementSelection{
-		{Platform: "paypal"},
-		{File: "bill.zip", Platform: "alipay"},
-		{Platform: "alipay"},
-	} {
-		var ie *reconcile.InputError
-		if _, err := a.StatementAccounts(sel); !errors.As(err, &ie) {
-			t.Errorf("%+v: error %v, want an InputError", sel, err)
-		}
 	}
 }
