@@ -95,3 +95,70 @@ func allDigits(s string) bool {
 	}
 	return true
 }
+
+// The units amounts are kept in, as powers of ten of a yuan: fen (hundredths) for every
+// amount, thousandths of a fen (hundred-thousandths) for the fees the bills write to five
+// decimals and what is left after them.
+const (
+	FenPlaces      = 2
+	MilliFenPlaces = 5
+)
+
+// ParseYuanPlaces reads a decimal yuan amount as the daily bills write it, optionally
+// negative ("0.01", "-12.3", "0.00000"), into units of 10^-places of a yuan, exactly: money
+// never goes through float64. Unlike ParseYuan (a platform's answer) it takes a sign and up
+// to places decimals; it refuses what it would have to guess about: an empty string, a plus
+// sign, exponents, separators, spaces, more decimals than places, a bare point and overflow.
+func ParseYuanPlaces(s string, places int) (int64, error) {
+	text := s
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	intPart, frac := s, ""
+	if dot := strings.IndexByte(s, '.'); dot >= 0 {
+		intPart, frac = s[:dot], s[dot+1:]
+		if frac == "" {
+			return 0, fmt.Errorf("%w: %q ends in a point", ErrAmount, text)
+		}
+	}
+	if intPart == "" || len(frac) > places || !allDigits(intPart) || !allDigits(frac) {
+		return 0, fmt.Errorf("%w: %q (want digits, at most %d decimals)", ErrAmount, text, places)
+	}
+	var v int64
+	for i := 0; i < len(intPart)+places; i++ {
+		var d int64
+		switch {
+		case i < len(intPart):
+			d = int64(intPart[i] - '0')
+		case i-len(intPart) < len(frac):
+			d = int64(frac[i-len(intPart)] - '0')
+		}
+		if v > (math.MaxInt64-d)/10 {
+			return 0, fmt.Errorf("%w: %q out of range", ErrAmount, text)
+		}
+		v = v*10 + d
+	}
+	if neg {
+		v = -v
+	}
+	return v, nil
+}
+
+// FormatYuanPlaces writes units of 10^-places of a yuan as yuan with exactly show decimals,
+// which must keep every nonzero digit (show <= places): a bill's own spelling of an amount.
+func FormatYuanPlaces(v int64, places, show int) string {
+	neg := v < 0
+	if neg {
+		v = -v
+	}
+	for i := show; i < places; i++ {
+		v /= 10
+	}
+	s := fmt.Sprintf("%0*d", show+1, v)
+	s = s[:len(s)-show] + "." + s[len(s)-show:]
+	if neg {
+		s = "-" + s
+	}
+	return s
+}

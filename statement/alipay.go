@@ -225,7 +225,7 @@ func (a *alipayReader) footer(text string) error {
 	if _, err := fmt.Sscan(m[2], &d.count); err != nil {
 		return a.reject(a.rec.no, "totals count %q", m[2])
 	}
-	v, err := parseDecimal(m[4], fenPlaces)
+	v, err := reconcile.ParseYuanPlaces(m[4], reconcile.FenPlaces)
 	if err != nil {
 		return a.reject(a.rec.no, "totals amount: %v", err)
 	}
@@ -301,13 +301,13 @@ func (a *alipayReader) fit(row []string) error {
 // amounts reads the row's amounts and fee. Refund rows carry negative amounts; a Line's
 // refund amount is positive.
 func (a *alipayReader) amounts(no int, row []string, l *Line) error {
-	amount, err := parseDecimal(cell(row, a.idx.amount), fenPlaces)
+	amount, err := reconcile.ParseYuanPlaces(cell(row, a.idx.amount), reconcile.FenPlaces)
 	if err != nil {
 		return a.rejectColumn(no, alipayColAmount, "%v", err)
 	}
 	received := amount
 	if a.idx.received >= 0 {
-		if received, err = parseDecimal(cell(row, a.idx.received), fenPlaces); err != nil {
+		if received, err = reconcile.ParseYuanPlaces(cell(row, a.idx.received), reconcile.FenPlaces); err != nil {
 			return a.rejectColumn(no, alipayColReceived, "%v", err)
 		}
 	}
@@ -316,7 +316,7 @@ func (a *alipayReader) amounts(no int, row []string, l *Line) error {
 	}
 	l.AmountMinor, l.ReceivedMinor = abs(amount), abs(received)
 	if fee := cell(row, a.idx.fee); fee != "" {
-		if l.FeeMilliFen, err = parseDecimal(fee, milliFenPlaces); err != nil {
+		if l.FeeMilliFen, err = reconcile.ParseYuanPlaces(fee, reconcile.MilliFenPlaces); err != nil {
 			return a.rejectColumn(no, alipayColFee, "%v", err)
 		}
 	}
@@ -359,7 +359,7 @@ func (a *alipayReader) checkDeclared(name string, d declared, count int, amount,
 	}
 	if d.minor != sum {
 		return a.reject(0, "#%s declares %s %s yuan, the lines add up to %s", name, d.label,
-			formatDecimal(d.minor, fenPlaces, 2), formatDecimal(sum, fenPlaces, 2))
+			reconcile.FormatYuanPlaces(d.minor, reconcile.FenPlaces, 2), reconcile.FormatYuanPlaces(sum, reconcile.FenPlaces, 2))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	kflate "github.com/klauspost/compress/flate"
+	"github.com/payrecon/payrecon/reconcile"
 	"golang.org/x/text/encoding/simplifiedchinese"
 )
 
@@ -170,13 +171,13 @@ func compareAlipaySummary(name string, no int, cols columns, row []string, t Tot
 		}
 	}
 	if i := cols.find(alipaySumReceived); i >= 0 {
-		v, err := parseDecimal(cell(row, i), fenPlaces)
+		v, err := reconcile.ParseYuanPlaces(cell(row, i), reconcile.FenPlaces)
 		if err != nil {
 			return bad("%s: %v", alipaySumReceived, err)
 		}
 		if v != netReceived {
 			return bad("summary %s is %s, the detail adds up to %s", alipaySumReceived,
-				formatDecimal(v, fenPlaces, 2), formatDecimal(netReceived, fenPlaces, 2))
+				reconcile.FormatYuanPlaces(v, reconcile.FenPlaces, 2), reconcile.FormatYuanPlaces(netReceived, reconcile.FenPlaces, 2))
 		}
 	}
 	return nil

@@ -224,3 +224,12 @@ func abs(v int64) int64 {
 	}
 	return v
 }
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

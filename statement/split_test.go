@@ -74,13 +74,13 @@ func TestRejectNamesLineAndColumn(t *testing.T) {
 		want string
 	}{
 		{"wechatpay amount", NewWeChatCSV(bytes.NewReader(bytes.Replace(wx, []byte("`59.90,`5.00"), []byte("`59.9x,`5.00"), 1))),
-			"line 3, column 应结订单金额: not an amount"},
+			"line 3, column 应结订单金额: invalid yuan amount"},
 		{"wechatpay fee after text holding ,`", NewWeChatCSV(bytes.NewReader(bytes.Replace(wx, []byte("`0.00006,"), []byte("`0.000061,"), 1))),
-			"line 6, column 手续费: not an amount"},
+			"line 6, column 手续费: invalid yuan amount"},
 		{"wechatpay trade state", NewWeChatCSV(bytes.NewReader(bytes.Replace(wx, []byte("`REFUND,"), []byte("`REVOKED,"), 1))),
 			`line 4, column 交易状态: "REVOKED"`},
 		{"alipay amount", NewAlipayCSV(bytes.NewReader(gbk(t, strings.Replace(aliText, "-28.00,-28.00", "-28.0.0,-28.00", 1)))),
-			"line 8, column 订单金额（元）: not an amount"},
+			"line 8, column 订单金额（元）: invalid yuan amount"},
 		{"alipay time after a two-line row", NewAlipayCSV(bytes.NewReader(gbk(t, strings.Replace(aliText, "2026-11-28 21:30:45", "2026-11-28 21:30", 1)))),
 			"line 11, column 完成时间: time"},
 	} {

@@ -271,7 +271,7 @@ func (w *wechatReader) amount(no int, row []string, i int, name string, fallback
 	if i < 0 {
 		return fallback, nil
 	}
-	v, err := parseDecimal(w.cell(row, i), fenPlaces)
+	v, err := reconcile.ParseYuanPlaces(w.cell(row, i), reconcile.FenPlaces)
 	if err != nil {
 		return 0, w.rejectColumn(no, name, "%v", err)
 	}
@@ -311,7 +311,7 @@ func (w *wechatReader) line(raw string) (Line, error) {
 		return Line{}, err
 	}
 	if fee := w.cell(row, w.idx.fee); fee != "" {
-		if l.FeeMilliFen, err = parseDecimal(fee, milliFenPlaces); err != nil {
+		if l.FeeMilliFen, err = reconcile.ParseYuanPlaces(fee, reconcile.MilliFenPlaces); err != nil {
 			return Line{}, w.rejectColumn(no, wxColFee, "%v", err)
 		}
 	}
@@ -379,11 +379,11 @@ func (w *wechatReader) checkSummary() error {
 		want   int64
 		must   bool
 	}{
-		{[]string{wxSumSettle, wxSumSettleOld}, fenPlaces, w.settle, true},
-		{[]string{wxSumRefund, wxSumRefundOld}, fenPlaces, w.refund, true},
-		{[]string{wxSumFee}, milliFenPlaces, w.sums.FeeMilliFen, false},
-		{[]string{wxSumOrder}, fenPlaces, w.sums.PaymentsMinor, false},
-		{[]string{wxSumApplyRefund}, fenPlaces, w.sums.RefundsMinor, false},
+		{[]string{wxSumSettle, wxSumSettleOld}, reconcile.FenPlaces, w.settle, true},
+		{[]string{wxSumRefund, wxSumRefundOld}, reconcile.FenPlaces, w.refund, true},
+		{[]string{wxSumFee}, reconcile.MilliFenPlaces, w.sums.FeeMilliFen, false},
+		{[]string{wxSumOrder}, reconcile.FenPlaces, w.sums.PaymentsMinor, false},
+		{[]string{wxSumApplyRefund}, reconcile.FenPlaces, w.sums.RefundsMinor, false},
 	}
 	for _, c := range checks {
 		i := w.sumCol.find(c.names...)
@@ -393,13 +393,13 @@ func (w *wechatReader) checkSummary() error {
 			}
 			continue
 		}
-		v, err := parseDecimal(cell(w.sumRow, i), c.places)
+		v, err := reconcile.ParseYuanPlaces(cell(w.sumRow, i), c.places)
 		if err != nil {
 			return w.reject(w.sumNo, "summary %s: %v", c.names[0], err)
 		}
 		if v != c.want {
 			return w.reject(w.sumNo, "summary %s is %s, the lines add up to %s", c.names[0],
-				formatDecimal(v, c.places, c.places), formatDecimal(c.want, c.places, c.places))
+				reconcile.FormatYuanPlaces(v, c.places, c.places), reconcile.FormatYuanPlaces(c.want, c.places, c.places))
 		}
 	}
 	return nil

@@ -94,8 +94,8 @@ func writeAlipayDetail(w io.Writer, f AlipayFile, lines iter.Seq[Line]) (alipayS
 	if f.OldFooter {
 		refDecl = s.t.RefundsMinor
 	}
-	fmt.Fprintf(bw, "#交易合计：%d笔，%s共%s元，商家优惠共0.00元\n", s.t.Payments, label, formatDecimal(payDecl+f.SkewMinor, fenPlaces, 2))
-	fmt.Fprintf(bw, "#退款合计：%d笔，%s退款共%s元，商家优惠退款共0.00元\n", s.t.Refunds, label, formatDecimal(-refDecl, fenPlaces, 2))
+	fmt.Fprintf(bw, "#交易合计：%d笔，%s共%s元，商家优惠共0.00元\n", s.t.Payments, label, reconcile.FormatYuanPlaces(payDecl+f.SkewMinor, reconcile.FenPlaces, 2))
+	fmt.Fprintf(bw, "#退款合计：%d笔，%s退款共%s元，商家优惠退款共0.00元\n", s.t.Refunds, label, reconcile.FormatYuanPlaces(-refDecl, reconcile.FenPlaces, 2))
 	exported := f.ExportedAt
 	if exported.IsZero() {
 		exported = start.AddDate(0, 0, 1).Add(5*time.Hour + 46*time.Minute + 49*time.Second)
@@ -117,7 +117,9 @@ func appendAlipayRow(b []byte, l Line, n int) []byte {
 	}
 	at := l.At.In(chinaTime)
 	text := func(b []byte, s string) []byte { return append(append(b, s...), "\t,"...) }
-	money := func(b []byte, v int64) []byte { return append(append(b, formatDecimal(v, fenPlaces, 2)...), ',') }
+	money := func(b []byte, v int64) []byte {
+		return append(append(b, reconcile.FormatYuanPlaces(v, reconcile.FenPlaces, 2)...), ',')
+	}
 	b = text(b, l.PlatformTradeNo)
 	b = text(b, l.OutTradeNo)
 	b = text(b, kind)
@@ -134,7 +136,7 @@ func appendAlipayRow(b []byte, l Line, n int) []byte {
 	b = money(b, sign*received(l))
 	b = append(b, "0.00,0.00,0.00,0.00,0.00,\t,0.00,0.00,"...) // 红包 集分宝 优惠 商家优惠 券 券名称 商家红包 卡
 	b = text(b, l.RefundNo)
-	b = append(append(b, formatDecimal(l.FeeMilliFen, milliFenPlaces, feeDecimals(l.FeeMilliFen))...), ',')
+	b = append(append(b, reconcile.FormatYuanPlaces(l.FeeMilliFen, reconcile.MilliFenPlaces, feeDecimals(l.FeeMilliFen))...), ',')
 	b = append(b, "0.00,"...)
 	b = appendCSVField(b, sampleRemarks[n%len(sampleRemarks)])
 	return append(b, '\n')
@@ -180,8 +182,8 @@ func WriteAlipayZip(w io.Writer, f AlipayFile, lines iter.Seq[Line]) (Totals, er
 	net := s.payRecv - s.refRecv
 	fmt.Fprintf(enc, "#支付宝业务汇总查询\n#账号：[%s]\n#-----------------------------------------业务汇总列表----------------------------------------\n%s\n", f.UserID, alipaySummaryHeader)
 	fmt.Fprintf(enc, "合计\t,\t,%d,%d,%s,%s,0.00,0.00,0.00,%s,0.00,%s\n", s.t.Payments, s.t.Refunds,
-		formatDecimal(s.t.PaymentsMinor-s.t.RefundsMinor, fenPlaces, 2), formatDecimal(net, fenPlaces, 2),
-		formatDecimal(s.t.FeeMilliFen, milliFenPlaces, feeDecimals(s.t.FeeMilliFen)), formatDecimal(net, fenPlaces, 2))
+		reconcile.FormatYuanPlaces(s.t.PaymentsMinor-s.t.RefundsMinor, reconcile.FenPlaces, 2), reconcile.FormatYuanPlaces(net, reconcile.FenPlaces, 2),
+		reconcile.FormatYuanPlaces(s.t.FeeMilliFen, reconcile.MilliFenPlaces, feeDecimals(s.t.FeeMilliFen)), reconcile.FormatYuanPlaces(net, reconcile.FenPlaces, 2))
 	fmt.Fprintf(enc, "#-----------------------------------------业务汇总列表结束------------------------------------\n")
 	if err := enc.Close(); err != nil {
 		return s.t, fmt.Errorf("write alipay summary: %w", err)
@@ -249,9 +251,9 @@ func WriteWeChatCSV(w io.Writer, f WeChatFile, lines iter.Seq[Line]) (string, To
 	}
 	bw.WriteString(wxSummaryHeader + "\n")
 	fmt.Fprintf(bw, "`%d,`%s,`%s,`0.00,`%s,`%s,`%s\n", t.Payments+t.Refunds,
-		formatDecimal(settle+f.SkewMinor, fenPlaces, 2), formatDecimal(refund, fenPlaces, 2),
-		formatDecimal(t.FeeMilliFen, milliFenPlaces, 5), formatDecimal(t.PaymentsMinor, fenPlaces, 2),
-		formatDecimal(t.RefundsMinor, fenPlaces, 2))
+		reconcile.FormatYuanPlaces(settle+f.SkewMinor, reconcile.FenPlaces, 2), reconcile.FormatYuanPlaces(refund, reconcile.FenPlaces, 2),
+		reconcile.FormatYuanPlaces(t.FeeMilliFen, reconcile.MilliFenPlaces, 5), reconcile.FormatYuanPlaces(t.PaymentsMinor, reconcile.FenPlaces, 2),
+		reconcile.FormatYuanPlaces(t.RefundsMinor, reconcile.FenPlaces, 2))
 	if err := bw.Flush(); err != nil {
 		return "", t, fmt.Errorf("write wechatpay bill: %w", err)
 	}
@@ -277,7 +279,7 @@ func appendWeChatRow(b []byte, f WeChatFile, l Line, n int) []byte {
 		cur = reconcile.DefaultCurrency
 	}
 	field := func(b []byte, s string) []byte { return append(append(append(b, '`'), s...), ',') }
-	money := func(v int64) string { return formatDecimal(v, fenPlaces, 2) }
+	money := func(v int64) string { return reconcile.FormatYuanPlaces(v, reconcile.FenPlaces, 2) }
 	state, settle, order, refundID, refundNo, refund, apply, refundType, refundState := "SUCCESS",
 		money(received(l)), money(l.AmountMinor), "0", "0", "0.00", "0.00", "", ""
 	if l.Kind == reconcile.BillRefund {
@@ -288,7 +290,7 @@ func appendWeChatRow(b []byte, f WeChatFile, l Line, n int) []byte {
 	for _, s := range []string{f.AppID, f.MchID, sub, "", l.PlatformTradeNo, l.OutTradeNo,
 		"oZWaCKXip5njeEiloC4oeOV1TTsk", "JSAPI", state, "OTHERS", cur, settle, "0.00", refundID, refundNo,
 		refund, "0.00", refundType, refundState, sampleProducts[n%len(sampleProducts)], sampleAttaches[n%len(sampleAttaches)],
-		formatDecimal(l.FeeMilliFen, milliFenPlaces, 5),
+		reconcile.FormatYuanPlaces(l.FeeMilliFen, reconcile.MilliFenPlaces, 5),
 		"0.60%", order, apply} {
 		b = field(b, s)
 	}
@@ -331,4 +333,18 @@ func SampleLines(day time.Time, prefix string, n, refundEvery int) iter.Seq[Line
 			last = l
 		}
 	}
+}
+
+// feeDecimals is how many decimals a bill writes a fee with: two unless its thousandths of
+// a fen say otherwise.
+func feeDecimals(milliFen int64) int {
+	switch {
+	case milliFen%1000 == 0:
+		return 2
+	case milliFen%100 == 0:
+		return 3
+	case milliFen%10 == 0:
+		return 4
+	}
+	return 5
 }

@@ -6,38 +6,6 @@ import (
 	"time"
 )
 
-func TestParseDecimal(t *testing.T) {
-	for _, c := range []struct {
-		in     string
-		places int
-		want   int64
-		ok     bool
-	}{
-		{"0.01", 2, 1, true}, {"-0.04", 2, -4, true}, {"12.3", 2, 1230, true}, {"100", 2, 10000, true},
-		{"0.00000", 5, 0, true}, {"-0.00600", 5, -600, true}, {"1.23456", 5, 123456, true},
-		{"0.001", 2, 0, false}, {"", 2, 0, false}, {"1.", 2, 0, false}, {".5", 2, 0, false},
-		{"+1.00", 2, 0, false}, {"1e3", 2, 0, false}, {"1,000.00", 2, 0, false}, {" 1.00", 2, 0, false},
-		{"-", 2, 0, false}, {"92233720368547758.08", 2, 0, false}, {"0.000001", 5, 0, false},
-	} {
-		got, err := parseDecimal(c.in, c.places)
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("parseDecimal(%q, %d) = %d, %v; want %d ok=%v", c.in, c.places, got, err, c.want, c.ok)
-		}
-	}
-}
-
-func TestFormatDecimal(t *testing.T) {
-	for _, c := range []struct {
-		v            int64
-		places, show int
-		want         string
-	}{{1, 2, 2, "0.01"}, {-4, 2, 2, "-0.04"}, {600, 5, 5, "0.00600"}, {600, 5, 3, "0.006"}, {-123000, 5, 2, "-1.23"}} {
-		if got := formatDecimal(c.v, c.places, c.show); got != c.want {
-			t.Errorf("formatDecimal(%d,%d,%d) = %q, want %q", c.v, c.places, c.show, got, c.want)
-		}
-	}
-}
-
 func TestParseChinaTime(t *testing.T) {
 	for _, c := range []struct {
 		in string
