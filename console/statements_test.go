@@ -20,7 +20,8 @@ func (f *fixture) seedStatementDay(t *testing.T, p reconcile.Platform, merchant,
 	ctx := context.Background()
 	d, err := time.ParseInLocation(time.DateOnly, date, shanghai)
 	must(t, err)
-	day := reconcile.StatementDay{Account: reconcile.AccountKey{Platform: p, MerchantID: merchant}, Date: date, Start: d, End: d.AddDate(0, 0, 1)}
+	day := reconcile.StatementDay{Account: reconcile.AccountKey{Platform: p, MerchantID: merchant},
+		BusinessDay: reconcile.BusinessDay{Date: date, Start: d, End: d.AddDate(0, 0, 1)}}
 	tx, err := postgres.NewStore(f.db.DB).BeginStatement(ctx, day, 0)
 	must(t, err)
 	defer tx.Rollback()

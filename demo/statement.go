@@ -44,7 +44,7 @@ func demoStatement(ctx context.Context, stdout io.Writer, a *worker.App, cfg con
 	// The bill day is the day the demo's trades were paid on, in the zone bill days are read in
 	// (Asia/Shanghai unless RECONCILER_TIMEZONE says otherwise): today, not yesterday.
 	paidAt := sb.Scenario(billOnly.platform, billOnly.otn).PaidAt
-	day, err := statementrun.ParseDay(paidAt.In(cfg.Timezone).Format(time.DateOnly), cfg.Timezone)
+	day, err := reconcile.ParseBusinessDay(paidAt.In(cfg.Timezone).Format(time.DateOnly), cfg.Timezone)
 	if err != nil {
 		return err
 	}

@@ -35,12 +35,10 @@ const (
 // LineResults lists the line results in the order reports show them.
 var LineResults = []LineResult{LineRepaired, LineMismatch, LineUnchanged, LineOtherDay}
 
-// StatementDay is one account's business day: the bill's date and the [Start, End) it
-// covers in the platform's zone.
+// StatementDay is one account's business day, the day its bill covers.
 type StatementDay struct {
-	Account    AccountKey
-	Date       string // YYYY-MM-DD
-	Start, End time.Time
+	Account AccountKey
+	BusinessDay
 }
 
 // StagedBill is what staging read: the line count and what the merchant actually received

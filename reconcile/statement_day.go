@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -88,4 +89,37 @@ func (f *StatementFigures) Add(g StatementFigures) {
 	for _, sf := range StatementFigureTable {
 		*sf.value(f) += sf.Value(g)
 	}
+}
+
+// BusinessDay is one business day: midnight to midnight in the platforms' zone, the day a
+// bill covers.
+type BusinessDay struct {
+	Date       string // YYYY-MM-DD
+	Start, End time.Time
+}
+
+// ParseBusinessDay reads a YYYY-MM-DD date as the day it names in loc.
+func ParseBusinessDay(s string, loc *time.Location) (BusinessDay, error) {
+	t, err := time.ParseInLocation(time.DateOnly, s, loc)
+	if err != nil {
+		return BusinessDay{}, fmt.Errorf("want a date such as 2026-11-28, got %q", s)
+	}
+	return businessDayOf(t, loc), nil
+}
+
+// PreviousBusinessDay is the day before now's in loc: the newest bill the platforms publish.
+func PreviousBusinessDay(now time.Time, loc *time.Location) BusinessDay {
+	n := now.In(loc)
+	return businessDayOf(time.Date(n.Year(), n.Month(), n.Day()-1, 0, 0, 0, 0, loc), loc)
+}
+
+func businessDayOf(t time.Time, loc *time.Location) BusinessDay {
+	start := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+	// AddDate, not 24h: a day in a zone with daylight saving may be 23 or 25 hours long.
+	return BusinessDay{Date: start.Format(time.DateOnly), Start: start, End: start.AddDate(0, 0, 1)}
+}
+
+// Prev is the day before.
+func (d BusinessDay) Prev() BusinessDay {
+	return businessDayOf(d.Start.AddDate(0, 0, -1), d.Start.Location())
 }

@@ -147,7 +147,7 @@ func reportStatement(b *testing.B, n int, d DayResult, elapsed time.Duration, pe
 
 // writeBenchBill writes statement.SampleLines' n lines (every benchRefundEvery-th a refund
 // of the payment before it) as an Alipay zip or a gzipped WeChat Pay CSV.
-func writeBenchBill(b *testing.B, p reconcile.Platform, path string, day Day, n int) {
+func writeBenchBill(b *testing.B, p reconcile.Platform, path string, day reconcile.BusinessDay, n int) {
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
@@ -186,7 +186,7 @@ const benchOrderState = `
 // refunds the order before it and has none of its own. Of the refunded orders, every other
 // one has the refund as SUCCESS (matched), every fourth (offset 1) as PROCESSING (repaired
 // by the bill), every fourth (offset 3) not at all (UNKNOWN_REFUND).
-func seedBenchOrders(b *testing.B, e *env, p reconcile.Platform, day Day, n int) {
+func seedBenchOrders(b *testing.B, e *env, p reconcile.Platform, day reconcile.BusinessDay, n int) {
 	_, err := e.db.DB.Exec(`
 		INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor,
 			status, platform_trade_no, paid_amount_minor, paid_at, refunded_minor, created_at)
@@ -215,7 +215,7 @@ func seedBenchOrders(b *testing.B, e *env, p reconcile.Platform, day Day, n int)
 // resetBench puts back what a statement run of the day changed: the orders and refunds it
 // moved (those with events) go back to their seeded state; events, outbox rows, findings and
 // the statement tables are emptied.
-func resetBench(b *testing.B, e *env, p reconcile.Platform, day Day) {
+func resetBench(b *testing.B, e *env, p reconcile.Platform, day reconcile.BusinessDay) {
 	for _, q := range []struct {
 		sql  string
 		args []any
@@ -254,7 +254,7 @@ func serverReadableDir(b *testing.B) string {
 
 // measureFloors measures both COPY floors of n staged rows: a client COPY streamed over one
 // connection, and a server-side COPY FROM a file of the same rows.
-func measureFloors(b *testing.B, e *env, day Day, n int, dir string) benchFloors {
+func measureFloors(b *testing.B, e *env, day reconcile.BusinessDay, n int, dir string) benchFloors {
 	ctx := context.Background()
 	conn, err := e.db.DB.Conn(ctx)
 	if err != nil {
@@ -278,7 +278,7 @@ func measureFloors(b *testing.B, e *env, day Day, n int, dir string) benchFloors
 
 // rowExecCopyRate COPYs the same lines through database/sql's prepared COPY, one Exec per
 // row.
-func rowExecCopyRate(b *testing.B, tx *sql.Tx, day Day, n int) float64 {
+func rowExecCopyRate(b *testing.B, tx *sql.Tx, day reconcile.BusinessDay, n int) float64 {
 	start := time.Now()
 	stmt, err := tx.Prepare(pq.CopyIn("bare_copy_rows", postgres.StageColumnNames...))
 	if err != nil {
@@ -302,7 +302,7 @@ func rowExecCopyRate(b *testing.B, tx *sql.Tx, day Day, n int) float64 {
 // clientCopyRate COPYs n generated lines into bare_copy as the statement stages them: rows
 // written in COPY's text format (postgres.AppendStageRow), a batch per call, on the driver
 // connection.
-func clientCopyRate(b *testing.B, conn *sql.Conn, day Day, n int) float64 {
+func clientCopyRate(b *testing.B, conn *sql.Conn, day reconcile.BusinessDay, n int) float64 {
 	start := time.Now()
 	err := conn.Raw(func(dc any) error {
 		st, err := dc.(driver.Conn).Prepare(pq.CopyIn("bare_copy", postgres.StageColumnNames...))
@@ -373,7 +373,7 @@ func buildReconciler(b *testing.B) string {
 
 // runProcess runs `reconciler statement --file` on the bill with settings of its own (the
 // test's database and Redis, a fresh claim prefix), timed from the command line.
-func runProcess(b *testing.B, e *env, bin string, p reconcile.Platform, day Day, path, redisURL, prefix string) processRun {
+func runProcess(b *testing.B, e *env, bin string, p reconcile.Platform, day reconcile.BusinessDay, path, redisURL, prefix string) processRun {
 	cmd := exec.Command(bin, "statement", "--file", path, "--platform", string(p), "--merchant", merchantOf(p), "--date", day.Date)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "RECONCILER_") {

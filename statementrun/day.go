@@ -28,8 +28,7 @@ func (r *Runner) day(ctx context.Context, log zerolog.Logger, runID int64, acct 
 	if bill.Close != nil {
 		defer bill.Close() //nolint:errcheck // read-only file
 	}
-	tx, err := r.store.BeginStatement(ctx, reconcile.StatementDay{Account: acct.Key, Date: spec.Day.Date,
-		Start: spec.Day.Start, End: spec.Day.End}, runID)
+	tx, err := r.store.BeginStatement(ctx, reconcile.StatementDay{Account: acct.Key, BusinessDay: spec.Day}, runID)
 	if err != nil {
 		d.Err = err
 		return d

@@ -22,7 +22,7 @@ import (
 func TestWechatDayWithoutTrades(t *testing.T) {
 	e := setup(t)
 	var now atomic.Pointer[time.Time]
-	at := func(d Day, h, m int) { // h:m on the morning after d
+	at := func(d reconcile.BusinessDay, h, m int) { // h:m on the morning after d
 		v := d.End.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
 		now.Store(&v)
 	}
@@ -44,7 +44,7 @@ func TestWechatDayWithoutTrades(t *testing.T) {
 	}
 	key := reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: sb.Identity().WechatMchID}
 	sb.SetBillSpoil(key.Platform, key.MerchantID, sandbox.BillSpoil{NoStatementWhenEmpty: true})
-	run := func(d Day) (Result, error) {
+	run := func(d reconcile.BusinessDay) (Result, error) {
 		acct := Account{Key: key, Source: PlatformSource{Platform: key.Platform, Merchant: key.MerchantID, Client: client}}
 		return e.runner.Run(context.Background(), Spec{Day: d, Accounts: []Account{acct}})
 	}

@@ -33,7 +33,7 @@ func TestHeldBecomesFindingOneDayLater(t *testing.T) {
 			e := setup(t)
 			m := merchantOf(p)
 			next := testDay.Start.AddDate(0, 0, 1)
-			nextDay, _ := ParseDay("2026-11-29", shanghai)
+			nextDay, _ := reconcile.ParseBusinessDay("2026-11-29", shanghai)
 			late := testDay.End.Add(-time.Second)
 			e.insert(order{platform: p, merchant: m, outTradeNo: "H-MISSING", amount: 100, status: reconcile.StatusPaid, tradeNo: "HT-1", paidAt: late})
 			e.insert(order{platform: p, merchant: m, outTradeNo: "H-LATE", amount: 200, status: reconcile.StatusPaid, tradeNo: "HT-2", paidAt: late})
@@ -70,7 +70,7 @@ func TestHeldBecomesFindingOneDayLater(t *testing.T) {
 			// and running either day again reports nothing new.
 			before := e.snapshot()
 			for _, run := range []struct {
-				day  Day
+				day  reconcile.BusinessDay
 				path string
 			}{{testDay, day1}, {nextDay, day2}} {
 				res, err := e.runFile(p, run.day, run.path, false)
@@ -212,7 +212,7 @@ func TestNotReadyIsRetryLater(t *testing.T) {
 
 type notReadySource struct{ at time.Time }
 
-func (s notReadySource) Bill(_ context.Context, d Day) (Bill, error) {
+func (s notReadySource) Bill(_ context.Context, d reconcile.BusinessDay) (Bill, error) {
 	return Bill{}, platformclient.NotReady(&platformclient.BillNotReadyError{Platform: reconcile.WechatPay,
 		MerchantID: wechatMerchant, Day: d.Start, RetryAt: s.at, Code: "NO_STATEMENT_EXIST"})
 }
@@ -251,7 +251,7 @@ type cancellingSource struct {
 	cancel context.CancelFunc
 }
 
-func (s cancellingSource) Bill(ctx context.Context, d Day) (Bill, error) {
+func (s cancellingSource) Bill(ctx context.Context, d reconcile.BusinessDay) (Bill, error) {
 	b, err := s.memSource.Bill(ctx, d)
 	b.Reader = &cancellingReader{Reader: b.Reader, cancel: s.cancel}
 	return b, err
@@ -275,7 +275,7 @@ func (r *cancellingReader) Next() (statement.Line, error) {
 func TestBillOfAnotherDayIsRejected(t *testing.T) {
 	e := setup(t)
 	p := reconcile.Alipay
-	next, _ := ParseDay("2026-11-29", shanghai)
+	next, _ := reconcile.ParseBusinessDay("2026-11-29", shanghai)
 	path := writeBill(t, p, next, []statement.Line{payLine("W-1", "WT-1", 100, next.Start.Add(time.Hour))})
 	before := e.snapshot()
 	if _, err := e.runFile(p, testDay, path, false); !isRejected(err) {

@@ -201,7 +201,7 @@ func TestHeldRefundBecomesFindingOneDayLater(t *testing.T) {
 		t.Run(string(p), func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			nextDay, _ := ParseDay("2026-11-29", shanghai)
+			nextDay, _ := reconcile.ParseBusinessDay("2026-11-29", shanghai)
 			late := testDay.End.Add(-time.Second)
 			// HR-1 was paid late on the day and the day's bill lists nothing of it; HR-2 was
 			// paid the day before.
@@ -244,7 +244,7 @@ func TestHeldRefundBecomesFindingOneDayLater(t *testing.T) {
 			checkHeldRefundFinding(t, e)
 			before := e.snapshot()
 			for _, run := range []struct {
-				day  Day
+				day  reconcile.BusinessDay
 				path string
 			}{{testDay, day1}, {nextDay, day2}} {
 				if _, err := e.runFile(p, run.day, run.path, false); err != nil {

@@ -24,7 +24,7 @@ func TestReportShowsStatementFigures(t *testing.T) {
 	if _, err := e.runFile(p, testDay, path, false); err != nil {
 		t.Fatal(err)
 	}
-	next, _ := ParseDay("2026-11-29", shanghai)
+	next, _ := reconcile.ParseBusinessDay("2026-11-29", shanghai)
 	err := postgres.NewReview(e.db.DB).Report(context.Background(), testDay.Start, next.Start, func(rep reconcile.Report) error {
 		if len(rep.Statements) != 1 || rep.Statements[0].BillDate != "2026-11-28" || rep.Statements[0].FeeMilliFen != 74070 {
 			t.Fatalf("report statements %+v", rep.Statements)

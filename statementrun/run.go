@@ -44,7 +44,7 @@ type Account struct {
 
 // Spec is one statement run: a day of some accounts.
 type Spec struct {
-	Day      Day
+	Day      reconcile.BusinessDay
 	Accounts []Account
 	DryRun   bool
 }
@@ -73,7 +73,7 @@ func (t *Tally) add(o Tally) {
 // DayResult is one account's reconciled day.
 type DayResult struct {
 	Account reconcile.AccountKey
-	Day     Day
+	Day     reconcile.BusinessDay
 	Figures reconcile.StatementFigures
 	Tally   Tally
 	DryRun  bool
@@ -183,10 +183,10 @@ func (r *Runner) Run(ctx context.Context, spec Spec) (Result, error) {
 }
 
 // lastDay reads the account's newest reconciled day; on a read error the day just done stands.
-func (r *Runner) lastDay(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, done Day) time.Time {
+func (r *Runner) lastDay(ctx context.Context, log zerolog.Logger, acct reconcile.AccountKey, done reconcile.BusinessDay) time.Time {
 	last, err := r.store.LastStatementDay(ctx, acct)
 	if err == nil && last != "" {
-		if d, perr := ParseDay(last, done.Start.Location()); perr == nil {
+		if d, perr := reconcile.ParseBusinessDay(last, done.Start.Location()); perr == nil {
 			return d.Start
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/payrecon/payrecon/statement"
 )
 
-var testDay, _ = ParseDay("2026-11-28", shanghai)
+var testDay, _ = reconcile.ParseBusinessDay("2026-11-28", shanghai)
 
 // tableCase is one row of the matching table: a local order (or none), the bill line, and
 // what the run must leave behind.

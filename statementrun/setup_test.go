@@ -84,7 +84,7 @@ func (e *env) insert(o order) int64 {
 
 // writeBill writes lines as the platform's real file (an Alipay zip, a gzipped WeChat Pay
 // CSV) and returns its path.
-func writeBill(t testing.TB, p reconcile.Platform, day Day, lines []statement.Line) string {
+func writeBill(t testing.TB, p reconcile.Platform, day reconcile.BusinessDay, lines []statement.Line) string {
 	t.Helper()
 	var b bytes.Buffer
 	var err error
@@ -105,7 +105,7 @@ func writeBill(t testing.TB, p reconcile.Platform, day Day, lines []statement.Li
 	return path
 }
 
-func (e *env) runFile(p reconcile.Platform, day Day, path string, dry bool) (Result, error) {
+func (e *env) runFile(p reconcile.Platform, day reconcile.BusinessDay, path string, dry bool) (Result, error) {
 	e.t.Helper()
 	acct := Account{Key: reconcile.AccountKey{Platform: p, MerchantID: merchantOf(p)}, Source: FileSource{Platform: p, Path: path}}
 	return e.runner.Run(context.Background(), Spec{Day: day, Accounts: []Account{acct}, DryRun: dry})
@@ -118,7 +118,7 @@ type memSource struct {
 	failErr   error
 }
 
-func (m memSource) Bill(context.Context, Day) (Bill, error) {
+func (m memSource) Bill(context.Context, reconcile.BusinessDay) (Bill, error) {
 	return Bill{Reader: &memReader{src: m}, SHA256: "mem"}, nil
 }
 

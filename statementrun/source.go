@@ -18,36 +18,6 @@ import (
 	"github.com/payrecon/payrecon/statement"
 )
 
-// Day is one business day: midnight to midnight in the platforms' zone.
-type Day struct {
-	Date       string // YYYY-MM-DD
-	Start, End time.Time
-}
-
-// ParseDay reads a YYYY-MM-DD date as the day it names in loc.
-func ParseDay(s string, loc *time.Location) (Day, error) {
-	t, err := time.ParseInLocation(time.DateOnly, s, loc)
-	if err != nil {
-		return Day{}, fmt.Errorf("want a date such as 2026-11-28, got %q", s)
-	}
-	return dayOf(t, loc), nil
-}
-
-// Yesterday is the day before now's in loc: the newest bill the platforms publish.
-func Yesterday(now time.Time, loc *time.Location) Day {
-	n := now.In(loc)
-	return dayOf(time.Date(n.Year(), n.Month(), n.Day()-1, 0, 0, 0, 0, loc), loc)
-}
-
-func dayOf(t time.Time, loc *time.Location) Day {
-	start := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
-	// AddDate, not 24h: a day in a zone with daylight saving may be 23 or 25 hours long.
-	return Day{Date: start.Format(time.DateOnly), Start: start, End: start.AddDate(0, 0, 1)}
-}
-
-// Prev is the day before.
-func (d Day) Prev() Day { return dayOf(d.Start.AddDate(0, 0, -1), d.Start.Location()) }
-
 // Bill is one day's bill, open for streaming.
 type Bill struct {
 	Reader   statement.Reader
@@ -58,7 +28,7 @@ type Bill struct {
 
 // Source gets one account's bill of one day: a file someone downloaded, or the platform.
 type Source interface {
-	Bill(ctx context.Context, day Day) (Bill, error)
+	Bill(ctx context.Context, day reconcile.BusinessDay) (Bill, error)
 }
 
 // FileSource is a bill a person downloaded from the merchant portal (--file).
@@ -68,7 +38,7 @@ type FileSource struct {
 }
 
 // Bill hashes the file (so the day's record names exactly what was reconciled), then opens it.
-func (f FileSource) Bill(_ context.Context, _ Day) (Bill, error) {
+func (f FileSource) Bill(_ context.Context, _ reconcile.BusinessDay) (Bill, error) {
 	sum, err := fileSHA256(f.Path)
 	if err != nil {
 		return Bill{}, err
@@ -117,7 +87,7 @@ type PlatformSource struct {
 
 // Bill downloads the day's bill and opens it; a WeChat Pay bill is checked against the SHA1
 // the platform declared while it is read. A day without trades is a bill without lines.
-func (s PlatformSource) Bill(ctx context.Context, day Day) (Bill, error) {
+func (s PlatformSource) Bill(ctx context.Context, day reconcile.BusinessDay) (Bill, error) {
 	dir, cleanup, err := s.dir()
 	if err != nil {
 		return Bill{}, err
@@ -175,7 +145,7 @@ func (s PlatformSource) dir() (string, func(), error) {
 // nothing and hold the whole day).
 type dayChecked struct {
 	statement.Reader
-	day     Day
+	day     reconcile.BusinessDay
 	checked bool
 }
 

@@ -56,11 +56,11 @@ func cmdStatement(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return statementExit(err)
 }
 
-func statementDay(v string, loc *time.Location) (statementrun.Day, error) {
+func statementDay(v string, loc *time.Location) (reconcile.BusinessDay, error) {
 	if v == "" {
-		return statementrun.Yesterday(time.Now(), loc), nil
+		return reconcile.PreviousBusinessDay(time.Now(), loc), nil
 	}
-	d, err := statementrun.ParseDay(v, loc)
+	d, err := reconcile.ParseBusinessDay(v, loc)
 	if err != nil {
 		return d, usagef("--date: %v", err)
 	}

@@ -26,8 +26,8 @@ var billZone = platformclient.ChinaTime
 
 // billDay is the business day the seed's trades fall in (when the clock jumps past midnight,
 // later trades are the next day's and stay off this bill).
-func (s *seedRun) billDay() statementrun.Day {
-	d, err := statementrun.ParseDay(s.start.In(billZone).Format(time.DateOnly), billZone)
+func (s *seedRun) billDay() reconcile.BusinessDay {
+	d, err := reconcile.ParseBusinessDay(s.start.In(billZone).Format(time.DateOnly), billZone)
 	if err != nil {
 		panic(err)
 	}
@@ -102,7 +102,7 @@ func (s *seedRun) statementRun(concurrency int, pool *sqlx.DB) (*statementrun.Ru
 }
 
 // writeBill writes the platform's bill of day as its merchant portal would hand it out.
-func writeBill(path string, pl *sim.Platform, day statementrun.Day) error {
+func writeBill(path string, pl *sim.Platform, day reconcile.BusinessDay) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func writeBill(path string, pl *sim.Platform, day statementrun.Day) error {
 
 // billLines are the platform's payments and refunds of day as bill lines: a 0.6% fee, the
 // whole amount received, a refund giving the fee back.
-func billLines(pl *sim.Platform, day statementrun.Day) []statement.Line {
+func billLines(pl *sim.Platform, day reconcile.BusinessDay) []statement.Line {
 	var lines []statement.Line
 	for _, m := range pl.Movements(day.Start, day.End) {
 		l := statement.Line{Kind: reconcile.BillPayment, OutTradeNo: m.OutTradeNo, PlatformTradeNo: m.TradeNo,

@@ -19,12 +19,11 @@ var stmtZone = time.FixedZone("CST", 8*3600)
 
 // stmtDay is one business day of the test account.
 func stmtDay(date string) reconcile.StatementDay {
-	d, err := time.ParseInLocation(time.DateOnly, date, stmtZone)
+	d, err := reconcile.ParseBusinessDay(date, stmtZone)
 	if err != nil {
 		panic(err)
 	}
-	return reconcile.StatementDay{Account: reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: "1900000001"},
-		Date: date, Start: d, End: d.AddDate(0, 0, 1)}
+	return reconcile.StatementDay{Account: reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: "1900000001"}, BusinessDay: d}
 }
 
 // insertPaidOrder seeds a PAID order of the statement days' account: 1000 paid at `at`, its
