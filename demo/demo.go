@@ -21,10 +21,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
 	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/sandbox"
 	"github.com/payrecon/payrecon/worker"
 )
 

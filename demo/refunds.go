@@ -10,9 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // The refund half of the story: four paid orders, each refunded at the platform.

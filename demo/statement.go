@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payrecon/payrecon/config"
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/postgres"
+	"github.com/payrecon/payrecon/sandbox"
 	"github.com/payrecon/payrecon/statementrun"
 	"github.com/payrecon/payrecon/worker"
 )

@@ -15,12 +15,12 @@ import (
 
 	"github.com/payrecon/payrecon/httpapi"
 	"github.com/payrecon/payrecon/platformclient/alipay"
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/redis"
 	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // Callbacks through the real mux and the real apply path over a real database and Redis:

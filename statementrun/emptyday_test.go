@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/platformclient"
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // TestWechatDayWithoutTrades: WeChat Pay answers NO_STATEMENT_EXIST for a day on which the

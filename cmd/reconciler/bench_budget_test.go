@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/sandbox"
 	"github.com/payrecon/payrecon/worker"
 )
 

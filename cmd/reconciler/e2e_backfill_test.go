@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // e2eStory is one kind of order a backfill classifies.

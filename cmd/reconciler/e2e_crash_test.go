@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // Crash recovery without waiting: `reconciler run` killed with SIGKILL in the middle of a

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/platformclient"
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // Exit codes of the contract: 2 for bad usage or configuration (naming the setting), 1 when

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon/internal/faultproxy"
-	"github.com/payrecon/payrecon/platformclient/sandbox"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // e2eNetFault is one network fault toxiproxy puts on a path.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // TestE2EServeSchedulesPassesThatNeverOverlap: `serve` with a schedule (given through

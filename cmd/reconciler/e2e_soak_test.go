@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // e2eSoakOrder is one soak order and the platform's truth it must converge to.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // TestE2EStatement drives `reconciler statement` as a process against the sandbox's bills:

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // A storm: `serve` takes 5 shuffled, concurrent copies of every order's callback (with the

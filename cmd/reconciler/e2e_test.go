@@ -25,9 +25,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // TestMain only removes the binary the e2e tests build (lazily, so tests that do not need

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 var (

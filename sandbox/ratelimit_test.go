@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payrecon/payrecon/platformclient/sandbox"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // measureQPS runs 64 concurrent callers through one client for window and returns the
@@ -60,7 +60,7 @@ func TestRateLimiterHoldsQPSAcross64Callers(t *testing.T) {
 }
 
 // BenchmarkRateLimit measures the achieved rate over a 10 s window with 64 callers and one
-// client configured at 50 QPS (run: go test -run X -bench RateLimit ./platformclient/sandbox/).
+// client configured at 50 QPS (run: go test -run X -bench RateLimit ./sandbox/).
 func BenchmarkRateLimit(b *testing.B) {
 	for _, h := range []harness{alipayHarness, wechatHarness} {
 		b.Run(string(h.platform), func(b *testing.B) {

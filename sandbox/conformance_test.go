@@ -10,9 +10,9 @@ import (
 
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/platformclient/alipay"
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 // One conformance suite, run for both clients against the sandbox over loopback HTTP: every

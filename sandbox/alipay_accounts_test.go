@@ -16,8 +16,8 @@ import (
 
 	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/platformclient/alipay"
-	"github.com/payrecon/payrecon/platformclient/sandbox"
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/sandbox"
 )
 
 const (
