@@ -90,13 +90,7 @@ func TestAPlainMatchIsWhatTheApplyPathLeavesAlone(t *testing.T) {
 				plain[lineKey(reconcile.BillPayment, c.line.OutTradeNo, "")] = c.plain
 			}
 			for _, c := range refundCases(p) {
-				if c.order != nil {
-					id := e.insert(*c.order)
-					if c.local != nil {
-						c.local.orderID = id
-						e.insertRefund(*c.local)
-					}
-				}
+				e.seed(c)
 				lines = append(lines, c.line)
 				plain[lineKey(reconcile.BillRefund, c.line.OutTradeNo, c.line.RefundNo)] = c.wantOutcome == "" || c.wantOutcome == reconcile.LineOtherDay
 			}

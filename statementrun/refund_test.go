@@ -81,13 +81,7 @@ func TestStatementRefundTable(t *testing.T) {
 			cases := refundCases(p)
 			var lines []statement.Line
 			for _, c := range cases {
-				if c.order != nil {
-					id := e.insert(*c.order)
-					if c.local != nil {
-						c.local.orderID = id
-						e.insertRefund(*c.local)
-					}
-				}
+				e.seed(c)
 				lines = append(lines, c.line)
 			}
 			path := writeBill(t, p, testDay, lines)
@@ -344,5 +338,18 @@ func TestRefundAndItsPaymentOnOneDay(t *testing.T) {
 				t.Errorf("a re-run of the day changed something:\nbefore %+v\nafter  %+v", before, after)
 			}
 		})
+	}
+}
+
+// seed records a refund case's order and local refund, where it has them.
+func (e *env) seed(c refundCase) {
+	e.t.Helper()
+	if c.order == nil {
+		return
+	}
+	id := e.insert(*c.order)
+	if c.local != nil {
+		c.local.orderID = id
+		e.insertRefund(*c.local)
 	}
 }
