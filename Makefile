@@ -76,11 +76,11 @@ bench:
 	  $(GO) test -run "^$$" -bench "Statement" -benchtime 3x -count=1 -timeout 30m -v ./statementrun/ -statement.lines 1000000 && \
 	  $(GO) test -run "^$$" -bench "Report" -benchtime 1x -count=1 -timeout 20m ./render/'
 
-# The review console as a person sees it: TestBrowserReview's screenshots (the findings list,
+# The review console as a person sees it: the browser tests' screenshots (the findings list and its third page,
 # a finding after maker-checker, the HTML report) kept under out/screenshots; it prints their paths.
 screenshots: test-deps
 	mkdir -p out/screenshots
-	$(SERVICES) $(GO) test -count=1 -v -run '^TestBrowserReview$$' -artifacts -outputdir $(CURDIR)/out/screenshots ./console/ | grep -E 'screenshot:|^(ok|FAIL|---)'
+	$(SERVICES) $(GO) test -count=1 -v -run '^TestBrowser' -artifacts -outputdir $(CURDIR)/out/screenshots ./console/ | grep -E 'screenshot:|^(ok|FAIL|---)'
 
 # The kill -9 soak, long: run and serve SIGKILLed at random moments under a callback storm,
 # a clean run after each, the invariants checked every time (`make test` runs 10

@@ -71,6 +71,91 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// browser is headless Chromium, JavaScript off, in front of a console handler behind the
+// sign-in proxy, with the steps the browser tests take.
+type browser struct {
+	t              *testing.T
+	ctx            context.Context
+	proxy, backend *httptest.Server
+}
+
+// newBrowser starts the console handler h (on 127.0.0.1: the console trusts it as the
+// sidecar's peer), the sign-in proxy in front of it and Chromium, and checks that
+// JavaScript is off: the pages are plain forms and links.
+func newBrowser(t *testing.T, h http.Handler) *browser {
+	exe := chromiumPath(t)
+	backend := httptest.NewServer(h)
+	t.Cleanup(backend.Close)
+	proxy := httptest.NewServer(newSignInProxy(backend.URL))
+	t.Cleanup(proxy.Close)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.WindowSize(1366, 900), chromedp.Flag("lang", "en-US"))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
+	t.Cleanup(cancel)
+	b := &browser{t: t, ctx: ctx, proxy: proxy, backend: backend}
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatalf("turn JavaScript off: %v", err)
+	}
+	b.step("check JavaScript is off", chromedp.Navigate(proxy.URL+"/oauth2/js-check"))
+	if title, err := chromedp.Run(ctx, chromedp.Title()); err != nil || title != "off" {
+		t.Fatalf("page title %q (%v): JavaScript still runs", title, err)
+	}
+	return b
+}
+
+// shot saves a screenshot in the test's artifact directory (go test -artifacts -outputdir
+// DIR keeps it) and prints its path.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)) // 100: PNG (below it Chromium writes JPEG)
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(b.t.ArtifactDir(), name)
+	must(b.t, os.WriteFile(path, png, 0o644))
+	fmt.Printf("%s screenshot: %s\n", b.t.Name(), path)
+	b.t.Logf("screenshot: %s", path)
+}
+
+func (b *browser) step(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// submit clicks something that loads a page and waits for it; an HTTP error fails.
+func (b *browser) submit(what string, click chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	resp, err := chromedp.RunResponse(b.ctx, click)
+	if err != nil || resp == nil || resp.Status >= 400 {
+		body, _ := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("body")))
+		b.t.Fatalf("%s: %v (response %v)\n%s", what, err, statusOf(resp), body)
+	}
+}
+
+func (b *browser) signIn(who string) {
+	b.t.Helper()
+	b.step("sign out", chromedp.Navigate(b.proxy.URL+"/oauth2/sign_out"), chromedp.WaitVisible(chromedp.ID("email")))
+	b.step("sign in as "+who, chromedp.SendKeys(chromedp.ID("email"), who))
+	b.submit("sign in as "+who, chromedp.Click(chromedp.ID("signin")))
+	got, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.ID("viewer")))
+	if err != nil || got != who {
+		b.t.Fatalf("signed in as %q (%v), want %s", got, err, who)
+	}
+}
+
+func (b *browser) count(sel string) int {
+	b.t.Helper()
+	n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](fmt.Sprintf("document.querySelectorAll(%q).length", sel)))
+	must(b.t, err)
+	return n
+}
+
 // TestBrowserReview drives headless Chromium, JavaScript off, through the sign-in proxy: ann filters the
 // findings, opens one and proposes a refund; cfo signs in and approves it; the audit history
 // shows both; the statements page is one click away; a refund finding shows the order's
@@ -78,76 +163,12 @@ func chromiumPath(t *testing.T) string {
 // the statements, the HTML report and the refund finding in both languages go to the test's
 // artifact directory (go test -artifacts -outputdir DIR keeps them) and their paths are printed.
 func TestBrowserReview(t *testing.T) {
-	exe := chromiumPath(t)
 	f := newFixture(t)
 	f.seedStatements(t)
 	refunds := f.seedRefunds(t)
-	backend := httptest.NewServer(f.h) // 127.0.0.1: the console trusts it as the sidecar's peer
-	defer backend.Close()
-	proxy := httptest.NewServer(newSignInProxy(backend.URL))
-	defer proxy.Close()
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.WindowSize(1366, 900), chromedp.Flag("lang", "en-US"))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 3*time.Minute)
-	defer cancel()
-
-	dir := t.ArtifactDir()
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG (below it Chromium writes JPEG)
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		path := filepath.Join(dir, name)
-		must(t, os.WriteFile(path, png, 0o644))
-		fmt.Printf("TestBrowserReview screenshot: %s\n", path)
-		t.Logf("screenshot: %s", path)
-	}
-	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	// submit clicks something that loads a page and waits for it; an HTTP error fails.
-	submit := func(what string, click chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		resp, err := chromedp.RunResponse(ctx, click)
-		if err != nil || resp == nil || resp.Status >= 400 {
-			body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
-			t.Fatalf("%s: %v (response %v)\n%s", what, err, statusOf(resp), body)
-		}
-	}
-	signIn := func(who string) {
-		t.Helper()
-		step("sign out", chromedp.Navigate(proxy.URL+"/oauth2/sign_out"), chromedp.WaitVisible(chromedp.ID("email")))
-		step("sign in as "+who, chromedp.SendKeys(chromedp.ID("email"), who))
-		submit("sign in as "+who, chromedp.Click(chromedp.ID("signin")))
-		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("viewer")))
-		if err != nil || got != who {
-			t.Fatalf("signed in as %q (%v), want %s", got, err, who)
-		}
-	}
-	count := func(sel string) int {
-		t.Helper()
-		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf("document.querySelectorAll(%q).length", sel)))
-		must(t, err)
-		return n
-	}
-
-	// The whole walk runs with JavaScript off: the pages are plain forms and links.
-	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
-		t.Fatalf("turn JavaScript off: %v", err)
-	}
-	step("check JavaScript is off", chromedp.Navigate(proxy.URL+"/oauth2/js-check"))
-	if title, err := chromedp.Run(ctx, chromedp.Title()); err != nil || title != "off" {
-		t.Fatalf("page title %q (%v): JavaScript still runs", title, err)
-	}
+	b := newBrowser(t, f.h)
+	ctx, step, submit, signIn, count, shot := b.ctx, b.step, b.submit, b.signIn, b.count, b.shot
+	proxy, backend := b.proxy, b.backend
 
 	// The console itself, reached without the proxy: 401 (the browser sends no identity).
 	if resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(backend.URL+"/review/")); err != nil || resp.Status != http.StatusUnauthorized {
@@ -267,4 +288,91 @@ func statusOf(r *network.Response) any {
 		return "none"
 	}
 	return r.Status
+}
+
+// TestBrowserPagesKeepTheFilterAndSort: with 170 findings of one kind among others, a
+// reviewer filters to that kind, sorts by the money at stake (smallest first) and clicks
+// Next to page 3 and Previous back to page 1. Every page keeps the filter and the sort
+// (the form still shows them; every row is of the kind; at stake never falls from one page
+// to the next) and page 1 comes back as it was.
+func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.db.Exec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, kind, local_amount_minor,
+		platform_amount_minor, first_seen_at, last_seen_at)
+		SELECT 'alipay', '2021000000000009', 'PAGE-' || i, 'AMOUNT_MISMATCH', 1000, 1000 + (i * 37) % 500, $1::timestamptz,
+			$1::timestamptz + i * interval '1 second'
+		FROM generate_series(1, 170) AS i`, base)
+	must(t, err)
+	b := newBrowser(t, f.h)
+	b.signIn(ann)
+	b.step("filter and sort", chromedp.SetValue(chromedp.CSS(`#filters select[name="kind"]`), "AMOUNT_MISMATCH"),
+		chromedp.SetValue(chromedp.CSS(`#filters select[name="sort"]`), "at_stake"),
+		chromedp.SetValue(chromedp.CSS(`#filters select[name="dir"]`), "asc"))
+	b.submit("apply the filter", chromedp.Click(chromedp.ID("apply")))
+
+	// page reads what the page shows: its number, the form's filter and sort, each row's
+	// kind and the money at stake in the table's order.
+	type shown struct {
+		Pager, Kind, Sort, Dir string
+		Kinds                  []string
+		Stakes                 []float64
+		First                  string
+	}
+	page := func() shown {
+		t.Helper()
+		s, err := chromedp.Run(b.ctx, chromedp.Evaluate[shown](`({
+			Pager: document.querySelector(".pager span").textContent.trim(),
+			Kind: document.querySelector('#filters select[name="kind"]').value,
+			Sort: document.querySelector('#filters select[name="sort"]').value,
+			Dir: document.querySelector('#filters select[name="dir"]').value,
+			Kinds: Array.from(document.querySelectorAll("#findings tbody tr")).map(r => r.cells[1].textContent.trim()),
+			Stakes: Array.from(document.querySelectorAll("#findings tbody tr")).map(r => parseFloat(r.cells[6].textContent.replace(/[^0-9.]/g, ""))),
+			First: document.querySelector("#findings a.open").textContent.trim(),
+		})`))
+		must(t, err)
+		return s
+	}
+	check := func(s shown, wantPage int) {
+		t.Helper()
+		if want := fmt.Sprintf("Page %d / 4", wantPage); s.Pager != want {
+			t.Fatalf("pager %q, want %q", s.Pager, want)
+		}
+		if s.Kind != "AMOUNT_MISMATCH" || s.Sort != "at_stake" || s.Dir != "asc" {
+			t.Fatalf("page %d: the form shows kind %q, sort %q %q: the filter or the sort was lost", wantPage, s.Kind, s.Sort, s.Dir)
+		}
+		if len(s.Kinds) == 0 {
+			t.Fatalf("page %d shows no findings", wantPage)
+		}
+		for i, k := range s.Kinds {
+			if k != "Amount differs" {
+				t.Fatalf("page %d row %d is %q: the kind filter was lost", wantPage, i+1, k)
+			}
+			if i > 0 && s.Stakes[i] < s.Stakes[i-1] {
+				t.Fatalf("page %d: at stake falls from %v to %v: the sort was lost", wantPage, s.Stakes[i-1], s.Stakes[i])
+			}
+		}
+	}
+	first := page()
+	check(first, 1) // 171 amount findings (the fixture has one): 4 pages of 50
+	prev := first
+	for n := 2; n <= 3; n++ {
+		b.submit(fmt.Sprintf("next to page %d", n), chromedp.Click(chromedp.CSS(`.pager a[rel="next"]`)))
+		s := page()
+		check(s, n)
+		if s.Stakes[0] < prev.Stakes[len(prev.Stakes)-1] {
+			t.Fatalf("page %d starts at %v, below page %d's last %v", n, s.Stakes[0], n-1, prev.Stakes[len(prev.Stakes)-1])
+		}
+		prev = s
+	}
+	b.shot("list-page-3.png")
+	for n := 2; n >= 1; n-- {
+		b.submit(fmt.Sprintf("back to page %d", n), chromedp.Click(chromedp.CSS(`.pager a[rel="prev"]`)))
+		check(page(), n)
+	}
+	if back := page(); back.First != first.First {
+		t.Fatalf("page 1 again starts with finding %s, first time %s", back.First, first.First)
+	}
+	if b.count(`.pager a[rel="prev"]`) != 0 {
+		t.Fatalf("page 1 links a previous page")
+	}
 }

@@ -61,7 +61,10 @@ type listPage struct {
 	Result     reconcile.FindingPage
 	AtStake    int64
 	Page, Last int
-	Prev, Next string // query strings of the neighbouring pages ("" at an end)
+	// Prev and Next link the neighbouring pages with every filter and the sort kept ("" at
+	// an end). Whole paths, typed as URLs: html/template would escape a query string put
+	// after a "?" in an href as one query value, "&" and "=" included.
+	Prev, Next template.URL
 	Kinds      []reconcile.MismatchKind
 	Statuses   []reconcile.ReviewStatus
 	Platforms  []reconcile.Platform
@@ -80,6 +83,12 @@ type listQuery struct {
 
 func (q listQuery) HasStatus(s reconcile.ReviewStatus) bool {
 	return slices.Contains(q.Statuses, string(s))
+}
+
+// link is the list's path for page of q: every filter and the sort kept. The values are
+// url.Values-encoded, so the result is safe to trust as a URL.
+func (q listQuery) link(page int) template.URL {
+	return template.URL("/review/?" + q.values(page)) //nolint:gosec // built from encoded values
 }
 
 // values is q as a query string, with page replaced.
@@ -211,10 +220,10 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Page, p.Last = q.Page, int((p.Result.Total+pageSize-1)/pageSize)
 	if p.Page > 1 {
-		p.Prev = q.values(p.Page - 1)
+		p.Prev = q.link(p.Page - 1)
 	}
 	if p.Page < p.Last {
-		p.Next = q.values(p.Page + 1)
+		p.Next = q.link(p.Page + 1)
 	}
 	h.render(w, status, "list", p)
 }

@@ -88,8 +88,8 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <td><a href="/review/findings/{{.ID}}">{{.OutTradeNo}}</a>{{if .OutRefundNo}}<br><span class="muted">{{$.T "refund"}} {{.OutRefundNo}}</span>{{end}}</td><td class="num">{{$.Yuan .AtStakeMinor}}</td>
 <td class="nowrap">{{$.Time .LastSeenAt}}</td><td class="num">{{.SeenCount}}</td></tr>
 {{end}}</tbody></table>
-<div class="pager">{{if .Prev}}<a href="/review/?{{.Prev}}" rel="prev">{{.T "prev"}}</a>{{end}}
-<span>{{.T "page"}} {{.Page}} / {{.Last}}</span>{{if .Next}}<a href="/review/?{{.Next}}" rel="next">{{.T "next"}}</a>{{end}}</div>
+<div class="pager">{{if .Prev}}<a href="{{.Prev}}" rel="prev">{{.T "prev"}}</a>{{end}}
+<span>{{.T "page"}} {{.Page}} / {{.Last}}</span>{{if .Next}}<a href="{{.Next}}" rel="next">{{.T "next"}}</a>{{end}}</div>
 {{else}}<p>{{.T "no_findings"}}</p>{{end}}
 <h2>{{.T "reports"}}</h2>
 <form class="filters" method="get" action="/review/report" id="report">
