@@ -375,4 +375,12 @@ func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
 	if b.count(`.pager a[rel="prev"]`) != 0 {
 		t.Fatalf("page 1 links a previous page")
 	}
+
+	// The search box: the start of an order number, with the filter and sort still set.
+	b.step("search", chromedp.SetValue(chromedp.CSS(`#filters input[name="q"]`), "PAGE-12"))
+	b.submit("search", chromedp.Click(chromedp.ID("apply")))
+	if n := b.count("#findings a.open"); n != 11 { // PAGE-12 and PAGE-120 to PAGE-129
+		t.Fatalf("the search for PAGE-12 shows %d findings, want 11", n)
+	}
+	b.shot("search.png")
 }

@@ -75,6 +75,7 @@ type listPage struct {
 
 // listQuery is the list's filter as the form sends it back (strings, to refill the form).
 type listQuery struct {
+	Query                         string // the search box: an id or the start of a number
 	Statuses                      []string
 	Kind, Platform, Merchant      string
 	From, To, Min, Max, Sort, Dir string
@@ -97,7 +98,7 @@ func (q listQuery) values(page int) string {
 	for _, s := range q.Statuses {
 		v.Add("status", s)
 	}
-	for k, s := range map[string]string{"kind": q.Kind, "platform": q.Platform, "merchant": q.Merchant, "from": q.From,
+	for k, s := range map[string]string{"q": q.Query, "kind": q.Kind, "platform": q.Platform, "merchant": q.Merchant, "from": q.From,
 		"to": q.To, "min": q.Min, "max": q.Max, "sort": q.Sort, "dir": q.Dir} {
 		if s != "" {
 			v.Set(k, s)
@@ -112,10 +113,14 @@ func (q listQuery) values(page int) string {
 // parseList reads the list's query into a search filter; the error names the bad field.
 func (h *handler) parseList(r *http.Request) (listQuery, reconcile.FindingFilter, error) {
 	v := r.URL.Query()
-	q := listQuery{Kind: v.Get("kind"), Platform: v.Get("platform"), Merchant: strings.TrimSpace(v.Get("merchant")),
+	q := listQuery{Query: v.Get("q"), Kind: v.Get("kind"), Platform: v.Get("platform"), Merchant: strings.TrimSpace(v.Get("merchant")),
 		From: v.Get("from"), To: v.Get("to"), Min: strings.TrimSpace(v.Get("min")), Max: strings.TrimSpace(v.Get("max")),
 		Sort: v.Get("sort"), Dir: v.Get("dir"), Page: 1}
 	f := reconcile.FindingFilter{Merchant: q.Merchant, Limit: pageSize}
+	var err error
+	if f.Query, err = reconcile.ParseFindingQuery(q.Query); err != nil {
+		return q, f, err
+	}
 	for _, s := range v["status"] {
 		if s == "" {
 			continue
@@ -140,7 +145,6 @@ func (h *handler) parseList(r *http.Request) (listQuery, reconcile.FindingFilter
 	default:
 		return q, f, fmt.Errorf("platform: want alipay or wechatpay, got %q", q.Platform)
 	}
-	var err error
 	if f.Since, f.Until, err = h.period(q.From, q.To); err != nil {
 		return q, f, err
 	}

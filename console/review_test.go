@@ -171,6 +171,10 @@ func TestListFiltersSortsAndPages(t *testing.T) {
 		{"min=100&max=100", 1, "<b>1</b>"},               // the amount one alone (¥100.00)
 		{"from=2026-11-25&to=2026-11-25", 1, "<b>1</b>"}, // first seen three days before base
 		{"from=2026-11-28", 50, "<b>62</b>"},
+		{"q=BULK-1", 11, "<b>11</b>"},  // BULK-1 and BULK-10 to BULK-19: the start of the number
+		{"q=+BULK-60+", 1, "<b>1</b>"}, // spaces around it do not count
+		{"q=ULK-1", 0, "<b>0</b>"},     // a prefix, not a part
+		{"q=BULK-1&kind=UNKNOWN_ORDER", 0, "<b>0</b>"},
 	}
 	for _, c := range cases {
 		code, ids, body := list(c.q)

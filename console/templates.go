@@ -62,6 +62,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 {{range .Result.ByKind}}<div class="card" data-kind="{{.Kind}}"><small>{{$.N .Kind}}</small><b>{{.Count}}</b><small>{{$.T "at_stake"}} {{$.Yuan .AtStakeMinor}}</small></div>{{end}}
 </div>
 <form class="filters" method="get" action="/review/" id="filters">
+<label class="search">{{.T "search"}}<input type="search" name="q" value="{{.Q.Query}}" size="30" maxlength="64" placeholder="{{.T "search_hint"}}"></label>
 <fieldset><legend>{{.T "review_status"}}</legend>
 {{range .Statuses}}<label style="flex-direction:row;gap:4px"><input type="checkbox" name="status" value="{{.}}"{{if $.Q.HasStatus .}} checked{{end}}>{{$.N .}}</label>{{end}}
 </fieldset>

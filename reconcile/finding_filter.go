@@ -1,6 +1,15 @@
 package reconcile
 
-import "time"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
 
 // FindingSort is a column findings are ordered by.
 type FindingSort string
@@ -26,6 +35,9 @@ type FindingFilter struct {
 	Kind     MismatchKind
 	Platform Platform
 	Merchant string
+	// Query finds findings by number: a finding id, or the start of our out_trade_no, the
+	// platform's trade number or the refund's out_refund_no (ParseFindingQuery reads it).
+	Query string
 	// Since and Until bound the period [Since, Until) in which a finding was first or last
 	// seen, the report's rule. Either may be zero (unbounded).
 	Since, Until time.Time
@@ -57,4 +69,57 @@ type FindingPage struct {
 	Findings []Finding
 	Total    int64
 	ByKind   []KindTotal
+}
+
+// MaxFindingQuery is the longest query a search takes: longer than any number the
+// platforms or merchants write (WeChat Pay's 32-character out_trade_no, 64 for a refund).
+const MaxFindingQuery = 64
+
+// ParseFindingQuery reads what a person typed into a search box (or --q): spaces around it
+// dropped; what is left must be at most MaxFindingQuery characters of printable text.
+func ParseFindingQuery(s string) (string, error) {
+	q := strings.TrimSpace(s)
+	if utf8.RuneCountInString(q) > MaxFindingQuery {
+		return "", Inputf("a search is at most %d characters (an id, or the start of an order, trade or refund number), got %d",
+			MaxFindingQuery, utf8.RuneCountInString(q))
+	}
+	for _, r := range q {
+		if !unicode.IsPrint(r) {
+			return "", Inputf("the search %q holds a character that is not printable", q)
+		}
+	}
+	return q, nil
+}
+
+// FindingFinder is what FindingByRef needs of the review store.
+type FindingFinder interface {
+	Details(ctx context.Context, id int64) (FindingDetails, error)
+	Search(ctx context.Context, f FindingFilter) (FindingPage, error)
+}
+
+// FindingByRef is the finding a person names by ref: the one with that id, else the only
+// one whose out_trade_no, platform trade number or out_refund_no starts with ref. None is
+// ErrNotFound, wrapped; several are an InputError listing the first of them by id, so the
+// person gives more of the number.
+func FindingByRef(ctx context.Context, store FindingFinder, ref string) (FindingDetails, error) {
+	if id, err := strconv.ParseInt(ref, 10, 64); err == nil && id > 0 {
+		if d, err := store.Details(ctx, id); !errors.Is(err, ErrNotFound) {
+			return d, err
+		}
+	}
+	page, err := store.Search(ctx, FindingFilter{Query: ref, Sort: SortID, Ascending: true, Limit: 5})
+	switch {
+	case err != nil:
+		return FindingDetails{}, err
+	case page.Total == 0:
+		return FindingDetails{}, fmt.Errorf("no finding has the id %s or a number starting with it: %w", ref, ErrNotFound)
+	case page.Total > 1:
+		ids := make([]string, len(page.Findings))
+		for i, f := range page.Findings {
+			ids[i] = fmt.Sprintf("%d (%s)", f.ID, f.OutTradeNo)
+		}
+		return FindingDetails{}, Inputf("%d findings have a number starting with %s: %s: give more of it, or the id",
+			page.Total, ref, strings.Join(ids, ", "))
+	}
+	return store.Details(ctx, page.Findings[0].ID)
 }

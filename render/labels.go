@@ -276,6 +276,8 @@ var labels = map[string]label{
 	"no_refunds":         {"No refunds.", "没有退款。"},
 	"refunded_minor":     {"Refunded / paid", "已退款 / 已支付"},
 	"refund_not_ours":    {"not in our records", "我方无此退款记录"},
+	"search":             {"Search", "搜索"},
+	"search_hint":        {"Order, trade or refund no., or finding #", "商户订单号、交易号、退款单号或差异编号"},
 	// Words of the database only the console shows: audit actions, order and refund statuses, event types and sources.
 	"audit.acknowledge": {"acknowledged", "确认知悉"},
 	"audit.resolve":     {"resolved", "处理"},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 
 	"github.com/payrecon/payrecon/cmd/reconciler/input"
 	"github.com/payrecon/payrecon/config"
@@ -121,21 +120,6 @@ func parseWithID(name string, groups config.Group, args []string, stderr io.Writ
 	return parse(name, flags, groups, stderr, extra)
 }
 
-// findingID reads the one positional argument of show/ack/resolve.
-func findingID(name string, args []string) (int64, error) {
-	if len(args) > 1 {
-		return 0, usagef("mismatches %s: unexpected argument %q after the id %q", name, args[1], args[0])
-	}
-	if len(args) == 0 {
-		return 0, usagef("mismatches %s: give the finding's id, e.g. reconciler mismatches %s 42", name, name)
-	}
-	id, err := strconv.ParseInt(args[0], 10, 64)
-	if err != nil || id <= 0 {
-		return 0, usagef("mismatches %s: the id must be a positive whole number, got %q", name, args[0])
-	}
-	return id, nil
-}
-
 func setReviewUsage(fs *flag.FlagSet, synopsis, about string) {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: %s\n\n%s\n\nFlags:\n", synopsis, about)
@@ -160,6 +144,7 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 		setReviewUsage(fs, "reconciler mismatches list [flags]",
 			"Lists findings in id order, one page at a time: pass the last id shown as --after-id for the next page.")
 		fs.StringVar(&o.Status, "status", "", "OPEN, ACKNOWLEDGED, PENDING_APPROVAL, RESOLVED (comma-separated) or all (default: all but RESOLVED)")
+		fs.StringVar(&o.Query, "q", "", "only the finding with this id, or those whose out_trade_no, platform trade number or out_refund_no starts with this")
 		fs.StringVar(&o.Kind, "kind", "", "only this kind, e.g. AMOUNT_MISMATCH")
 		fs.StringVar(&o.Platform, "platform", "", "only this platform: alipay or wechatpay")
 		fs.StringVar(&o.Since, "since", "", "only findings first or last seen at or after this date (2026-11-28, midnight in --timezone) or RFC 3339 time")
@@ -208,14 +193,15 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 func mismatchesShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var format string
 	cfg, fs, err := parseWithID("mismatches show", reviewGroups, args, stderr, func(fs *flag.FlagSet) {
-		setReviewUsage(fs, "reconciler mismatches show ID [flags]",
-			"Shows one finding in full: every column, the detail, the audit trail, and the order's current state and payment events.")
+		setReviewUsage(fs, "reconciler mismatches show ID|NUMBER [flags]",
+			"Shows one finding in full: every column, the detail, the audit trail, and the order's current state and payment events.\n"+
+				"Name it by its id, or by the start of its out_trade_no, platform trade number or out_refund_no (an id wins).")
 		fs.StringVar(&format, "format", "text", "text or json")
 	})
 	if err != nil {
 		return err
 	}
-	id, err := findingID("show", fs.Args())
+	ref, err := input.FindingRef("show", fs.Args())
 	if err != nil {
 		return err
 	}
@@ -227,7 +213,7 @@ func mismatchesShow(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer done()
-	d, err := rv.Details(ctx, id)
+	d, err := reconcile.FindingByRef(ctx, rv, ref)
 	if err != nil {
 		return err
 	}

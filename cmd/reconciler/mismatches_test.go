@@ -602,3 +602,38 @@ func TestMismatchesListsFromEnvironment(t *testing.T) {
 		t.Fatalf("the approver: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestMismatchesFindByNumber: `mismatches show` takes an order, trade or refund number as
+// the console's search box does (its start will do when it names one finding), and
+// `mismatches list --q` lists what it finds; a number several findings start with lists
+// them and asks for more (exit 2), one none starts with is exit 1.
+func TestMismatchesFindByNumber(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	amount := seedReview(t, db, reviewSeed{otn: "A-amount-mismatch-1", local: 10000, plat: 9990, platformTradeNo: "2026112822001"})
+	seedReview(t, db, reviewSeed{otn: "A-amount-mismatch-2", local: 500, plat: 400, platformTradeNo: "2026112822002"})
+	other := seedReview(t, db, reviewSeed{otn: "W-unknown-1", kind: "UNKNOWN_ORDER", platform: "wechatpay", plat: 3600,
+		platformTradeNo: "4200000001202611280001"})
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		output string
+	}{
+		{"show by out_trade_no", []string{"show", "A-amount-mismatch-1"}, 0, fmt.Sprintf("Finding %d:", amount)},
+		{"show by the start of a trade number", []string{"show", "42000000012026"}, 0, fmt.Sprintf("Finding %d:", other)},
+		{"show by id", []string{"show", fmt.Sprint(other)}, 0, fmt.Sprintf("Finding %d:", other)},
+		{"show a number two start with", []string{"show", "A-amount"}, 2, "2 findings have a number starting with A-amount"},
+		{"show a number none starts with", []string{"show", "NOPE-1"}, 1, "no finding has the id NOPE-1"},
+		{"list --q", []string{"list", "--q", "2026112822", "--format", "csv"}, 0, "A-amount-mismatch-2"},
+		{"list --q too long", []string{"list", "--q", strings.Repeat("9", 65)}, 2, "--q"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := reviewCLI(t, append(append([]string{"mismatches"}, c.args...), "--database-url", db.URL)...)
+			if code != c.code || !strings.Contains(out+errOut, c.output) {
+				t.Fatalf("exit %d, want %d saying %q\nstdout: %s\nstderr: %s", code, c.code, c.output, out, errOut)
+			}
+		})
+	}
+}

@@ -46,7 +46,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	id, err := findingID(name, fs.Args())
+	id, err := input.FindingID(name, fs.Args())
 	if err != nil {
 		return err
 	}

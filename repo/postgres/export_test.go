@@ -20,3 +20,6 @@ const AtStakeSQL = atStakeSQL
 
 // RenamedMigrations is renamedMigrations: versions as earlier releases recorded them.
 var RenamedMigrations = renamedMigrations
+
+// SearchWhere is searchWhere: the WHERE clause of a filter and its arguments.
+var SearchWhere = searchWhere

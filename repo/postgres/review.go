@@ -51,7 +51,7 @@ func (r *Review) List(ctx context.Context, f reconcile.FindingFilter) ([]reconci
 		limit = reconcile.DefaultListLimit
 	}
 	// The console's search and this list filter by the same rules: one WHERE builder.
-	cond, args := searchWhere(reconcile.FindingFilter{Statuses: f.Statuses, Kind: f.Kind, Platform: f.Platform, Since: f.Since, Until: f.Until})
+	cond, args := searchWhere(f)
 	args = append(args, f.AfterID, limit)
 	q := `SELECT ` + findingColumns + ` FROM reconcile_mismatches WHERE ` + cond +
 		fmt.Sprintf(` AND id > $%d ORDER BY id LIMIT $%d`, len(args)-1, len(args))

@@ -103,6 +103,16 @@ func searchWhere(f reconcile.FindingFilter) (string, []any) {
 	if f.Merchant != "" {
 		where = append(where, "merchant_id = "+arg(f.Merchant))
 	}
+	if f.Query != "" {
+		// Prefix matches, each on its own text_pattern_ops index (migration 0015); a query
+		// that reads as an id also names that finding.
+		p := arg(likePrefix(f.Query))
+		cond := "out_trade_no LIKE " + p + " OR platform_trade_no LIKE " + p + " OR (out_refund_no <> '' AND out_refund_no LIKE " + p + ")"
+		if id, err := strconv.ParseInt(f.Query, 10, 64); err == nil && id > 0 {
+			cond = "id = " + arg(id) + " OR " + cond
+		}
+		where = append(where, "("+cond+")")
+	}
 	if p := periodSQL(f.Since, f.Until, arg); p != "" {
 		where = append(where, p)
 	}
@@ -116,6 +126,12 @@ func searchWhere(f reconcile.FindingFilter) (string, []any) {
 		return "true", nil
 	}
 	return strings.Join(where, " AND "), args
+}
+
+// likePrefix is a LIKE pattern matching what starts with s: LIKE's own characters in s
+// (backslash, percent, underscore) are escaped with its default escape, the backslash.
+func likePrefix(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s) + "%"
 }
 
 // kindOrder is the domain's order of finding kinds, as the totals at the top list them.

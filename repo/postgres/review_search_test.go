@@ -2,6 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -88,5 +91,84 @@ func BenchmarkSearch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSearchFindsByNumber: the query finds a finding by its id or by the start of its
+// out_trade_no, platform trade number or out_refund_no, and nothing else; LIKE's own
+// characters in it are taken as they are; the same filter lists what it searches.
+func TestSearchFindsByNumber(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	ins := func(otn, trade, refund string) int64 {
+		var id int64
+		must := db.QueryRow(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, platform_trade_no, out_refund_no, kind)
+			VALUES ('alipay', 'm', $1, NULLIF($2, ''), $3, 'AMOUNT_MISMATCH') RETURNING id`, otn, trade, refund).Scan(&id)
+		if must != nil {
+			t.Fatal(must)
+		}
+		return id
+	}
+	amount := ins("A-amount-mismatch-1", "2026112822001", "")
+	refund := ins("W-portal-refund-1", "4200000001202611280001", "PORTAL-W-1")
+	literal := ins("A_B%C", "", "")
+	ins("AXBYC", "", "")
+	ins("B-other-2", "2026112899", "")
+	r := postgres.NewReview(db.DB)
+	cases := []struct {
+		q    string
+		want []int64
+	}{
+		{"A-amount", []int64{amount}},
+		{"A-amount-mismatch-1", []int64{amount}},
+		{"2026112822", []int64{amount}},
+		{"42000000012026", []int64{refund}},
+		{"PORTAL-W", []int64{refund}},
+		{"A_B%", []int64{literal}}, // not AXBYC: _ and % are characters here
+		{strconv.FormatInt(literal, 10), []int64{literal}}, // an id no number starts with
+		{"amount", nil}, // a prefix, not a substring
+		{"ZZZ", nil},
+	}
+	for _, c := range cases {
+		page, err := r.Search(context.Background(), reconcile.FindingFilter{Query: c.q})
+		if err != nil {
+			t.Fatalf("%q: %v", c.q, err)
+		}
+		var got []int64
+		for _, f := range page.Findings {
+			got = append(got, f.ID)
+		}
+		if !slices.Equal(got, c.want) || page.Total != int64(len(c.want)) {
+			t.Errorf("search %q found %v (total %d), want %v", c.q, got, page.Total, c.want)
+		}
+		listed, err := r.List(context.Background(), reconcile.FindingFilter{Query: c.q})
+		if err != nil || len(listed) != len(c.want) {
+			t.Errorf("list %q: %d findings (%v), want %d", c.q, len(listed), err, len(c.want))
+		}
+	}
+}
+
+// TestSearchByNumberUsesTheIndexes: among 20,000 findings the prefix search walks the
+// text_pattern_ops indexes of migration 0015, never the whole table.
+func TestSearchByNumberUsesTheIndexes(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	db.MustExec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, platform_trade_no, out_refund_no, kind)
+		SELECT 'alipay', 'm', 'ORD-' || i, '2026' || lpad(i::text, 10, '0'), CASE WHEN i % 10 = 0 THEN 'RF-' || i ELSE '' END, 'AMOUNT_MISMATCH'
+		FROM generate_series(1, 20000) AS i`)
+	db.MustExec(`ANALYZE reconcile_mismatches`)
+	where, args := postgres.SearchWhere(reconcile.FindingFilter{Query: "ORD-1234"})
+	var plan []string
+	if err := db.Select(&plan, `EXPLAIN SELECT id FROM reconcile_mismatches WHERE `+where, args...); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	for _, idx := range []string{"out_trade_no_prefix", "platform_trade_no_prefix", "out_refund_no_prefix"} {
+		if !strings.Contains(text, idx) {
+			t.Errorf("the plan does not use reconcile_mismatches_%s:\n%s", idx, text)
+		}
+	}
+	if strings.Contains(text, "Seq Scan") {
+		t.Errorf("the search reads the whole table:\n%s", text)
 	}
 }

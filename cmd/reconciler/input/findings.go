@@ -1,6 +1,7 @@
 package input
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 // ListQuery is `mismatches list`'s filter as typed: the flags' text before it is read.
 type ListQuery struct {
 	Status, Kind, Platform, Since, Until string
+	Query                                string // --q: an id, or the start of an order, trade or refund number
 	Limit                                int
 	AfterID                              int64
 }
@@ -21,6 +23,9 @@ func (q ListQuery) Filter(loc *time.Location) (reconcile.FindingFilter, error) {
 	var err error
 	if f.Statuses, err = q.statuses(); err != nil {
 		return f, err
+	}
+	if f.Query, err = reconcile.ParseFindingQuery(q.Query); err != nil {
+		return f, reconcile.Inputf("mismatches list: --q: %v", err)
 	}
 	if q.Kind != "" {
 		if f.Kind, err = reconcile.ParseMismatchKind(q.Kind); err != nil {
@@ -71,4 +76,43 @@ func (q ListQuery) statuses() ([]reconcile.ReviewStatus, error) {
 		}
 		return out, nil
 	}
+}
+
+// FindingID reads the one positional argument of a review move: the finding's id.
+func FindingID(name string, args []string) (int64, error) {
+	if err := oneArgument(name, args); err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || id <= 0 {
+		return 0, reconcile.Inputf("mismatches %s: the id must be a positive whole number, got %q", name, args[0])
+	}
+	return id, nil
+}
+
+// FindingRef reads show's argument: a finding's id, or the start of one of its numbers
+// (our out_trade_no, the platform's trade number, the out_refund_no), as the console's
+// search box takes them.
+func FindingRef(name string, args []string) (string, error) {
+	if err := oneArgument(name, args); err != nil {
+		return "", err
+	}
+	ref, err := reconcile.ParseFindingQuery(args[0])
+	if err == nil && ref == "" {
+		err = reconcile.Inputf("it is empty")
+	}
+	if err != nil {
+		return "", reconcile.Inputf("mismatches %s: give the finding's id or one of its numbers: %v", name, err)
+	}
+	return ref, nil
+}
+
+func oneArgument(name string, args []string) error {
+	if len(args) > 1 {
+		return reconcile.Inputf("mismatches %s: unexpected argument %q after %q", name, args[1], args[0])
+	}
+	if len(args) == 0 {
+		return reconcile.Inputf("mismatches %s: give the finding's id, e.g. reconciler mismatches %s 42", name, name)
+	}
+	return nil
 }
