@@ -124,9 +124,9 @@ func TestSearchFindsByNumber(t *testing.T) {
 		{"2026112822", []int64{amount}},
 		{"42000000012026", []int64{refund}},
 		{"PORTAL-W", []int64{refund}},
-		{"A_B%", []int64{literal}}, // not AXBYC: _ and % are characters here
+		{"A_B%", []int64{literal}},                         // not AXBYC: _ and % are characters here
 		{strconv.FormatInt(literal, 10), []int64{literal}}, // an id no number starts with
-		{"amount", nil}, // a prefix, not a substring
+		{"amount", nil},                                    // a prefix, not a substring
 		{"ZZZ", nil},
 	}
 	for _, c := range cases {
