@@ -67,6 +67,7 @@ type Console struct {
 	Reviewers      []string       // lower-case addresses or *@domain
 	Approvers      []string       // lower-case addresses or *@domain
 	CSRFKeyFile    string         // "": a random key per process
+	ReviewSLA      time.Duration  // a finding not resolved this long after it was first seen is overdue
 }
 
 // Relay holds the fulfilment hand-off's settings (`reconciler relay`, `serve --relay`).

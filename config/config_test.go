@@ -125,6 +125,7 @@ func TestEverySettingFromEnvAndFlag(t *testing.T) {
 		"reviewers":                    {"Ann@Example.com,*@finance.example.com", "b@x.y", func(c Config) any { return strings.Join(c.Console.Reviewers, ",") }, "ann@example.com,*@finance.example.com"},
 		"approvers":                    {"cfo@example.com", "b@x.y", func(c Config) any { return strings.Join(c.Console.Approvers, ",") }, "cfo@example.com"},
 		"admin-csrf-key-file":          {"", "", nil, nil}, // TestConsoleSettings
+		"review-sla":                   {"24h", "96h", func(c Config) any { return c.Console.ReviewSLA }, 24 * time.Hour},
 	}
 	base := map[string]string{"RECONCILER_DATABASE_URL": "postgres://u@h/db"}
 	for _, s := range settings {

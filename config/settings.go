@@ -236,6 +236,7 @@ var settings = []setting{
 		}
 		return nil
 	}},
+	{"review-sla", "72h", GroupConsole, kString, "how long a finding may wait for finance: one not resolved this long after it was first seen is overdue (the console's age column, filter and card)", durationInto(func(c *Config) *time.Duration { return &c.Console.ReviewSLA }, false)},
 	{"notify-wait", "2s", GroupServe, kString, "how long a callback waits for a claim held by another handler", durationInto(func(c *Config) *time.Duration { return &c.NotifyWait }, true)},
 	{"platform-timeout", "10s", GroupPlatforms, kString, "deadline of each platform call", durationInto(func(c *Config) *time.Duration { return &c.PlatformTimeout }, false)},
 	{"accounts-file", "", GroupPlatforms, kString, "YAML file listing several accounts per platform (adds to the single-account settings)", stringInto(func(c *Config) *string { return &c.AccountsFile })},

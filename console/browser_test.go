@@ -326,7 +326,7 @@ func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
 			Sort: document.querySelector('#filters select[name="sort"]').value,
 			Dir: document.querySelector('#filters select[name="dir"]').value,
 			Kinds: Array.from(document.querySelectorAll("#findings tbody tr")).map(r => r.cells[1].textContent.trim()),
-			Stakes: Array.from(document.querySelectorAll("#findings tbody tr")).map(r => parseFloat(r.cells[6].textContent.replace(/[^0-9.]/g, ""))),
+			Stakes: Array.from(document.querySelectorAll("#findings tbody tr")).map(r => parseFloat(r.querySelector("td.at-stake").textContent.replace(/[^0-9.]/g, ""))),
 			First: document.querySelector("#findings a.open").textContent.trim(),
 		})`))
 		must(t, err)
@@ -383,4 +383,16 @@ func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
 		t.Fatalf("the search for PAGE-12 shows %d findings, want 11", n)
 	}
 	b.shot("search.png")
+
+	// The list in Chinese, as a browser asking for zh-CN first reads it.
+	headers := network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}}
+	if _, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders, headers); err != nil {
+		t.Fatalf("ask for Chinese: %v", err)
+	}
+	b.step("the list in Chinese", chromedp.Navigate(b.proxy.URL+"/review/?kind=AMOUNT_MISMATCH&sort=at_stake&dir=asc"),
+		chromedp.WaitVisible(chromedp.ID("findings")))
+	if h, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.ID("overdue-card"))); err != nil || !strings.Contains(h, "已逾期") {
+		t.Fatalf("the Chinese overdue card reads %q (%v)", h, err)
+	}
+	b.shot("list-zh.png")
 }

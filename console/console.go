@@ -43,6 +43,7 @@ type Config struct {
 	Approvers      []identity.Pattern // RECONCILER_APPROVERS, parsed
 	CSRFKey        []byte             // signs the form tokens
 	Location       *time.Location     // times are shown, and dates read, in this zone
+	ReviewSLA      time.Duration      // RECONCILER_REVIEW_SLA: a finding unresolved this long is overdue (0: the default)
 	Log            zerolog.Logger
 	Now            func() time.Time // nil: time.Now
 }
@@ -51,7 +52,7 @@ type Config struct {
 // random, so form tokens are good for this process only. The lists of people are read here,
 // once: an entry that is no address or *@domain is a *config.Error naming its setting.
 func FromSettings(c config.Console, loc *time.Location, log zerolog.Logger) (Config, error) {
-	cfg := Config{IdentityHeader: c.IdentityHeader, TrustedProxies: c.TrustedProxies, Location: loc, Log: log}
+	cfg := Config{IdentityHeader: c.IdentityHeader, TrustedProxies: c.TrustedProxies, Location: loc, Log: log, ReviewSLA: c.ReviewSLA}
 	var err error
 	if cfg.Reviewers, err = identity.ParseList(c.Reviewers); err != nil {
 		return Config{}, &config.Error{Setting: "RECONCILER_REVIEWERS", Msg: err.Error()}

@@ -57,6 +57,9 @@ func (h *handler) newPage(r *http.Request) page {
 // listPage is the findings list.
 type listPage struct {
 	page
+	Now        time.Time
+	OverdueAt  time.Time // a finding first seen before it and not resolved is overdue
+	SLA        string    // RECONCILER_REVIEW_SLA as people read it
 	Q          listQuery
 	Result     reconcile.FindingPage
 	AtStake    int64
@@ -76,6 +79,7 @@ type listPage struct {
 // listQuery is the list's filter as the form sends it back (strings, to refill the form).
 type listQuery struct {
 	Query                         string // the search box: an id or the start of a number
+	Overdue                       bool   // only the overdue
 	Statuses                      []string
 	Kind, Platform, Merchant      string
 	From, To, Min, Max, Sort, Dir string
@@ -84,6 +88,52 @@ type listQuery struct {
 
 func (q listQuery) HasStatus(s reconcile.ReviewStatus) bool {
 	return slices.Contains(q.Statuses, string(s))
+}
+
+// Age is how long ago a finding was first seen, as people read it.
+func (p listPage) Age(first time.Time) string { return age(p.Lang, p.Now.Sub(first)) }
+
+// OverdueLink is the list of the overdue findings among what the page shows.
+func (p listPage) OverdueLink() template.URL {
+	q := p.Q
+	q.Overdue = true
+	return q.link(1)
+}
+
+// age writes d in days, hours and minutes, the two largest units that are not zero.
+func age(lang string, d time.Duration) string {
+	units := []struct {
+		size   time.Duration
+		en, zh string
+	}{{24 * time.Hour, "d", "天"}, {time.Hour, "h", "小时"}, {time.Minute, "m", "分"}}
+	var parts []string
+	for _, u := range units {
+		if n := d / u.size; n > 0 || (len(parts) == 0 && u.size == time.Minute) {
+			if lang == "zh" {
+				parts = append(parts, fmt.Sprintf("%d%s", n, u.zh))
+			} else {
+				parts = append(parts, fmt.Sprintf("%d%s", n, u.en))
+			}
+			d -= n * u.size
+		}
+		if len(parts) == 2 {
+			break
+		}
+	}
+	sep := " "
+	if lang == "zh" {
+		sep = ""
+	}
+	return strings.Join(parts, sep)
+}
+
+// overdueAt is when a finding still unresolved had to be first seen by to be overdue now.
+func (h *handler) overdueAt() time.Time {
+	sla := h.cfg.ReviewSLA
+	if sla <= 0 {
+		sla = reconcile.DefaultReviewSLA
+	}
+	return h.cfg.Now().Add(-sla)
 }
 
 // link is the list's path for page of q: every filter and the sort kept. The values are
@@ -104,6 +154,9 @@ func (q listQuery) values(page int) string {
 			v.Set(k, s)
 		}
 	}
+	if q.Overdue {
+		v.Set("overdue", "1")
+	}
 	if page > 1 {
 		v.Set("page", strconv.Itoa(page))
 	}
@@ -113,10 +166,10 @@ func (q listQuery) values(page int) string {
 // parseList reads the list's query into a search filter; the error names the bad field.
 func (h *handler) parseList(r *http.Request) (listQuery, reconcile.FindingFilter, error) {
 	v := r.URL.Query()
-	q := listQuery{Query: v.Get("q"), Kind: v.Get("kind"), Platform: v.Get("platform"), Merchant: strings.TrimSpace(v.Get("merchant")),
+	q := listQuery{Query: v.Get("q"), Overdue: v.Get("overdue") != "", Kind: v.Get("kind"), Platform: v.Get("platform"), Merchant: strings.TrimSpace(v.Get("merchant")),
 		From: v.Get("from"), To: v.Get("to"), Min: strings.TrimSpace(v.Get("min")), Max: strings.TrimSpace(v.Get("max")),
 		Sort: v.Get("sort"), Dir: v.Get("dir"), Page: 1}
-	f := reconcile.FindingFilter{Merchant: q.Merchant, Limit: pageSize}
+	f := reconcile.FindingFilter{Merchant: q.Merchant, Limit: pageSize, OverdueAt: h.overdueAt(), OverdueOnly: q.Overdue}
 	var err error
 	if f.Query, err = reconcile.ParseFindingQuery(q.Query); err != nil {
 		return q, f, err
@@ -131,6 +184,12 @@ func (h *handler) parseList(r *http.Request) (listQuery, reconcile.FindingFilter
 		}
 		q.Statuses = append(q.Statuses, string(st))
 		f.Statuses = append(f.Statuses, st)
+	}
+	if len(f.Statuses) == 0 { // what needs someone, unless other statuses are asked for
+		f.Statuses = reconcile.NeedsAction
+		for _, st := range f.Statuses {
+			q.Statuses = append(q.Statuses, string(st))
+		}
 	}
 	if q.Kind != "" {
 		k, err := reconcile.ParseMismatchKind(q.Kind)
@@ -211,7 +270,8 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	today := h.cfg.Now().In(h.cfg.Location)
 	p.ReportFrom, p.ReportTo = today.AddDate(0, 0, -6).Format("2006-01-02"), today.Format("2006-01-02")
 	q, f, err := h.parseList(r)
-	p.Q = q
+	p.Q, p.Now, p.OverdueAt = q, h.cfg.Now(), f.OverdueAt
+	p.SLA = age(p.Lang, p.Now.Sub(p.OverdueAt))
 	status := http.StatusOK
 	if err != nil {
 		p.Error, status = text(p.Lang, "bad_request")+" "+err.Error(), http.StatusBadRequest

@@ -1,12 +1,14 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestMakerCheckerInTheConsole: a reviewer who is not an approver sees no approve button and
@@ -211,3 +213,71 @@ func TestListFiltersSortsAndPages(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestListShowsWhatNeedsActionAndWhatIsOverdue: without a status asked for, the list and its
+// totals are what someone still has to act on (open, acknowledged, awaiting approval); a
+// finding unresolved longer than the review SLA (72 hours by default) is overdue: counted on
+// its card, marked in the age column, and listed alone by the overdue filter.
+func TestListShowsWhatNeedsActionAndWhatIsOverdue(t *testing.T) {
+	f := newFixture(t) // now: base + 6h
+	for _, c := range []struct {
+		otn, status string
+		firstSeen   time.Time
+	}{
+		{"SLA-OPEN-OLD", "OPEN", base.Add(-5 * 24 * time.Hour)},                // 5d 6h: overdue
+		{"SLA-ACK-NEW", "ACKNOWLEDGED", base.Add(-time.Hour)},                  // 7h
+		{"SLA-PENDING-OLD", "PENDING_APPROVAL", base.Add(-4 * 24 * time.Hour)}, // 4d 6h: overdue
+		{"SLA-DONE-OLD", "RESOLVED", base.Add(-10 * 24 * time.Hour)},           // resolved: never overdue
+	} {
+		_, err := f.db.Exec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, kind, local_amount_minor,
+			platform_amount_minor, first_seen_at, last_seen_at, review_status, resolution, resolved_by, proposed_by)
+			VALUES ('alipay', 'SLA', $1, 'AMOUNT_MISMATCH', 100, 90, $2, $2, $3,
+				CASE WHEN $3 IN ('RESOLVED', 'PENDING_APPROVAL') THEN 'adjusted' END,
+				CASE WHEN $3 = 'RESOLVED' THEN 'cfo@example.com' END,
+				CASE WHEN $3 = 'PENDING_APPROVAL' THEN 'ann@example.com' END)`, c.otn, c.firstSeen, c.status)
+		must(t, err)
+	}
+	get := func(q string) string {
+		w := f.do(t, request{method: "GET", path: "/review/?merchant=SLA" + q, peer: trusted, who: ann})
+		if w.Code != 200 {
+			t.Fatalf("%s: %d\n%s", q, w.Code, w.Body.String())
+		}
+		return w.Body.String()
+	}
+	total := regexp.MustCompile(`<small>Total</small><b>(\d+)</b>`)
+	overdue := regexp.MustCompile(`id="overdue-card"[^>]*><small>Overdue</small><b>(\d+)</b><small>Due within 3d</small>`)
+	for _, c := range []struct {
+		q                    string
+		rows, total, overdue string
+	}{
+		{"", "3", "3", "2"},
+		{"&status=OPEN&status=ACKNOWLEDGED&status=PENDING_APPROVAL&status=RESOLVED", "4", "4", "2"},
+		{"&overdue=1", "2", "2", "2"},
+		{"&status=RESOLVED", "1", "1", "0"},
+	} {
+		body := get(c.q)
+		if n := fmt.Sprint(len(rowRe.FindAllString(body, -1))); n != c.rows {
+			t.Errorf("%q: %s rows, want %s", c.q, n, c.rows)
+		}
+		if m := total.FindStringSubmatch(body); m == nil || m[1] != c.total {
+			t.Errorf("%q: total card %v, want %s", c.q, m, c.total)
+		}
+		if m := overdue.FindStringSubmatch(body); m == nil || m[1] != c.overdue {
+			t.Errorf("%q: overdue card %v, want %s", c.q, m, c.overdue)
+		}
+	}
+	body := get("")
+	for _, want := range []string{
+		`<td class="nowrap age">5d 6h <span class="status status-overdue">Overdue</span></td>`,
+		`<td class="nowrap age">4d 6h <span class="status status-overdue">Overdue</span></td>`,
+		`<td class="nowrap age">7h</td>`,
+		`name="status" value="OPEN" checked`, `name="status" value="PENDING_APPROVAL" checked`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the list lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `value="RESOLVED" checked`) {
+		t.Errorf("the default view asks for resolved findings")
+	}
+}

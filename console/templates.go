@@ -18,6 +18,7 @@ h1{font-size:20px;margin:8px 0 12px}h2{font-size:16px;margin:20px 0 8px}
 .card{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:8px 12px;min-width:150px}
 .card b{display:block;font-size:18px}.card small{color:#5a6475}
 .card.total{background:#eef3fa}
+a.card{text-decoration:none;color:inherit}
 form.filters{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px;display:flex;flex-wrap:wrap;gap:10px;align-items:flex-end}
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#5a6475;gap:2px}
 fieldset{border:1px solid #d8dde6;border-radius:4px;padding:4px 8px;font-size:12px}
@@ -31,6 +32,7 @@ td.num,th.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-n
 td.nowrap{white-space:nowrap}
 .status{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap;background:#e4e7ec}
 .refund-ABNORMAL{color:#a83232;font-weight:600}
+.status-overdue{background:#b3261e;color:#fff}.card.overdue b{color:#b3261e}
 .status-OPEN{background:#fde2e1}.status-ACKNOWLEDGED{background:#fff1c2}.status-PENDING_APPROVAL{background:#dfe9fb}.status-RESOLVED{background:#dcf2e0}
 .flash{background:#dcf2e0;border:1px solid #9ccfa6;padding:8px 12px;border-radius:4px;margin-bottom:10px}
 .error{background:#fde2e1;border:1px solid #e6a3a0;padding:8px 12px;border-radius:4px;margin-bottom:10px}
@@ -59,6 +61,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <h1>{{.T "findings_list"}}</h1>
 <div class="cards" id="totals">
 <div class="card total"><small>{{.T "total"}}</small><b>{{.Result.Total}}</b><small>{{.T "at_stake"}} {{.Yuan .AtStake}}</small></div>
+<a class="card overdue" id="overdue-card" href="{{.OverdueLink}}"><small>{{.T "overdue"}}</small><b>{{.Result.Overdue}}</b><small>{{.T "sla"}} {{.SLA}}</small></a>
 {{range .Result.ByKind}}<div class="card" data-kind="{{.Kind}}"><small>{{$.N .Kind}}</small><b>{{.Count}}</b><small>{{$.T "at_stake"}} {{$.Yuan .AtStakeMinor}}</small></div>{{end}}
 </div>
 <form class="filters" method="get" action="/review/" id="filters">
@@ -66,6 +69,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <fieldset><legend>{{.T "review_status"}}</legend>
 {{range .Statuses}}<label style="flex-direction:row;gap:4px"><input type="checkbox" name="status" value="{{.}}"{{if $.Q.HasStatus .}} checked{{end}}>{{$.N .}}</label>{{end}}
 </fieldset>
+<label style="flex-direction:row;gap:4px;align-self:end"><input type="checkbox" name="overdue" value="1"{{if .Q.Overdue}} checked{{end}}>{{.T "overdue_only"}}</label>
 <label>{{.T "kind"}}<select name="kind"><option value="">{{.T "any"}}</option>
 {{range .Kinds}}<option value="{{.}}"{{if eq (print .) $.Q.Kind}} selected{{end}}>{{$.N .}}</option>{{end}}</select></label>
 <label>{{.T "platform"}}<select name="platform"><option value="">{{.T "any"}}</option>
@@ -82,11 +86,11 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 </form>
 <h2>{{.T "findings_list"}}: {{.Result.Total}}</h2>
 {{if .Result.Findings}}
-<table id="findings"><thead><tr><th>#</th><th>{{.T "kind"}}</th><th>{{.T "review_status"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th>
+<table id="findings"><thead><tr><th>#</th><th>{{.T "kind"}}</th><th>{{.T "review_status"}}</th><th>{{.T "age"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th>
 <th>{{.T "order_no"}}</th><th class="num">{{.T "at_stake"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th></tr></thead><tbody>
 {{range .Result.Findings}}<tr><td><a href="/review/findings/{{.ID}}" class="open">{{.ID}}</a></td><td>{{$.N .Kind}}</td>
-<td>{{template "status" (statusOf $ .ReviewStatus)}}</td><td>{{$.N .Platform}}</td><td>{{.MerchantID}}</td>
-<td><a href="/review/findings/{{.ID}}">{{.OutTradeNo}}</a>{{if .OutRefundNo}}<br><span class="muted">{{$.T "refund"}} {{.OutRefundNo}}</span>{{end}}</td><td class="num">{{$.Yuan .AtStakeMinor}}</td>
+<td>{{template "status" (statusOf $ .ReviewStatus)}}</td><td class="nowrap age">{{$.Age .FirstSeenAt}}{{if .Overdue $.OverdueAt}} <span class="status status-overdue">{{$.T "overdue"}}</span>{{end}}</td><td>{{$.N .Platform}}</td><td>{{.MerchantID}}</td>
+<td><a href="/review/findings/{{.ID}}">{{.OutTradeNo}}</a>{{if .OutRefundNo}}<br><span class="muted">{{$.T "refund"}} {{.OutRefundNo}}</span>{{end}}</td><td class="num at-stake">{{$.Yuan .AtStakeMinor}}</td>
 <td class="nowrap">{{$.Time .LastSeenAt}}</td><td class="num">{{.SeenCount}}</td></tr>
 {{end}}</tbody></table>
 <div class="pager">{{if .Prev}}<a href="{{.Prev}}" rel="prev">{{.T "prev"}}</a>{{end}}

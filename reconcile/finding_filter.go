@@ -44,6 +44,11 @@ type FindingFilter struct {
 	// MinAtStake and MaxAtStake bound the money at stake (AtStakeMinor), in minor units;
 	// nil: unbounded.
 	MinAtStake, MaxAtStake *int64
+	// OverdueAt is when a finding first seen before it is overdue if not resolved
+	// (now less the review SLA): a search counts them (FindingPage.Overdue); zero counts none.
+	// OverdueOnly keeps only those.
+	OverdueAt   time.Time
+	OverdueOnly bool
 
 	// A search's page: ordered by Sort ("": SortLastSeen, the id breaking ties), Offset
 	// findings in.
@@ -56,11 +61,13 @@ type FindingFilter struct {
 	Limit   int // <= 0: DefaultListLimit
 }
 
-// KindTotal is the number of findings of one kind and the money they put at stake.
+// KindTotal is the number of findings of one kind, the money they put at stake and how many
+// of them are overdue.
 type KindTotal struct {
 	Kind         MismatchKind `db:"kind"`
 	Count        int64        `db:"count"`
 	AtStakeMinor int64        `db:"at_stake_minor"`
+	Overdue      int64        `db:"overdue"`
 }
 
 // FindingPage is one page of a search, how many findings match in all, and the per-kind
@@ -68,7 +75,21 @@ type KindTotal struct {
 type FindingPage struct {
 	Findings []Finding
 	Total    int64
+	Overdue  int64 // of Total, those overdue (FindingFilter.OverdueAt)
 	ByKind   []KindTotal
+}
+
+// NeedsAction are the review statuses of a finding someone still has to act on: what the
+// console and mismatches list show unless asked for others.
+var NeedsAction = []ReviewStatus{ReviewOpen, ReviewAcknowledged, ReviewPendingApproval}
+
+// DefaultReviewSLA is how long a finding may wait for finance before it is overdue
+// (RECONCILER_REVIEW_SLA).
+const DefaultReviewSLA = 72 * time.Hour
+
+// Overdue says whether f, unresolved and first seen before overdueAt, is overdue.
+func (f Finding) Overdue(overdueAt time.Time) bool {
+	return f.ReviewStatus != ReviewResolved && !overdueAt.IsZero() && f.FirstSeenAt.Before(overdueAt)
 }
 
 // MaxFindingQuery is the longest query a search takes: longer than any number the

@@ -278,6 +278,10 @@ var labels = map[string]label{
 	"refund_not_ours":    {"not in our records", "我方无此退款记录"},
 	"search":             {"Search", "搜索"},
 	"search_hint":        {"Order, trade or refund no., or finding #", "商户订单号、交易号、退款单号或差异编号"},
+	"age":                {"Age", "已等待"},
+	"overdue":            {"Overdue", "已逾期"},
+	"overdue_only":       {"Overdue only", "仅看逾期"},
+	"sla":                {"Due within", "处理时限"},
 	// Words of the database only the console shows: audit actions, order and refund statuses, event types and sources.
 	"audit.acknowledge": {"acknowledged", "确认知悉"},
 	"audit.resolve":     {"resolved", "处理"},

@@ -60,17 +60,20 @@ func (r *Review) Search(ctx context.Context, f reconcile.FindingFilter) (reconci
 		return reconcile.FindingPage{}, fmt.Errorf("search findings: snapshot: %w", err)
 	}
 	res := reconcile.FindingPage{Findings: []reconcile.Finding{}, ByKind: []reconcile.KindTotal{}}
+	// A zero OverdueAt counts none overdue: nothing was first seen before the year 1.
+	n := len(args)
 	err = tx.SelectContext(ctx, &res.ByKind, `SELECT kind, count(*) AS count,
-		COALESCE(sum(`+atStakeSQL+`), 0)::bigint AS at_stake_minor
+		COALESCE(sum(`+atStakeSQL+`), 0)::bigint AS at_stake_minor,
+		count(*) FILTER (WHERE review_status <> 'RESOLVED' AND first_seen_at < $`+strconv.Itoa(n+2)+`) AS overdue
 		FROM reconcile_mismatches WHERE `+where+` GROUP BY kind
-		ORDER BY array_position($`+strconv.Itoa(len(args)+1)+`::text[], kind), kind`, append(args, pq.Array(kindOrder()))...)
+		ORDER BY array_position($`+strconv.Itoa(n+1)+`::text[], kind), kind`, append(args, pq.Array(kindOrder()), f.OverdueAt)...)
 	if err != nil {
 		return reconcile.FindingPage{}, fmt.Errorf("search findings: totals: %w", err)
 	}
 	for _, k := range res.ByKind {
 		res.Total += k.Count
+		res.Overdue += k.Overdue
 	}
-	n := len(args)
 	q := `SELECT ` + findingColumns + ` FROM reconcile_mismatches WHERE ` + where +
 		` ORDER BY ` + order + dir + `, id` + dir + fmt.Sprintf(` OFFSET $%d LIMIT $%d`, n+1, n+2)
 	if err := tx.SelectContext(ctx, &res.Findings, q, append(args, f.Offset, limit)...); err != nil {
@@ -121,6 +124,9 @@ func searchWhere(f reconcile.FindingFilter) (string, []any) {
 	}
 	if f.MaxAtStake != nil {
 		where = append(where, "("+atStakeSQL+") <= "+arg(*f.MaxAtStake))
+	}
+	if f.OverdueOnly {
+		where = append(where, "review_status <> 'RESOLVED' AND first_seen_at < "+arg(f.OverdueAt))
 	}
 	if len(where) == 0 {
 		return "true", nil

@@ -62,7 +62,7 @@ func (q ListQuery) Filter(loc *time.Location) (reconcile.FindingFilter, error) {
 func (q ListQuery) statuses() ([]reconcile.ReviewStatus, error) {
 	switch st := strings.TrimSpace(q.Status); {
 	case st == "":
-		return []reconcile.ReviewStatus{reconcile.ReviewOpen, reconcile.ReviewAcknowledged, reconcile.ReviewPendingApproval}, nil
+		return reconcile.NeedsAction, nil
 	case strings.EqualFold(st, "all"):
 		return nil, nil
 	default:
