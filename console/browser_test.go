@@ -384,6 +384,24 @@ func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
 	}
 	b.shot("search.png")
 
+	// The approval queue, as ann (a reviewer) reads it: bob's proposal awaits an approver,
+	// hers sits apart.
+	for _, p := range []struct{ otn, by, resolution, note string }{
+		{"Q-BOB", bob, "written_off", "below the cost of chasing it"}, {"Q-ANN", ann, "refunded", "gave the difference back"},
+	} {
+		_, err := f.db.Exec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, kind, local_amount_minor,
+			platform_amount_minor, first_seen_at, last_seen_at, review_status, resolution, resolved_by, proposed_by, proposed_at,
+			proposed_version, note)
+			VALUES ('alipay', 'Q', $1, 'AMOUNT_MISMATCH', 100, 90, $2, $2, 'PENDING_APPROVAL', $3, $4, $4, $2, 1, $5)`,
+			p.otn, base, p.resolution, p.by, p.note)
+		must(t, err)
+	}
+	b.submit("open the approval queue", chromedp.Click(chromedp.ID("nav-approvals")))
+	if n, mine := b.count("#for-you tbody tr"), b.count("#mine tbody tr"); n != 1 || mine != 1 {
+		t.Fatalf("the queue shows %d proposals for ann and %d of hers, want 1 and 1", n, mine)
+	}
+	b.shot("approvals.png")
+
 	// The list in Chinese, as a browser asking for zh-CN first reads it.
 	headers := network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}}
 	if _, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders, headers); err != nil {
@@ -395,4 +413,6 @@ func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
 		t.Fatalf("the Chinese overdue card reads %q (%v)", h, err)
 	}
 	b.shot("list-zh.png")
+	b.submit("open the approval queue in Chinese", chromedp.Click(chromedp.ID("nav-approvals")))
+	b.shot("approvals-zh.png")
 }

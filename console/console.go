@@ -96,6 +96,7 @@ func New(cfg Config, store Store) http.Handler {
 	if len(cfg.CSRFKey) == 0 {
 		panic("console.New: no CSRF key") // FromSettings always sets one; a caller that forgets must not run keyless
 	}
+	warnOfLoneApprovers(cfg)
 	h := &handler{cfg: cfg, store: store, log: cfg.Log, tokens: &csrfTokens{key: cfg.CSRFKey, now: cfg.Now, log: cfg.Log}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /review/{$}", h.list)
@@ -103,6 +104,7 @@ func New(cfg Config, store Store) http.Handler {
 	mux.HandleFunc("POST /review/findings/{id}/{action}", h.act)
 	mux.HandleFunc("GET /review/report", h.report)
 	mux.HandleFunc("GET /review/statements", h.statements)
+	mux.HandleFunc("GET /review/approvals", h.approvals)
 	return securityHeaders(h.identify(h.textOnly(mux)))
 }
 

@@ -302,8 +302,8 @@ type findingPage struct {
 	Resolutions []reconcile.Resolution
 	CanAck      bool
 	CanResolve  bool
-	CanApprove  bool // approve and reject
-	OwnProposal bool
+	CanApprove  bool     // approve and reject
+	Reasons     []string // label keys: why a move is not offered (whyNot)
 }
 
 func (h *handler) finding(w http.ResponseWriter, r *http.Request) {
@@ -355,7 +355,7 @@ func (h *handler) renderFinding(w http.ResponseWriter, r *http.Request, p page, 
 	fp.CanAck = slices.Contains(can, reconcile.ReviewAcknowledge)
 	fp.CanResolve = slices.Contains(can, reconcile.ReviewResolve)
 	fp.CanApprove = slices.Contains(can, reconcile.ReviewApprove) && p.Viewer.CanApprove()
-	fp.OwnProposal = f.ReviewStatus == reconcile.ReviewPendingApproval && strings.EqualFold(f.ProposedBy, p.Viewer.Email)
+	fp.Reasons = h.whyNot(f, p.Viewer)
 	h.render(w, status, "finding", fp)
 }
 
@@ -567,6 +567,10 @@ var pages = template.Must(template.New("console").Funcs(template.FuncMap{
 	},
 	// yp compares nullable amounts by value in templates.
 	"yp": yuanPtr,
+	// proposals is one table of the approval queue.
+	"proposals": func(p approvalsPage, fs []reconcile.Finding, id string) proposalTable {
+		return proposalTable{P: p, Findings: fs, ID: id}
+	},
 }).Parse(pageTemplates))
 
 func jsonIndent(buf *bytes.Buffer, raw []byte) error { return json.Indent(buf, raw, "", "  ") }

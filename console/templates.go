@@ -44,9 +44,10 @@ td.nowrap{white-space:nowrap}
 .actions form{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px;display:flex;flex-direction:column;gap:6px;min-width:240px}
 pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size:12px}
 .muted{color:#5a6475;font-size:12px}
+.reason{background:#fff;border-left:4px solid #dfe9fb;padding:6px 10px}
 .wide{overflow-x:auto}#statements th,#statements td{padding:6px 5px}
 </style></head><body>
-<header><nav id="nav"><a href="/review/">{{.T "title"}}</a> · <a href="/review/" id="nav-findings">{{.T "findings_list"}}</a> · <a href="/review/statements" id="nav-statements">{{.T "statements"}}</a></nav>
+<header><nav id="nav"><a href="/review/">{{.T "title"}}</a> · <a href="/review/" id="nav-findings">{{.T "findings_list"}}</a> · <a href="/review/approvals" id="nav-approvals">{{.T "approvals"}}</a> · <a href="/review/statements" id="nav-statements">{{.T "statements"}}</a></nav>
 <span>{{.T "signed_in_as"}} <b id="viewer">{{.Viewer.Email}}</b> ({{.RoleLabel}}) · {{.T "times_in"}} {{.Zone}}</span></header>
 <main>
 {{if .Flash}}<div class="flash" role="status">{{.Flash}}</div>{{end}}
@@ -56,6 +57,22 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 {{define "foot"}}</main></body></html>{{end}}
 
 {{define "status"}}<span class="status status-{{.S}}">{{.P.N .S}}</span>{{end}}
+
+{{define "approvals"}}{{template "head" .}}
+<h1>{{.T "approvals"}}: {{len .Others}} + {{len .Mine}}</h1>
+{{if .Viewer.CanApprove}}<h2>{{.T "for_you"}}</h2>{{else}}<h2>{{.T "awaiting_approver"}}</h2>
+<p class="reason">{{.T "why_not_approver"}}</p>{{end}}
+{{template "proposals" (proposals . .Others "for-you")}}
+<h2>{{.T "your_proposals"}}</h2>
+{{if and .Mine (not .SecondApprover)}}<p class="reason" id="no-second-approver">{{.T "why_no_second_approver"}}</p>{{end}}
+{{template "proposals" (proposals . .Mine "mine")}}
+{{template "foot"}}{{end}}
+
+{{define "proposals"}}{{if .Findings}}<table id="{{.ID}}"><thead><tr><th>#</th><th>{{.P.T "kind"}}</th><th class="num">{{.P.T "at_stake"}}</th><th>{{.P.T "proposed_by"}}</th>
+<th>{{.P.T "proposed_resolution"}}</th><th>{{.P.T "note"}}</th><th>{{.P.T "waiting"}}</th></tr></thead><tbody>
+{{range .Findings}}<tr><td><a href="/review/findings/{{.ID}}" class="open">{{.ID}}</a></td><td>{{$.P.N .Kind}}</td><td class="num">{{$.P.Yuan .AtStakeMinor}}</td>
+<td class="who">{{.ProposedBy}}</td><td>{{$.P.N .Resolution}}</td><td>{{.Note}}</td><td class="nowrap">{{$.P.Waiting .ProposedAt}}</td></tr>
+{{end}}</tbody></table>{{else}}<p class="muted">{{.P.T "no_approvals"}}</p>{{end}}{{end}}
 
 {{define "list"}}{{template "head" .}}
 <h1>{{.T "findings_list"}}</h1>
@@ -148,7 +165,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <td class="num">{{with .EvidenceVersion}}{{.}}{{end}}</td><td>{{.Note}}</td></tr>{{end}}
 </tbody></table>{{else}}<p>{{.T "no_audit"}}</p>{{end}}
 <h2>{{.T "actions"}}</h2>
-{{if .OwnProposal}}<p class="muted">{{.T "own_proposal"}}</p>{{end}}
+{{range .Reasons}}<p class="reason">{{$.T .}}</p>{{end}}
 <div class="actions">
 {{if .CanAck}}<form method="post" action="/review/findings/{{$f.ID}}/acknowledge" id="form-acknowledge">
 <input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
@@ -165,7 +182,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <form method="post" action="/review/findings/{{$f.ID}}/reject" id="form-reject">
 <input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
 <label>{{.T "reject_note"}}<br><input name="note" size="28" required></label><button type="submit" class="danger">{{.T "reject"}}</button></form>{{end}}
-{{if not (or .CanAck .CanResolve .CanApprove)}}<p>{{.T "no_actions"}}</p>{{end}}
+{{if not (or .CanAck .CanResolve .CanApprove .Reasons)}}<p>{{.T "no_actions"}}</p>{{end}}
 </div>
 {{template "foot"}}{{end}}
 

@@ -180,3 +180,28 @@ func must(t *testing.T, s string) string {
 	}
 	return n
 }
+
+func TestAnyoneElse(t *testing.T) {
+	list := func(entries ...string) []identity.Pattern {
+		out, err := identity.ParseList(entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		entries []string
+		me      string
+		want    bool
+	}{
+		{nil, "cfo@example.com", false},
+		{[]string{"cfo@example.com"}, "cfo@example.com", false},
+		{[]string{"cfo@example.com", "ceo@example.com"}, "cfo@example.com", true},
+		{[]string{"*@example.com"}, "cfo@example.com", true},
+		{[]string{"cfo@example.com"}, "ann@example.com", true},
+	} {
+		if got := identity.AnyoneElse(list(c.entries...), c.me); got != c.want {
+			t.Errorf("AnyoneElse(%v, %s) = %v, want %v", c.entries, c.me, got, c.want)
+		}
+	}
+}

@@ -75,3 +75,18 @@ func Match(patterns []Pattern, normalizedEmail string) bool {
 	}
 	return false
 }
+
+// AnyoneElse says whether patterns name someone other than normalizedEmail: an address
+// that is not it, or a *@domain entry (it names every address of its domain). Where it is
+// false, a proposal normalizedEmail made can have no second person to approve it.
+func AnyoneElse(patterns []Pattern, normalizedEmail string) bool {
+	for _, p := range patterns {
+		if p.domain != "" || p.addr != normalizedEmail {
+			return true
+		}
+	}
+	return false
+}
+
+// Address is the one address p names, "" for a *@domain pattern.
+func (p Pattern) Address() string { return p.addr }
