@@ -93,6 +93,13 @@ func (q listQuery) HasStatus(s reconcile.ReviewStatus) bool {
 // Age is how long ago a finding was first seen, as people read it.
 func (p listPage) Age(first time.Time) string { return age(p.Lang, p.Now.Sub(first)) }
 
+// AccountLink is the list narrowed to one merchant account.
+func (p listPage) AccountLink(a reconcile.AccountTotal) template.URL {
+	q := p.Q
+	q.Platform, q.Merchant = string(a.Platform), a.MerchantID
+	return q.link(1)
+}
+
 // OverdueLink is the list of the overdue findings among what the page shows.
 func (p listPage) OverdueLink() template.URL {
 	q := p.Q

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,5 +280,40 @@ func TestListShowsWhatNeedsActionAndWhatIsOverdue(t *testing.T) {
 	}
 	if strings.Contains(body, `value="RESOLVED" checked`) {
 		t.Errorf("the default view asks for resolved findings")
+	}
+}
+
+// TestListSumsByPlatformAndAccount: the list sums what it matches per platform and per
+// merchant account (most at stake first), each account linking to the list narrowed to it.
+func TestListSumsByPlatformAndAccount(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.db.Exec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, kind, local_amount_minor,
+		platform_amount_minor, first_seen_at, last_seen_at)
+		SELECT 'wechatpay', '19000000' || (i % 3), 'SUM-' || i, 'AMOUNT_MISMATCH', 1000, 1000 + 100 * (i % 3), $1::timestamptz, $1::timestamptz
+		FROM generate_series(1, 9) AS i`, base)
+	must(t, err)
+	w := f.do(t, request{method: "GET", path: "/review/?kind=AMOUNT_MISMATCH", peer: trusted, who: ann})
+	body := w.Body.String()
+	i := strings.Index(body, `<table id="by-account">`)
+	if w.Code != 200 || i < 0 {
+		t.Fatalf("%d: no summary by account:\n%s", w.Code, body)
+	}
+	table := body[i : i+strings.Index(body[i:], "</table>")]
+	// Three accounts of three findings: 0, 1 and 2 yuan at stake apiece; the fixture's one
+	// Alipay amount finding (100 yuan) comes first.
+	rows := regexp.MustCompile(`<tr data-account="([^"]+)">.*?<td class="num">(\d+)</td><td class="num">([^<]+)</td>`).FindAllStringSubmatch(table, -1)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r[1]+" "+r[2]+" "+r[3])
+	}
+	want := []string{"alipay:2021000000000001 1 ¥100.00", "wechatpay:190000002 3 ¥6.00", "wechatpay:190000001 3 ¥3.00", "wechatpay:190000000 3 ¥0.00"}
+	if !slices.Equal(got, want) {
+		t.Errorf("by account: %v, want %v", got, want)
+	}
+	if !strings.Contains(table, `<td><b>WeChat Pay</b></td><td>all accounts</td><td class="num">9</td><td class="num">¥9.00</td>`) {
+		t.Errorf("no WeChat Pay total of 9 findings, ¥9.00:\n%s", table)
+	}
+	if !strings.Contains(table, `href="/review/?kind=AMOUNT_MISMATCH&amp;merchant=190000001&amp;platform=wechatpay&amp;status=OPEN`) {
+		t.Errorf("an account does not link to the list narrowed to it:\n%s", table)
 	}
 }

@@ -19,6 +19,7 @@ h1{font-size:20px;margin:8px 0 12px}h2{font-size:16px;margin:20px 0 8px}
 .card b{display:block;font-size:18px}.card small{color:#5a6475}
 .card.total{background:#eef3fa}
 a.card{text-decoration:none;color:inherit}
+details#summaries{margin:8px 0}details#summaries table{margin-top:6px;max-width:720px}
 form.filters{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px;display:flex;flex-wrap:wrap;gap:10px;align-items:flex-end}
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#5a6475;gap:2px}
 fieldset{border:1px solid #d8dde6;border-radius:4px;padding:4px 8px;font-size:12px}
@@ -81,6 +82,11 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 <a class="card overdue" id="overdue-card" href="{{.OverdueLink}}"><small>{{.T "overdue"}}</small><b>{{.Result.Overdue}}</b><small>{{.T "sla"}} {{.SLA}}</small></a>
 {{range .Result.ByKind}}<div class="card" data-kind="{{.Kind}}"><small>{{$.N .Kind}}</small><b>{{.Count}}</b><small>{{$.T "at_stake"}} {{$.Yuan .AtStakeMinor}}</small></div>{{end}}
 </div>
+{{if .Result.ByAccount}}<details id="summaries"><summary>{{.T "by_account"}}</summary>
+<table id="by-account"><thead><tr><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th><th class="num">{{.T "count"}}</th><th class="num">{{.T "at_stake"}}</th><th class="num">{{.T "overdue"}}</th></tr></thead><tbody>
+{{range .Result.ByPlatform}}<tr class="platform-total"><td><b>{{$.N .Platform}}</b></td><td>{{$.T "all_accounts"}}</td><td class="num">{{.Count}}</td><td class="num">{{$.Yuan .AtStakeMinor}}</td><td class="num">{{.Overdue}}</td></tr>{{end}}
+{{range .Result.ByAccount}}<tr data-account="{{.Platform}}:{{.MerchantID}}"><td>{{$.N .Platform}}</td><td><a href="{{$.AccountLink .}}">{{.MerchantID}}</a></td><td class="num">{{.Count}}</td><td class="num">{{$.Yuan .AtStakeMinor}}</td><td class="num">{{.Overdue}}</td></tr>{{end}}
+</tbody></table></details>{{end}}
 <form class="filters" method="get" action="/review/" id="filters">
 <label class="search">{{.T "search"}}<input type="search" name="q" value="{{.Q.Query}}" size="30" maxlength="64" placeholder="{{.T "search_hint"}}"></label>
 <fieldset><legend>{{.T "review_status"}}</legend>

@@ -77,7 +77,24 @@ type FindingPage struct {
 	Total    int64
 	Overdue  int64 // of Total, those overdue (FindingFilter.OverdueAt)
 	ByKind   []KindTotal
+	// ByPlatform sums every match per platform; ByAccount per merchant account, the
+	// MaxAccountTotals with the most money at stake first.
+	ByPlatform []AccountTotal
+	ByAccount  []AccountTotal
 }
+
+// AccountTotal is the findings of one platform (MerchantID "") or merchant account.
+type AccountTotal struct {
+	Platform     Platform `db:"platform"`
+	MerchantID   string   `db:"merchant_id"`
+	Count        int64    `db:"count"`
+	AtStakeMinor int64    `db:"at_stake_minor"`
+	Overdue      int64    `db:"overdue"`
+}
+
+// MaxAccountTotals is how many merchant accounts a search sums apart: a service provider
+// may have thousands, and a page shows those with the most at stake.
+const MaxAccountTotals = 20
 
 // NeedsAction are the review statuses of a finding someone still has to act on: what the
 // console and mismatches list show unless asked for others.

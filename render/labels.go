@@ -285,6 +285,8 @@ var labels = map[string]label{
 	"approvals":              {"Approvals", "待审批"},
 	"for_you":                {"Proposals for you to decide", "待您审批的提议"},
 	"your_proposals":         {"Your own proposals (a second approver decides them)", "您的提议（须由另一位审批人审批）"},
+	"by_account":             {"By platform and merchant account", "按支付平台与商户号"},
+	"all_accounts":           {"all accounts", "全部商户号"},
 	"awaiting_approver":      {"Proposals awaiting an approver", "等待审批人审批的提议"},
 	"why_not_approver":       {"You review: only an approver (RECONCILER_APPROVERS) may approve or reject these proposals.", "您是复核人：只有审批人（RECONCILER_APPROVERS）可以批准或驳回这些提议。"},
 	"proposed_resolution":    {"Proposed resolution", "提议的处理结果"},

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -74,12 +76,36 @@ func (r *Review) Search(ctx context.Context, f reconcile.FindingFilter) (reconci
 		res.Total += k.Count
 		res.Overdue += k.Overdue
 	}
+	if res.ByPlatform, res.ByAccount, err = accountTotals(ctx, tx, where, args, f.OverdueAt); err != nil {
+		return reconcile.FindingPage{}, err
+	}
 	q := `SELECT ` + findingColumns + ` FROM reconcile_mismatches WHERE ` + where +
 		` ORDER BY ` + order + dir + `, id` + dir + fmt.Sprintf(` OFFSET $%d LIMIT $%d`, n+1, n+2)
 	if err := tx.SelectContext(ctx, &res.Findings, q, append(args, f.Offset, limit)...); err != nil {
 		return reconcile.FindingPage{}, fmt.Errorf("search findings: %w", err)
 	}
 	return res, nil
+}
+
+// accountTotals sums the matches per platform and per merchant account (the
+// MaxAccountTotals with the most at stake), in the search's snapshot.
+func accountTotals(ctx context.Context, tx *sqlx.Tx, where string, args []any, overdueAt time.Time) ([]reconcile.AccountTotal, []reconcile.AccountTotal, error) {
+	n := len(args)
+	sums := `count(*) AS count, COALESCE(sum(` + atStakeSQL + `), 0)::bigint AS at_stake_minor,
+		count(*) FILTER (WHERE review_status <> 'RESOLVED' AND first_seen_at < $` + strconv.Itoa(n+1) + `) AS overdue`
+	byPlatform := []reconcile.AccountTotal{}
+	if err := tx.SelectContext(ctx, &byPlatform, `SELECT platform, '' AS merchant_id, `+sums+`
+		FROM reconcile_mismatches WHERE `+where+` GROUP BY platform ORDER BY platform`, append(args, overdueAt)...); err != nil {
+		return nil, nil, fmt.Errorf("search findings: totals by platform: %w", err)
+	}
+	byAccount := []reconcile.AccountTotal{}
+	if err := tx.SelectContext(ctx, &byAccount, `SELECT platform, merchant_id, `+sums+`
+		FROM reconcile_mismatches WHERE `+where+` GROUP BY platform, merchant_id
+		ORDER BY at_stake_minor DESC, platform, merchant_id LIMIT $`+strconv.Itoa(n+2),
+		append(args, overdueAt, reconcile.MaxAccountTotals)...); err != nil {
+		return nil, nil, fmt.Errorf("search findings: totals by account: %w", err)
+	}
+	return byPlatform, byAccount, nil
 }
 
 // searchWhere is the WHERE clause of f and its arguments ("true" when nothing filters).
