@@ -325,7 +325,7 @@ func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
 			Kind: document.querySelector('#filters select[name="kind"]').value,
 			Sort: document.querySelector('#filters select[name="sort"]').value,
 			Dir: document.querySelector('#filters select[name="dir"]').value,
-			Kinds: Array.from(document.querySelectorAll("#findings tbody tr")).map(r => r.cells[1].textContent.trim()),
+			Kinds: Array.from(document.querySelectorAll("#findings tbody tr")).map(r => r.querySelector("td.kind").textContent.trim()),
 			Stakes: Array.from(document.querySelectorAll("#findings tbody tr")).map(r => parseFloat(r.querySelector("td.at-stake").textContent.replace(/[^0-9.]/g, ""))),
 			First: document.querySelector("#findings a.open").textContent.trim(),
 		})`))
@@ -383,6 +383,29 @@ func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
 		t.Fatalf("the search for PAGE-12 shows %d findings, want 11", n)
 	}
 	b.shot("search.png")
+
+	// Bulk: two rows of the search acknowledged at once, then all the search matches, after
+	// the count is shown.
+	b.step("select two", chromedp.Click(chromedp.CSS(`#findings tbody tr:nth-child(1) input[name="sel"]`)),
+		chromedp.Click(chromedp.CSS(`#findings tbody tr:nth-child(2) input[name="sel"]`)),
+		chromedp.SetValue(chromedp.ID("bulk-action"), "acknowledge"), chromedp.SetValue(chromedp.ID("bulk-note"), "seen in the incident review"))
+	b.submit("acknowledge the selected", chromedp.Click(chromedp.ID("bulk-selected")))
+	if h, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("h1"))); err != nil || !strings.Contains(h, "Moved: 2") {
+		t.Fatalf("after acknowledging two: %q (%v)", h, err)
+	}
+	b.shot("bulk-done.png")
+	b.step("back to the search", chromedp.Navigate(b.proxy.URL+"/review/?q=PAGE-12&kind=AMOUNT_MISMATCH&status=OPEN"),
+		chromedp.WaitVisible(chromedp.ID("bulk")), chromedp.SetValue(chromedp.ID("bulk-action"), "resolve"),
+		chromedp.SetValue(chromedp.ID("bulk-resolution"), "false_positive"), chromedp.SetValue(chromedp.ID("bulk-note"), "test orders"))
+	b.submit("all that match", chromedp.Click(chromedp.ID("bulk-all")))
+	if h, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.ID("confirm"))); err != nil || !strings.Contains(h, "(9)") {
+		t.Fatalf("the confirmation reads %q (%v), want the 9 still open", h, err)
+	}
+	b.shot("bulk-confirm.png")
+	b.submit("confirm", chromedp.Click(chromedp.ID("confirm")))
+	if h, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("h1"))); err != nil || !strings.Contains(h, "Moved: 9") {
+		t.Fatalf("after confirming: %q (%v)", h, err)
+	}
 
 	// The approval queue, as ann (a reviewer) reads it: bob's proposal awaits an approver,
 	// hers sits apart.

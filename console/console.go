@@ -105,6 +105,7 @@ func New(cfg Config, store Store) http.Handler {
 	mux.HandleFunc("GET /review/report", h.report)
 	mux.HandleFunc("GET /review/statements", h.statements)
 	mux.HandleFunc("GET /review/approvals", h.approvals)
+	mux.HandleFunc("POST /review/bulk", h.bulk)
 	return securityHeaders(h.identify(h.textOnly(mux)))
 }
 

@@ -117,13 +117,17 @@ type request struct {
 	method, path, peer, who string
 	form                    map[string]string
 	lang                    string
-	extra                   string // a second identity header value
+	extra                   string     // a second identity header value
+	values                  url.Values // a form with repeated fields (used when form is nil)
 }
 
 func (f *fixture) do(t *testing.T, rq request) *httptest.ResponseRecorder {
 	t.Helper()
 	var body *strings.Reader
-	if rq.form != nil {
+	if rq.form == nil && rq.values != nil {
+		rq.form = map[string]string{}
+		body = strings.NewReader(rq.values.Encode())
+	} else if rq.form != nil {
 		var b strings.Builder
 		for k, v := range rq.form {
 			if b.Len() > 0 {

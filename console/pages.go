@@ -67,13 +67,14 @@ type listPage struct {
 	// Prev and Next link the neighbouring pages with every filter and the sort kept ("" at
 	// an end). Whole paths, typed as URLs: html/template would escape a query string put
 	// after a "?" in an href as one query value, "&" and "=" included.
-	Prev, Next template.URL
-	Kinds      []reconcile.MismatchKind
-	Statuses   []reconcile.ReviewStatus
-	Platforms  []reconcile.Platform
-	Sorts      []reconcile.FindingSort
-	ReportFrom string
-	ReportTo   string
+	Prev, Next  template.URL
+	Kinds       []reconcile.MismatchKind
+	Statuses    []reconcile.ReviewStatus
+	Platforms   []reconcile.Platform
+	Resolutions []reconcile.Resolution
+	Sorts       []reconcile.FindingSort
+	ReportFrom  string
+	ReportTo    string
 }
 
 // listQuery is the list's filter as the form sends it back (strings, to refill the form).
@@ -92,6 +93,9 @@ func (q listQuery) HasStatus(s reconcile.ReviewStatus) bool {
 
 // Age is how long ago a finding was first seen, as people read it.
 func (p listPage) Age(first time.Time) string { return age(p.Lang, p.Now.Sub(first)) }
+
+// FilterQuery is the page's filter and sort, for the bulk form to take back or act on.
+func (p listPage) FilterQuery() string { return p.Q.values(1) }
 
 // AccountLink is the list narrowed to one merchant account.
 func (p listPage) AccountLink(a reconcile.AccountTotal) template.URL {
@@ -172,7 +176,11 @@ func (q listQuery) values(page int) string {
 
 // parseList reads the list's query into a search filter; the error names the bad field.
 func (h *handler) parseList(r *http.Request) (listQuery, reconcile.FindingFilter, error) {
-	v := r.URL.Query()
+	return h.parseListValues(r.URL.Query())
+}
+
+// parseListValues reads a list query (the page's own, or the one a bulk form carries).
+func (h *handler) parseListValues(v url.Values) (listQuery, reconcile.FindingFilter, error) {
 	q := listQuery{Query: v.Get("q"), Overdue: v.Get("overdue") != "", Kind: v.Get("kind"), Platform: v.Get("platform"), Merchant: strings.TrimSpace(v.Get("merchant")),
 		From: v.Get("from"), To: v.Get("to"), Min: strings.TrimSpace(v.Get("min")), Max: strings.TrimSpace(v.Get("max")),
 		Sort: v.Get("sort"), Dir: v.Get("dir"), Page: 1}
@@ -273,7 +281,7 @@ func amount(field, s string) (*int64, error) {
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	p := listPage{page: h.newPage(r), Kinds: reconcile.MismatchKinds, Statuses: reconcile.ReviewStatuses,
-		Platforms: reconcile.Platforms(), Sorts: reconcile.FindingSorts}
+		Platforms: reconcile.Platforms(), Sorts: reconcile.FindingSorts, Resolutions: reconcile.Resolutions}
 	today := h.cfg.Now().In(h.cfg.Location)
 	p.ReportFrom, p.ReportTo = today.AddDate(0, 0, -6).Format("2006-01-02"), today.Format("2006-01-02")
 	q, f, err := h.parseList(r)

@@ -45,6 +45,8 @@ td.nowrap{white-space:nowrap}
 .actions form{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px;display:flex;flex-direction:column;gap:6px;min-width:240px}
 pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size:12px}
 .muted{color:#5a6475;font-size:12px}
+fieldset.bulk{display:flex;flex-wrap:wrap;gap:10px;align-items:end;margin-top:8px;background:#fff;border:1px solid #d8dde6;border-radius:6px}
+fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;color:#5a6475}
 .reason{background:#fff;border-left:4px solid #dfe9fb;padding:6px 10px}
 .wide{overflow-x:auto}#statements th,#statements td{padding:6px 5px}
 </style></head><body>
@@ -74,6 +76,22 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 {{range .Findings}}<tr><td><a href="/review/findings/{{.ID}}" class="open">{{.ID}}</a></td><td>{{$.P.N .Kind}}</td><td class="num">{{$.P.Yuan .AtStakeMinor}}</td>
 <td class="who">{{.ProposedBy}}</td><td>{{$.P.N .Resolution}}</td><td>{{.Note}}</td><td class="nowrap">{{$.P.Waiting .ProposedAt}}</td></tr>
 {{end}}</tbody></table>{{else}}<p class="muted">{{.P.T "no_approvals"}}</p>{{end}}{{end}}
+
+{{define "bulk"}}{{template "head" .}}
+<p><a href="{{.Back}}">← {{.T "back"}}</a></p>
+{{if .Confirm}}<h1>{{.T (print .Req.Action)}}: {{.Total}}</h1>
+<p class="reason" id="bulk-count">{{.T "bulk_confirm"}}</p>
+<p>{{if .Req.Resolution}}{{.T "resolution"}}: <b>{{.N .Req.Resolution}}</b> · {{end}}{{.T "note"}}: {{if .Req.Note}}{{.Req.Note}}{{else}}—{{end}}</p>
+<form method="post" action="/review/bulk" id="bulk-confirm">
+<input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="filter" value="{{.Req.Filter}}">
+<input type="hidden" name="action" value="{{.Req.Action}}"><input type="hidden" name="resolution" value="{{.Req.Resolution}}"><input type="hidden" name="note" value="{{.Req.Note}}">
+{{range .Req.Items}}<input type="hidden" name="sel" value="{{$.Sel .}}">{{end}}
+<button type="submit" name="scope" value="confirmed" id="confirm">{{.T "confirm"}} ({{.Total}})</button></form>
+{{else if or .Moved .Refused}}<h1>{{.T "bulk_done"}}: {{len .Moved}} · {{.T "bulk_refused"}}: {{len .Refused}}</h1>
+{{if .Refused}}<table id="refused"><thead><tr><th>#</th><th>{{.T "reason"}}</th></tr></thead><tbody>
+{{range .Refused}}<tr><td><a href="/review/findings/{{.ID}}">{{.ID}}</a></td><td>{{.Reason}}</td></tr>{{end}}</tbody></table>{{end}}
+{{end}}
+{{template "foot"}}{{end}}
 
 {{define "list"}}{{template "head" .}}
 <h1>{{.T "findings_list"}}</h1>
@@ -109,15 +127,25 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 </form>
 <h2>{{.T "findings_list"}}: {{.Result.Total}}</h2>
 {{if .Result.Findings}}
-<table id="findings"><thead><tr><th>#</th><th>{{.T "kind"}}</th><th>{{.T "review_status"}}</th><th>{{.T "age"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th>
+<form method="post" action="/review/bulk" id="bulk">
+<table id="findings"><thead><tr><th>✓</th><th>#</th><th>{{.T "kind"}}</th><th>{{.T "review_status"}}</th><th>{{.T "age"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th>
 <th>{{.T "order_no"}}</th><th class="num">{{.T "at_stake"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th></tr></thead><tbody>
-{{range .Result.Findings}}<tr><td><a href="/review/findings/{{.ID}}" class="open">{{.ID}}</a></td><td>{{$.N .Kind}}</td>
+{{range .Result.Findings}}<tr><td><input type="checkbox" name="sel" value="{{.ID}}.{{.EvidenceVersion}}" aria-label="{{.ID}}"></td><td><a href="/review/findings/{{.ID}}" class="open">{{.ID}}</a></td><td class="kind">{{$.N .Kind}}</td>
 <td>{{template "status" (statusOf $ .ReviewStatus)}}</td><td class="nowrap age">{{$.Age .FirstSeenAt}}{{if .Overdue $.OverdueAt}} <span class="status status-overdue">{{$.T "overdue"}}</span>{{end}}</td><td>{{$.N .Platform}}</td><td>{{.MerchantID}}</td>
 <td><a href="/review/findings/{{.ID}}">{{.OutTradeNo}}</a>{{if .OutRefundNo}}<br><span class="muted">{{$.T "refund"}} {{.OutRefundNo}}</span>{{end}}</td><td class="num at-stake">{{$.Yuan .AtStakeMinor}}</td>
 <td class="nowrap">{{$.Time .LastSeenAt}}</td><td class="num">{{.SeenCount}}</td></tr>
 {{end}}</tbody></table>
 <div class="pager">{{if .Prev}}<a href="{{.Prev}}" rel="prev">{{.T "prev"}}</a>{{end}}
 <span>{{.T "page"}} {{.Page}} / {{.Last}}</span>{{if .Next}}<a href="{{.Next}}" rel="next">{{.T "next"}}</a>{{end}}</div>
+<fieldset class="bulk"><legend>{{.T "bulk"}}</legend>
+<input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="filter" value="{{.FilterQuery}}">
+<label>{{.T "bulk_action"}}<select name="action" id="bulk-action"><option value="">{{.T "choose"}}</option><option value="acknowledge">{{.T "acknowledge"}}</option><option value="resolve">{{.T "resolve"}}</option>
+{{if .Viewer.CanApprove}}<option value="approve">{{.T "approve"}}</option><option value="reject">{{.T "reject"}}</option>{{end}}</select></label>
+<label>{{.T "resolution"}}<select name="resolution" id="bulk-resolution"><option value="">{{.T "choose"}}</option>{{range .Resolutions}}<option value="{{.}}">{{$.N .}}</option>{{end}}</select></label>
+<label>{{.T "note"}}<input name="note" size="30" id="bulk-note"></label>
+<button type="submit" name="scope" value="selected" id="bulk-selected">{{.T "bulk_selected"}}</button>
+<button type="submit" name="scope" value="all" id="bulk-all">{{.T "bulk_all"}} ({{.Result.Total}})</button>
+</fieldset></form>
 {{else}}<p>{{.T "no_findings"}}</p>{{end}}
 <h2>{{.T "reports"}}</h2>
 <form class="filters" method="get" action="/review/report" id="report">

@@ -1,0 +1,180 @@
+package console
+
+import (
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// bulkWorkers is how many moves of a batch go at once: the database does each in a few
+// milliseconds, and the console shares it with the workers.
+const bulkWorkers = 4
+
+// bulkRequest is a bulk form as posted: one move, one note, over the selected findings or
+// every finding the list's filter matches.
+type bulkRequest struct {
+	Action     string
+	Resolution reconcile.Resolution
+	Note       string
+	Filter     string // the list's query string, to go back to it or to take all it matches
+	Items      []reconcile.BatchItem
+}
+
+// bulkPage is the confirmation of a move over all that matches, or what a batch did.
+type bulkPage struct {
+	page
+	Req     bulkRequest
+	Confirm bool  // the count of all that matches, to confirm
+	Total   int64 // matches (confirmation)
+	Moved   []reconcile.ReviewMove
+	Refused []bulkRefusal
+}
+
+type bulkRefusal struct {
+	ID     int64
+	Reason string
+}
+
+// Back is the list the bulk form came from.
+func (p bulkPage) Back() template.URL { return template.URL("/review/?" + p.Req.Filter) } //nolint:gosec // re-encoded below
+
+// Sel is an item as the form carries it.
+func (p bulkPage) Sel(b reconcile.BatchItem) string { return b.String() }
+
+// bulk takes a bulk form: the selected findings are moved at once, each its own move; "all
+// matching" first shows how many the filter matches now and asks to confirm, carrying each
+// finding's evidence version as read then, so that one changed meanwhile is refused alone.
+func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
+	p := bulkPage{page: h.newPage(r)}
+	v := p.Viewer
+	r.Body = http.MaxBytesReader(w, r.Body, 256<<10) // 1,000 findings' "id.version" and the rest
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "400 bad request: unreadable form", http.StatusBadRequest)
+		return
+	}
+	if !csrfOK(r, v) {
+		h.log.Warn().Str("person", v.Email).Str("path", r.URL.Path).Msg("review console: POST without a valid form token refused")
+		http.Error(w, "403 forbidden: "+text(p.Lang, "csrf"), http.StatusForbidden)
+		return
+	}
+	req, err := h.readBulk(r, v)
+	p.Req = req
+	var forbidden *bulkForbidden
+	switch {
+	case errors.As(err, &forbidden):
+		h.log.Warn().Str("person", v.Email).Str("action", req.Action).Msg("review console: bulk approval by a non-approver refused")
+		http.Error(w, "403 forbidden: "+text(p.Lang, "forbidden_approve"), http.StatusForbidden)
+		return
+	case err != nil:
+		p.Error = text(p.Lang, "bad_request") + " " + err.Error()
+		h.render(w, http.StatusBadRequest, "bulk", p)
+		return
+	}
+	if r.PostFormValue("scope") == "all" {
+		h.confirmAll(w, r, p)
+		return
+	}
+	if len(req.Items) == 0 {
+		p.Error = text(p.Lang, "bulk_none")
+		h.render(w, http.StatusBadRequest, "bulk", p)
+		return
+	}
+	res, err := reconcile.MoveBatch(r.Context(), moveOf(h.store, req.Action), req.Items,
+		reconcile.ReviewInput{By: v.Email, Note: req.Note, Resolution: req.Resolution}, bulkWorkers)
+	p.Moved = res.Moved
+	for _, rf := range res.Refused {
+		p.Refused = append(p.Refused, bulkRefusal{ID: rf.ID, Reason: refusalText(p.Lang, rf.Err)})
+	}
+	h.log.Info().Str("person", v.Email).Str("action", req.Action).Int("moved", len(res.Moved)).Int("refused", len(res.Refused)).
+		AnErr("stopped_by", err).Msg("review console: bulk move")
+	if err != nil {
+		p.Error = text(p.Lang, "bulk_stopped")
+	}
+	h.render(w, http.StatusOK, "bulk", p)
+}
+
+// bulkForbidden is an approval or rejection asked of a batch by someone who is no approver.
+type bulkForbidden struct{}
+
+func (*bulkForbidden) Error() string { return "approvers only" }
+
+// readBulk reads the form's move; what is missing or does not read is an error the page
+// shows, in the person's language where the console has the words.
+func (h *handler) readBulk(r *http.Request, v viewer) (bulkRequest, error) {
+	req := bulkRequest{Action: r.PostFormValue("action"), Note: strings.TrimSpace(r.PostFormValue("note"))}
+	if vals, err := url.ParseQuery(r.PostFormValue("filter")); err == nil {
+		req.Filter = vals.Encode()
+	}
+	for _, s := range r.PostForm["sel"] {
+		it, err := reconcile.ParseBatchItem(s)
+		if err != nil {
+			return req, err
+		}
+		req.Items = append(req.Items, it)
+	}
+	switch {
+	case moveOf(h.store, req.Action) == nil:
+		return req, errors.New(text(lang(r), "bulk_choose"))
+	case (req.Action == "approve" || req.Action == "reject") && !v.CanApprove():
+		return req, &bulkForbidden{}
+	case req.Action == "reject" && req.Note == "":
+		return req, errors.New(text(lang(r), "bulk_reject_note"))
+	case req.Action == "resolve":
+		res, err := reconcile.ParseResolution(r.PostFormValue("resolution"))
+		if err != nil {
+			return req, errors.New(text(lang(r), "bulk_resolution"))
+		}
+		req.Resolution = res
+	}
+	return req, nil
+}
+
+// confirmAll shows how many findings the bulk form's filter matches now, each carried with
+// the version read, and asks to confirm; more than a batch takes is refused.
+func (h *handler) confirmAll(w http.ResponseWriter, r *http.Request, p bulkPage) {
+	vals, _ := url.ParseQuery(p.Req.Filter)
+	_, f, err := h.parseListValues(vals)
+	if err != nil {
+		p.Error = text(p.Lang, "bad_request") + " " + err.Error()
+		h.render(w, http.StatusBadRequest, "bulk", p)
+		return
+	}
+	f.Sort, f.Ascending, f.Offset, f.Limit = reconcile.SortID, true, 0, reconcile.MaxBatch
+	res, err := h.store.Search(r.Context(), f)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p.Total = res.Total
+	if res.Total > reconcile.MaxBatch {
+		p.Error = text(p.Lang, "bulk_too_many")
+		h.render(w, http.StatusBadRequest, "bulk", p)
+		return
+	}
+	p.Confirm, p.Req.Items = true, p.Req.Items[:0]
+	for _, fd := range res.Findings {
+		p.Req.Items = append(p.Req.Items, reconcile.BatchItem{ID: fd.ID, Version: fd.EvidenceVersion})
+	}
+	h.render(w, http.StatusOK, "bulk", p)
+}
+
+// refusalText is why one finding of a batch was not moved, in the person's language.
+func refusalText(lang string, err error) string {
+	switch {
+	case errors.Is(err, reconcile.ErrNotFound):
+		return text(lang, "not_found")
+	case errors.Is(err, reconcile.ErrStaleEvidence):
+		return text(lang, "look_again")
+	case errors.Is(err, reconcile.ErrSelfApproval):
+		return text(lang, "self_approval")
+	case errors.Is(err, reconcile.ErrIllegalReview):
+		return text(lang, "illegal")
+	case errors.Is(err, reconcile.ErrBadReview):
+		return text(lang, "bad_request") + " " + err.Error()
+	}
+	return text(lang, "bulk_stopped")
+}
