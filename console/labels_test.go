@@ -24,6 +24,10 @@ func TestEveryDatabaseWordHasALabel(t *testing.T) {
 	}
 	for _, r := range reconcile.Resolutions {
 		words = append(words, string(r))
+		// The resolve form says what each resolution will and will not do.
+		if !render.HasLabel("does." + string(r)) {
+			t.Errorf("resolution %s has no does.%s label for the resolve form", r, r)
+		}
 	}
 	for _, lang := range []string{"en", "zh"} {
 		for _, a := range []string{reconcile.AuditAcknowledge, reconcile.AuditResolve, reconcile.AuditPropose, reconcile.AuditApprove,

@@ -27,7 +27,7 @@ func TestMakerCheckerInTheConsole(t *testing.T) {
 	page := func(who string, id int64) string {
 		return f.do(t, request{method: "GET", path: findingPath(id), peer: trusted, who: who}).Body.String()
 	}
-	if c := post(ann, "resolve", f.pac, map[string]string{"version": "1", "resolution": "written_off"}); c != http.StatusSeeOther {
+	if c := post(ann, "resolve", f.pac, map[string]string{"version": "1", "resolution": "written_off", "note": "below cost"}); c != http.StatusSeeOther {
 		t.Fatalf("propose: HTTP %d", c)
 	}
 	for _, c := range []struct {

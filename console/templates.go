@@ -47,6 +47,7 @@ pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size
 .muted{color:#5a6475;font-size:12px}
 fieldset.bulk{display:flex;flex-wrap:wrap;gap:10px;align-items:end;margin-top:8px;background:#fff;border:1px solid #d8dde6;border-radius:6px}
 fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;color:#5a6475}
+#resolution-hints{margin:0;max-width:320px}#resolution-hints dt{font-weight:600;color:#1f2937}#resolution-hints dd{margin:0 0 4px 0}
 .reason{background:#fff;border-left:4px solid #dfe9fb;padding:6px 10px}
 .wide{overflow-x:auto}#statements th,#statements td{padding:6px 5px}
 </style></head><body>
@@ -206,9 +207,9 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 <label>{{.T "note"}}<br><input name="note" size="28"></label><button type="submit">{{.T "acknowledge"}}</button></form>{{end}}
 {{if .CanResolve}}<form method="post" action="/review/findings/{{$f.ID}}/resolve" id="form-resolve">
 <input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
-<label>{{.T "resolution"}}<br><select name="resolution" id="resolution">{{range .Resolutions}}<option value="{{.}}">{{$.N .}}</option>{{end}}</select></label>
+<label>{{.T "resolution"}}<br><select name="resolution" id="resolution" required><option value="" selected>{{.T "choose"}}</option>{{range .Resolutions}}<option value="{{.}}">{{$.N .}}</option>{{end}}</select></label>
 <label>{{.T "note"}}<br><input name="note" size="28" id="resolve-note"></label>
-<span class="muted">{{.T "resolve_hint"}}</span><button type="submit" id="resolve">{{.T "resolve"}}</button></form>{{end}}
+<dl class="muted" id="resolution-hints">{{range .Resolutions}}<dt>{{$.N .}}</dt><dd>{{$.T (print "does." .)}}</dd>{{end}}</dl><button type="submit" id="resolve">{{.T "resolve"}}</button></form>{{end}}
 {{if .CanApprove}}<form method="post" action="/review/findings/{{$f.ID}}/approve" id="form-approve">
 <input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
 <span>{{.T "proposed_by"}} {{$f.ProposedBy}}: <b>{{.N $f.Resolution}}</b></span>

@@ -30,6 +30,12 @@ func (r Resolution) MovesMoney() bool {
 	return false
 }
 
+// NeedsNote says whether the resolution must say why: an adjustment or a write-off is a
+// decision about money someone will ask about at the month's close.
+func (r Resolution) NeedsNote() bool {
+	return r == ResolutionAdjusted || r == ResolutionWrittenOff
+}
+
 // ParseResolution accepts a resolution in any letter case ("written-off" too).
 func ParseResolution(s string) (Resolution, error) {
 	v := Resolution(strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_"))
@@ -134,6 +140,9 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 		res, err := ParseResolution(string(req.Resolution))
 		if err != nil {
 			return ReviewDecision{}, fmt.Errorf("mismatch %d: %w", cur.ID, err)
+		}
+		if res.NeedsNote() && strings.TrimSpace(req.Note) == "" {
+			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: %s needs a note saying why", ErrBadReview, cur.ID, res)
 		}
 		// Decided on the parsed resolution: "WRITTEN_OFF" moves money as "written_off" does.
 		d.Audit, d.To, d.Resolution = AuditResolve, ReviewResolved, res

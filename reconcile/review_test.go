@@ -71,6 +71,8 @@ func TestDecideReview(t *testing.T) {
 	req := func(a reconcile.ReviewAction, by string, r reconcile.Resolution, v int64) reconcile.ReviewRequest {
 		return reconcile.ReviewRequest{Action: a, Actor: by, Resolution: r, SeenVersion: v, Note: "n"}
 	}
+	noNote := func(r reconcile.ReviewRequest) reconcile.ReviewRequest { r.Note = ""; return r }
+	blank := func(r reconcile.ReviewRequest) reconcile.ReviewRequest { r.Note = "  "; return r }
 	tests := []struct {
 		name      string
 		cur       reconcile.FindingReviewState
@@ -91,6 +93,9 @@ func TestDecideReview(t *testing.T) {
 		{"written-off waits", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "written-off", 0), "propose", reconcile.ReviewPendingApproval, nil},
 		{"' Refunded ' waits", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", " Refunded ", 0), "propose", reconcile.ReviewPendingApproval, nil},
 		{"unknown resolution", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "paid back", 0), "", "", reconcile.ErrBadReview},
+		{"written off without a note", st(reconcile.ReviewOpen), noNote(req(reconcile.ReviewResolve, "ann", "written_off", 0)), "", "", reconcile.ErrBadReview},
+		{"adjusted with a blank note", st(reconcile.ReviewOpen), blank(req(reconcile.ReviewResolve, "ann", "adjusted", 0)), "", "", reconcile.ErrBadReview},
+		{"refunded needs no note", st(reconcile.ReviewOpen), noNote(req(reconcile.ReviewResolve, "ann", "refunded", 0)), "propose", reconcile.ReviewPendingApproval, nil},
 		{"stale resolve", st(reconcile.ReviewOpen), req(reconcile.ReviewResolve, "ann", "accepted", 2), "", "", reconcile.ErrStaleEvidence},
 		{"resolve resolved", st(reconcile.ReviewResolved), req(reconcile.ReviewResolve, "ann", "accepted", 0), "", "", reconcile.ErrIllegalReview},
 		{"resolve pending", pending, req(reconcile.ReviewResolve, "bob", "accepted", 0), "", "", reconcile.ErrIllegalReview},

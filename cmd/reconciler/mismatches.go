@@ -38,7 +38,7 @@ Commands:
   resolve ID --by EMAIL --resolution R [--note TEXT] [--version V]
             resolve an OPEN or ACKNOWLEDGED finding. accepted and false_positive -> RESOLVED;
             refunded, adjusted and written_off move money -> PENDING_APPROVAL (a second person
-            approves)
+            approves); adjusted and written_off need a --note saying why
   approve ID --by EMAIL [--note TEXT] [--version V]
             approve a PENDING_APPROVAL resolution (-> RESOLVED); refused for its proposer
   reject ID --by EMAIL --note TEXT

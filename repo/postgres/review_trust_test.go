@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -33,7 +34,7 @@ func TestReviewerMovesOnlyThroughTheFunctions(t *testing.T) {
 	ctx := context.Background()
 	reviewer := asRole(t, db, postgres.RoleReviewer)
 	proposed := insertFinding(t, db, seedFinding{otn: "trust-1"})
-	if _, err := postgres.NewReview(db.DB).Resolve(ctx, proposed, reconcile.ReviewInput{By: "alice@example.com", Resolution: "written_off"}); err != nil {
+	if _, err := postgres.NewReview(db.DB).Resolve(ctx, proposed, reconcile.ReviewInput{By: "alice@example.com", Resolution: "written_off", Note: "below cost"}); err != nil {
 		t.Fatal(err)
 	}
 	open := insertFinding(t, db, seedFinding{otn: "trust-2"})
@@ -122,7 +123,7 @@ func TestReviewRefusalsAreTheDomainsErrors(t *testing.T) {
 	rv := postgres.NewReview(db.DB)
 	ctx := context.Background()
 	id := insertFinding(t, db, seedFinding{otn: "errs-1"})
-	if _, err := rv.Resolve(ctx, id, reconcile.ReviewInput{By: "alice@example.com", Resolution: "Written-Off"}); err != nil {
+	if _, err := rv.Resolve(ctx, id, reconcile.ReviewInput{By: "alice@example.com", Resolution: "Written-Off", Note: "below cost"}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -251,7 +252,7 @@ func TestTempTablesShadowNothing(t *testing.T) {
 	shadow(reviewerPool, "reconcile_mismatch_audit", "reconcile_mismatches", "reconcile_resolutions")
 	reviewerPool.MustExec(`INSERT INTO pg_temp.reconcile_resolutions VALUES ('written_off', false)`)
 	var auditID int64
-	if err := reviewerPool.Get(&auditID, `SELECT payrecon_review_resolve($1, 'ann@example.com', '', 0, 'written_off', '')`, id); err != nil {
+	if err := reviewerPool.Get(&auditID, `SELECT payrecon_review_resolve($1, 'ann@example.com', '', 0, 'written_off', 'below cost')`, id); err != nil {
 		t.Fatalf("reviewer resolves through a shadowed session: %v", err)
 	}
 	f, err := postgres.NewReview(db.DB).Get(ctx, id)
@@ -358,6 +359,27 @@ func TestMigrateTakesAnEarlierReleasesGrantsAway(t *testing.T) {
 	} {
 		if _, err := reviewer.Exec(stmt); !isDenied(err) {
 			t.Errorf("after migrate the reviewer still may: %s: %v", stmt, err)
+		}
+	}
+}
+
+// TestAWriteOffNeedsANoteInTheDatabase: the review function itself refuses an adjustment or
+// a write-off without a note, whoever calls it (here the reviewer role, directly), and takes
+// one with a note.
+func TestAWriteOffNeedsANoteInTheDatabase(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	setupRoles(t, db)
+	reviewer := onePool(t, db, postgres.RoleReviewer)
+	for _, res := range []string{"adjusted", "written_off"} {
+		id := insertFinding(t, db, seedFinding{otn: "note-" + res})
+		var audit int64
+		err := reviewer.Get(&audit, `SELECT payrecon_review_resolve($1, 'ann@example.com', '', 0, $2, '  ')`, id, res)
+		if err == nil || !strings.Contains(err.Error(), "needs a note") {
+			t.Errorf("%s without a note: %v, want a refusal", res, err)
+		}
+		if err := reviewer.Get(&audit, `SELECT payrecon_review_resolve($1, 'ann@example.com', '', 0, $2, 'booked by hand')`, id, res); err != nil {
+			t.Errorf("%s with a note: %v", res, err)
 		}
 	}
 }
