@@ -69,6 +69,21 @@ func TestApprovalQueue(t *testing.T) {
 		t.Errorf("ann on her own proposal is not told it is hers")
 	}
 
+	// ann takes her proposal back from its page.
+	if body := get(ann, findingPath(byAnn)); !strings.Contains(body, `id="form-withdraw"`) {
+		t.Fatalf("ann's own proposal offers no withdraw")
+	}
+	if body := get(cfo, findingPath(byAnn)); strings.Contains(body, `id="form-withdraw"`) {
+		t.Fatalf("cfo is offered to withdraw ann's proposal")
+	}
+	w := f.do(t, request{method: "POST", path: actionPath(byAnn, "withdraw"), peer: trusted, who: ann,
+		form: map[string]string{"csrf": f.tokenFor(t, ann), "version": "1", "note": "paid back by hand after all"}})
+	var st string
+	must(t, f.db.Get(&st, `SELECT review_status FROM reconcile_mismatches WHERE id = $1`, byAnn))
+	if w.Code != 303 || st != "ACKNOWLEDGED" {
+		t.Fatalf("withdraw: %d, status %s; want 303 and ACKNOWLEDGED", w.Code, st)
+	}
+
 	// With cfo the only approver, cfo's own proposal can never be approved: the queue and
 	// the finding say so.
 	c := consoleSettings()

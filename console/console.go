@@ -28,6 +28,7 @@ type Store interface {
 	Resolve(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
 	Approve(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
 	Reject(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
+	Withdraw(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
 	// Report reads the report of [from, to) in one snapshot and hands it to fn, its findings
 	// streamed from the database while fn writes them.
 	Report(ctx context.Context, from, to time.Time, fn func(reconcile.Report) error) error

@@ -318,6 +318,7 @@ type findingPage struct {
 	CanAck      bool
 	CanResolve  bool
 	CanApprove  bool     // approve and reject
+	CanWithdraw bool     // the proposer takes their proposal back
 	Reasons     []string // label keys: why a move is not offered (whyNot)
 }
 
@@ -370,6 +371,7 @@ func (h *handler) renderFinding(w http.ResponseWriter, r *http.Request, p page, 
 	fp.CanAck = slices.Contains(can, reconcile.ReviewAcknowledge)
 	fp.CanResolve = slices.Contains(can, reconcile.ReviewResolve)
 	fp.CanApprove = slices.Contains(can, reconcile.ReviewApprove) && p.Viewer.CanApprove()
+	fp.CanWithdraw = slices.Contains(can, reconcile.ReviewWithdraw)
 	fp.Reasons = h.whyNot(f, p.Viewer)
 	h.render(w, status, "finding", fp)
 }
@@ -383,6 +385,8 @@ func moveOf(s Store, action string) func(context.Context, int64, reconcile.Revie
 		return s.Resolve
 	case "approve":
 		return s.Approve
+	case "withdraw":
+		return s.Withdraw
 	case "reject":
 		return s.Reject
 	}

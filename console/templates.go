@@ -217,7 +217,11 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 <form method="post" action="/review/findings/{{$f.ID}}/reject" id="form-reject">
 <input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
 <label>{{.T "reject_note"}}<br><input name="note" size="28" required></label><button type="submit" class="danger">{{.T "reject"}}</button></form>{{end}}
-{{if not (or .CanAck .CanResolve .CanApprove .Reasons)}}<p>{{.T "no_actions"}}</p>{{end}}
+{{if .CanWithdraw}}<form method="post" action="/review/findings/{{$f.ID}}/withdraw" id="form-withdraw">
+<input type="hidden" name="csrf" value="{{.Viewer.CSRF}}"><input type="hidden" name="version" value="{{$f.EvidenceVersion}}">
+<span>{{.T "withdraw_hint"}}</span>
+<label>{{.T "note"}}<br><input name="note" size="28"></label><button type="submit" id="withdraw">{{.T "withdraw"}}</button></form>{{end}}
+{{if not (or .CanAck .CanResolve .CanApprove .CanWithdraw .Reasons)}}<p>{{.T "no_actions"}}</p>{{end}}
 </div>
 {{template "foot"}}{{end}}
 

@@ -60,6 +60,8 @@ const (
 	ReviewResolve ReviewAction = "resolve"
 	ReviewApprove ReviewAction = "approve"
 	ReviewReject  ReviewAction = "reject"
+	// ReviewWithdraw is the proposer taking their own proposal back (to ACKNOWLEDGED).
+	ReviewWithdraw ReviewAction = "withdraw"
 )
 
 // Audit actions: the reviewer's move as recorded. A money-moving resolve is a "propose";
@@ -71,6 +73,7 @@ const (
 	AuditApprove     = "approve"
 	AuditReject      = "reject"
 	AuditReopen      = "reopen"
+	AuditWithdraw    = "withdraw"
 )
 
 // ReviewMoves is the review state machine: the statuses each action may start from. Where
@@ -82,6 +85,7 @@ var ReviewMoves = map[ReviewAction][]ReviewStatus{
 	ReviewResolve:     {ReviewOpen, ReviewAcknowledged},
 	ReviewApprove:     {ReviewPendingApproval},
 	ReviewReject:      {ReviewPendingApproval},
+	ReviewWithdraw:    {ReviewPendingApproval},
 }
 
 // FindingReviewState is what the state machine needs to know about a finding.
@@ -163,6 +167,11 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 			return ReviewDecision{}, &StaleEvidenceError{ID: cur.ID, Seen: cur.ProposedVersion, Current: cur.EvidenceVersion}
 		}
 		d.Audit, d.To = AuditApprove, ReviewResolved
+	case ReviewWithdraw:
+		if req.Actor != cur.ProposedBy {
+			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: only its proposer (%s) may withdraw a proposal", ErrBadReview, cur.ID, cur.ProposedBy)
+		}
+		d.Audit, d.To = AuditWithdraw, ReviewAcknowledged
 	case ReviewReject:
 		if strings.TrimSpace(req.Note) == "" {
 			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: a rejection needs a note saying why", ErrBadReview, cur.ID)
@@ -182,7 +191,7 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 // DecideReview). The proposer is not offered approve.
 func AvailableReviewActions(cur FindingReviewState, actor string) []ReviewAction {
 	var out []ReviewAction
-	for _, a := range []ReviewAction{ReviewAcknowledge, ReviewResolve, ReviewApprove, ReviewReject} {
+	for _, a := range []ReviewAction{ReviewAcknowledge, ReviewResolve, ReviewApprove, ReviewReject, ReviewWithdraw} {
 		req := ReviewRequest{Action: a, Actor: actor, Resolution: ResolutionAccepted, Note: "-"}
 		if _, err := DecideReview(cur, req); err == nil {
 			out = append(out, a)

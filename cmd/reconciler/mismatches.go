@@ -43,6 +43,8 @@ Commands:
             approve a PENDING_APPROVAL resolution (-> RESOLVED); refused for its proposer
   reject ID --by EMAIL --note TEXT
             turn down a PENDING_APPROVAL resolution (-> ACKNOWLEDGED)
+  withdraw ID --by EMAIL [--note TEXT]
+            take your own PENDING_APPROVAL proposal back (-> ACKNOWLEDGED)
 
 Exit codes: 0 done; 1 database failure, unknown id, a move the status does not allow (another
 reviewer got there first), or evidence that changed since the version named (look again with
@@ -73,13 +75,13 @@ func cmdMismatches(ctx context.Context, args []string, stdout, stderr io.Writer)
 		run = func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return reviewMove(ctx, "ack", args, stdout, stderr)
 		}
-	case "resolve", "approve", "reject":
+	case "resolve", "approve", "reject", "withdraw":
 		name := args[0]
 		run = func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return reviewMove(ctx, name, args, stdout, stderr)
 		}
 	default:
-		return usagef("mismatches: unknown command %q (want list, show, ack, resolve, approve or reject)", args[0])
+		return usagef("mismatches: unknown command %q (want list, show, ack, resolve, approve, reject or withdraw)", args[0])
 	}
 	return run(ctx, args[1:], stdout, stderr)
 }

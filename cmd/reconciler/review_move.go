@@ -26,6 +26,8 @@ var moveUsage = map[string][2]string{
 		"Approves a PENDING_APPROVAL resolution (-> RESOLVED). Its proposer cannot approve it (exit 2)."},
 	"reject": {"reconciler mismatches reject ID --by EMAIL --note TEXT",
 		"Turns down a PENDING_APPROVAL resolution (-> ACKNOWLEDGED); the note tells the proposer why."},
+	"withdraw": {"reconciler mismatches withdraw ID --by EMAIL [--note TEXT] [--version V]",
+		"Takes your own PENDING_APPROVAL proposal back (-> ACKNOWLEDGED); only its proposer may."},
 }
 
 // reviewMove is `mismatches ack|resolve|approve|reject`.
@@ -64,7 +66,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 	}
 	defer done()
 	moves := map[string]func(context.Context, int64, reconcile.ReviewInput) (reconcile.ReviewMove, error){
-		"ack": rv.Acknowledge, "resolve": rv.Resolve, "approve": rv.Approve, "reject": rv.Reject,
+		"ack": rv.Acknowledge, "resolve": rv.Resolve, "approve": rv.Approve, "reject": rv.Reject, "withdraw": rv.Withdraw,
 	}
 	mv, err := moves[name](ctx, id, in)
 	if err != nil {

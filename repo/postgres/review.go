@@ -192,6 +192,11 @@ func (r *Review) Approve(ctx context.Context, id int64, in reconcile.ReviewInput
 	return r.move(ctx, id, reconcile.ReviewApprove, in)
 }
 
+// Withdraw takes the proposer's own pending proposal back to ACKNOWLEDGED.
+func (r *Review) Withdraw(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error) {
+	return r.move(ctx, id, reconcile.ReviewWithdraw, in)
+}
+
 // Reject sends a pending proposal back to ACKNOWLEDGED; the note says why.
 func (r *Review) Reject(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error) {
 	return r.move(ctx, id, reconcile.ReviewReject, in)
@@ -207,6 +212,7 @@ var reviewFunction = map[reconcile.ReviewAction]string{
 	reconcile.ReviewResolve:     `SELECT public.payrecon_review_resolve($1, $2, $3, $4, $6, $5)`,
 	reconcile.ReviewApprove:     `SELECT public.payrecon_review_approve($1, $2, $3, $4, $5)`,
 	reconcile.ReviewReject:      `SELECT public.payrecon_review_reject($1, $2, $3, $4, $5)`,
+	reconcile.ReviewWithdraw:    `SELECT public.payrecon_review_withdraw($1, $2, $3, $4, $5)`,
 }
 
 // move makes one review move through its database function and reads back the finding and

@@ -383,3 +383,31 @@ func TestAWriteOffNeedsANoteInTheDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyTheProposerWithdraws: the proposer takes a pending proposal back (ACKNOWLEDGED,
+// no proposal left, a withdraw audit row); anyone else is refused by the function itself.
+func TestOnlyTheProposerWithdraws(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	rv := postgres.NewReview(db.DB)
+	ctx := context.Background()
+	id := insertFinding(t, db, seedFinding{otn: "withdraw-1"})
+	if _, err := rv.Resolve(ctx, id, reconcile.ReviewInput{By: "ann@example.com", Resolution: "refunded"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rv.Withdraw(ctx, id, reconcile.ReviewInput{By: "bob@example.com"}); !errors.Is(err, reconcile.ErrBadReview) {
+		t.Fatalf("bob withdrawing ann's proposal: %v, want a refusal", err)
+	}
+	m, err := rv.Withdraw(ctx, id, reconcile.ReviewInput{By: "ann@example.com", Note: "refund not made after all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := m.Finding
+	if f.ReviewStatus != reconcile.ReviewAcknowledged || f.ProposedBy != "" || f.Resolution != "" || m.Audit.Action != reconcile.AuditWithdraw ||
+		m.Audit.Resolution != "refunded" {
+		t.Fatalf("after withdrawing: %+v, audit %+v", f, m.Audit)
+	}
+	if _, err := rv.Withdraw(ctx, id, reconcile.ReviewInput{By: "ann@example.com"}); !errors.Is(err, reconcile.ErrIllegalReview) {
+		t.Fatalf("withdrawing again: %v, want the status to refuse it", err)
+	}
+}

@@ -40,6 +40,7 @@ var ReviewFunctions = []string{
 	"payrecon_review_resolve(bigint, text, text, bigint, text, text)",
 	"payrecon_review_approve(bigint, text, text, bigint, text)",
 	"payrecon_review_reject(bigint, text, text, bigint, text)",
+	"payrecon_review_withdraw(bigint, text, text, bigint, text)",
 }
 
 // createRolesSQL creates the roles that do not exist yet, as LOGIN roles without a password

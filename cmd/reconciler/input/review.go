@@ -52,6 +52,9 @@ func ReviewInput(name string, r ReviewRequest) (reconcile.ReviewInput, error) {
 			return in, reconcile.Inputf("mismatches resolve: --resolution: %v", err)
 		}
 		in.Resolution = res
+		if res.NeedsNote() && strings.TrimSpace(r.Note) == "" {
+			return in, reconcile.Inputf("mismatches resolve: --note is required for %s: say why", res)
+		}
 	case "reject":
 		if strings.TrimSpace(r.Note) == "" {
 			return in, reconcile.Inputf("mismatches reject: --note is required: say why the proposal is turned down")

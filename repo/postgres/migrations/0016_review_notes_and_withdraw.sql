@@ -1,7 +1,9 @@
--- An adjustment or a write-off must say why: it is a decision about money someone will ask
--- about at the month's close. The rule is the table's (needs_note), and the one review move
--- enforces it as it enforces the rest; it is the function of migration 0010 with that check
--- added (CREATE OR REPLACE keeps its owner and its grants: none).
+-- Two review rules join the one review move (it is the function of migration 0010 with both
+-- added; CREATE OR REPLACE keeps its owner and its grants: none):
+-- * an adjustment or a write-off must say why: it is a decision about money someone will
+--   ask about at the month's close (reconcile_resolutions.needs_note);
+-- * a proposer may withdraw their own proposal while it awaits approval (back to
+--   ACKNOWLEDGED, as a rejection sends it), through payrecon_review_withdraw.
 ALTER TABLE public.reconcile_resolutions ADD COLUMN IF NOT EXISTS needs_note boolean NOT NULL DEFAULT false;
 UPDATE public.reconcile_resolutions SET needs_note = true WHERE name IN ('adjusted', 'written_off');
 
@@ -39,6 +41,7 @@ BEGIN
         WHEN 'resolve'     THEN allowed := ARRAY['OPEN', 'ACKNOWLEDGED']; v_to := 'RESOLVED';     v_audit := 'resolve';
         WHEN 'approve'     THEN allowed := ARRAY['PENDING_APPROVAL'];     v_to := 'RESOLVED';     v_audit := 'approve';
         WHEN 'reject'      THEN allowed := ARRAY['PENDING_APPROVAL'];     v_to := 'ACKNOWLEDGED'; v_audit := 'reject';
+        WHEN 'withdraw'    THEN allowed := ARRAY['PENDING_APPROVAL'];     v_to := 'ACKNOWLEDGED'; v_audit := 'withdraw';
         ELSE RAISE EXCEPTION 'mismatch %: unknown review action %', p_id, p_action USING ERRCODE = 'PR004';
     END CASE;
     IF NOT f.review_status = ANY (allowed) THEN
@@ -60,8 +63,8 @@ BEGIN
             v_to := 'PENDING_APPROVAL'; v_audit := 'propose';
         END IF;
         v_audit_res := v_res;
-    ELSIF p_action IN ('approve', 'reject') THEN
-        v_audit_res := f.resolution; -- what was approved or turned down
+    ELSIF p_action IN ('approve', 'reject', 'withdraw') THEN
+        v_audit_res := f.resolution; -- what was approved, turned down or taken back
     END IF;
     IF p_action = 'approve' THEN
         -- Both sides are normalised identities; the case-blind comparison also holds a
@@ -76,6 +79,9 @@ BEGIN
                 p_id, f.proposed_version, f.evidence_version USING ERRCODE = 'PR002';
         END IF;
     END IF;
+    IF p_action = 'withdraw' AND pg_catalog.lower(p_actor) IS DISTINCT FROM pg_catalog.lower(pg_catalog.btrim(f.proposed_by)) THEN
+        RAISE EXCEPTION 'mismatch %: only its proposer (%) may withdraw a proposal', p_id, f.proposed_by USING ERRCODE = 'PR004';
+    END IF;
     IF p_action = 'reject' AND v_note IS NULL THEN
         RAISE EXCEPTION 'mismatch %: a rejection needs a note saying why', p_id USING ERRCODE = 'PR004';
     END IF;
@@ -88,13 +94,13 @@ BEGIN
         review_status    = v_to,
         note             = COALESCE(v_note, note),
         resolution       = CASE v_audit WHEN 'resolve' THEN v_res WHEN 'propose' THEN v_res
-                               WHEN 'reject' THEN NULL ELSE resolution END,
+                               WHEN 'reject' THEN NULL WHEN 'withdraw' THEN NULL ELSE resolution END,
         resolved_by      = CASE v_audit WHEN 'resolve' THEN p_actor WHEN 'approve' THEN proposed_by ELSE resolved_by END,
         resolved_at      = CASE WHEN v_audit IN ('resolve', 'approve') THEN pg_catalog.now() ELSE resolved_at END,
         approved_by      = CASE v_audit WHEN 'approve' THEN p_actor ELSE approved_by END,
-        proposed_by      = CASE v_audit WHEN 'propose' THEN p_actor WHEN 'reject' THEN NULL ELSE proposed_by END,
-        proposed_at      = CASE v_audit WHEN 'propose' THEN pg_catalog.now() WHEN 'reject' THEN NULL ELSE proposed_at END,
-        proposed_version = CASE v_audit WHEN 'propose' THEN evidence_version WHEN 'reject' THEN NULL ELSE proposed_version END
+        proposed_by      = CASE WHEN v_audit = 'propose' THEN p_actor WHEN v_audit IN ('reject', 'withdraw') THEN NULL ELSE proposed_by END,
+        proposed_at      = CASE WHEN v_audit = 'propose' THEN pg_catalog.now() WHEN v_audit IN ('reject', 'withdraw') THEN NULL ELSE proposed_at END,
+        proposed_version = CASE WHEN v_audit = 'propose' THEN evidence_version WHEN v_audit IN ('reject', 'withdraw') THEN NULL ELSE proposed_version END
     WHERE id = p_id;
 
     INSERT INTO public.reconcile_mismatch_audit
@@ -104,3 +110,8 @@ BEGIN
     RETURNING id INTO v_audit_id;
     RETURN v_audit_id;
 END $$;
+
+CREATE OR REPLACE FUNCTION public.payrecon_review_withdraw(p_id bigint, p_actor text, p_os_user text, p_seen_version bigint, p_note text)
+    RETURNS bigint LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS
+$$ SELECT public.payrecon_review_move(p_id, 'withdraw', p_actor, p_os_user, NULL, p_note, p_seen_version) $$;
+REVOKE ALL ON FUNCTION public.payrecon_review_withdraw(bigint, text, text, bigint, text) FROM PUBLIC;
