@@ -91,9 +91,10 @@ func rfc3339InPtr(t *time.Time, loc *time.Location) string {
 	return rfc3339In(*t, loc)
 }
 
-// reviewTime is a time for people: in the configured zone, to the second, with the zone.
+// reviewTime is a time for people: in the configured zone, to the second, with its offset
+// (+08:00): a zone abbreviation such as CST names three different zones.
 func reviewTime(t time.Time, loc *time.Location) string {
-	return t.In(loc).Format("2006-01-02 15:04:05 MST")
+	return t.In(loc).Format("2006-01-02 15:04:05 -07:00")
 }
 
 func reviewTimePtr(t *time.Time, loc *time.Location) string {

@@ -90,7 +90,7 @@ func (d ReportDoc) writeHTML(w io.Writer) error {
 	}
 	page := htmlPage{Lang: lang.HTMLTag(), T: func(key string) string { return Label(lang, key) },
 		From: r.From.In(d.Loc).Format(htmlTime), To: r.To.In(d.Loc).Format(htmlTime),
-		Zone: d.Loc.String(), Generated: d.Generated.In(d.Loc).Format("2006-01-02 15:04:05 MST"),
+		Zone: d.Loc.String(), Generated: d.Generated.In(d.Loc).Format("2006-01-02 15:04:05 -07:00"),
 		Findings: strconv.FormatInt(r.Totals.Count, 10), Stake: Yuan(r.Totals.AtStakeMinor),
 		Runs: strconv.FormatInt(r.RunTotals.Runs, 10), Errors: strconv.FormatInt(r.RunTotals.Errors, 10),
 		Chart: chartSVG(dc, lang)}

@@ -196,7 +196,7 @@ func TestWriteDetailsShowsRefunds(t *testing.T) {
 	}
 	text := strings.Join(strings.Fields(out.String()), " ") // the columns' padding aside
 	for _, want := range []string{"refund no PORTAL-REFUND-88", "refunded 30.00", "REFUND_SUCCESS notify - 30.00 - RF-1",
-		"RF-1 503000000120261128 30.00 CNY SUCCESS 2026-11-28 09:20:00 CST 2026-11-28 09:20:00 CST"} {
+		"RF-1 503000000120261128 30.00 CNY SUCCESS 2026-11-28 09:20:00 +08:00 2026-11-28 09:20:00 +08:00"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("show lacks %q:\n%s", want, text)
 		}

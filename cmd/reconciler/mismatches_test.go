@@ -381,7 +381,7 @@ func TestMismatchesAckResolveShow(t *testing.T) {
 		fmt.Sprintf("Finding %d: AMOUNT_MISMATCH, RESOLVED", id),
 		"local amount       100.00", "platform amount    99.90", "at stake           0.10",
 		"resolution         false_positive", "evidence version   1", "note               asked the merchant", "resolved by        " + bobAddr,
-		"first seen         2026-11-28 10:00:00 CST",
+		"first seen         2026-11-28 10:00:00 +08:00",
 		"\n  {\n    \"raw\": {\n      \"total_amount\": \"99.90\"\n    },\n    \"reason\": \"platform paid less\"\n  }\n",
 		"Audit trail:", "acknowledge  " + annAddr + "  OPEN          ACKNOWLEDGED  asked the merchant",
 		"resolve      " + bobAddr + "  ACKNOWLEDGED  RESOLVED      -",
