@@ -34,6 +34,8 @@ type Store interface {
 	Report(ctx context.Context, from, to time.Time, fn func(reconcile.Report) error) error
 	// StatementDays lists the statement days with bill dates in [from, to) (YYYY-MM-DD).
 	StatementDays(ctx context.Context, from, to string) ([]reconcile.StatementDayRow, error)
+	// StatementAccounts lists every account a statement day was ever saved for.
+	StatementAccounts(ctx context.Context) ([]reconcile.AccountKey, error)
 }
 
 // Config is the console's settings.

@@ -21,14 +21,34 @@ type statementsPage struct {
 	From, To string // the period's first and last bill dates, as the form sends them back
 	Days     []reconcile.StatementDayRow
 	Total    reconcile.StatementFigures // the sum of Days' figures
+	// Missing are the days of the period, up to yesterday, for which an account that has
+	// statement days has none: not reconciled (a day without trades is saved, with zeros).
+	Missing []missingDay
+}
+
+// missingDay is one account's business day no statement run saved.
+type missingDay struct {
+	Date    string
+	Account reconcile.AccountKey
 }
 
 // Figures are the day's figures, the page's columns (reconcile.StatementFigureTable).
 func (p statementsPage) Figures() []reconcile.StatementFigure { return reconcile.StatementFigureTable }
 
-// Figure is one figure of f for people: money as ¥1,234.56, fees and net to five decimals
-// (¥1,234.56789: a platform's per-line fee rounds away otherwise).
+// Figure is one figure of f for people: money as ¥1,234.56; fees and net, which the bills
+// give to five decimals, rounded to the fen (Exact shows all five beside them).
 func (p statementsPage) Figure(sf reconcile.StatementFigure, f reconcile.StatementFigures) string {
+	if sf.Unit == reconcile.FigureMilliFen {
+		return render.Yuan(reconcile.MilliFenToFen(sf.Value(f)))
+	}
+	return render.Figure(sf, f)
+}
+
+// Exact is a fee's or a net's five decimals as the bill gives them ("" for other figures).
+func (p statementsPage) Exact(sf reconcile.StatementFigure, f reconcile.StatementFigures) string {
+	if sf.Unit != reconcile.FigureMilliFen {
+		return ""
+	}
 	return render.Figure(sf, f)
 }
 
@@ -75,6 +95,12 @@ func (h *handler) statements(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Total = sumDays(p.Days)
+	accounts, err := h.store.StatementAccounts(r.Context())
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p.Missing = missingDays(p.Days, accounts, first, end, h.cfg.Now().In(h.cfg.Location).Format(time.DateOnly))
 	h.log.Info().Str("person", p.Viewer.Email).Str("from", from).Str("to", to).Int("days", len(p.Days)).
 		Msg("review console: statement figures read")
 	h.render(w, http.StatusOK, "statements", p)
@@ -87,4 +113,28 @@ func sumDays(days []reconcile.StatementDayRow) reconcile.StatementFigures {
 		t.Add(d.StatementFigures)
 	}
 	return t
+}
+
+// missingDays are the dates of [first, end) before today on which an account of accounts
+// has no saved day.
+func missingDays(days []reconcile.StatementDayRow, accounts []reconcile.AccountKey, first, end, today string) []missingDay {
+	saved := map[string]bool{}
+	for _, d := range days {
+		saved[d.BillDate+"|"+d.Platform+":"+d.MerchantID] = true
+	}
+	var out []missingDay
+	start, _ := time.Parse(time.DateOnly, first)
+	stop, _ := time.Parse(time.DateOnly, end)
+	for t := start; t.Before(stop); t = t.AddDate(0, 0, 1) {
+		date := t.Format(time.DateOnly)
+		if date >= today {
+			break // today's bill is not published yet
+		}
+		for _, a := range accounts {
+			if !saved[date+"|"+a.String()] {
+				out = append(out, missingDay{Date: date, Account: a})
+			}
+		}
+	}
+	return out
 }

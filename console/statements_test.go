@@ -67,8 +67,9 @@ func rowCells(body, marker string) []string {
 }
 
 // TestStatementsPage: the daily statement figures, per business day and account, as finance
-// signs them off: counts, amounts as ¥1,234.56, fees and net to five decimals, the line
-// outcomes, the period's total; in English and Simplified Chinese; the period chosen by date.
+// signs them off: counts, amounts as ¥1,234.56, fees and net to the fen with the bill's five
+// decimals beneath, the line outcomes, the period's total; the days of accounts that no run
+// saved, as not reconciled; in English and Simplified Chinese; the period chosen by date.
 func TestStatementsPage(t *testing.T) {
 	f := newFixture(t)
 	f.seedStatements(t)
@@ -83,16 +84,23 @@ func TestStatementsPage(t *testing.T) {
 	}
 	rows := map[string][]string{
 		`<tr data-day="2026-11-28" data-account="alipay:2021000000000001">`: {"2026-11-28", "Alipay", "2021000000000001",
-			"3", "¥1,234.56", "1", "¥50.00", "¥1,184.56", "¥7.10736", "¥1,177.45264", "4", "2", "1", "1", "1", "1", "0"},
+			"3", "¥1,234.56", "1", "¥50.00", "¥1,184.56", "¥7.11¥7.10736", "¥1,177.45¥1,177.45264", "4", "2", "1", "1", "1", "1", "0"},
 		`<tr data-day="2026-11-27" data-account="wechatpay:1900000002">`: {"2026-11-27", "WeChat Pay", "1900000002",
-			"1", "¥9,900.00", "0", "¥0.00", "¥9,900.00", "¥59.40000", "¥9,840.60000", "2", "1", "0", "1", "0", "0", "1"},
-		`<tr id="statements-total">`: {"Total", "4", "¥11,134.56", "1", "¥50.00", "¥11,084.56", "¥66.50736", "¥11,018.05264",
+			"1", "¥9,900.00", "0", "¥0.00", "¥9,900.00", "¥59.40¥59.40000", "¥9,840.60¥9,840.60000", "2", "1", "0", "1", "0", "0", "1"},
+		`<tr id="statements-total">`: {"Total", "4", "¥11,134.56", "1", "¥50.00", "¥11,084.56", "¥66.51¥66.50736", "¥11,018.05¥11,018.05264",
 			"6", "3", "1", "2", "1", "1", "1"},
 	}
 	for marker, want := range rows {
 		if got := rowCells(body, marker); !slices.Equal(got, want) {
 			t.Errorf("row %s:\n got %q\nwant %q", marker, got, want)
 		}
+	}
+	// 22 to 27 November (the 28th is today: its bill is not out): Alipay has none of them
+	// saved, WeChat Pay only the 27th.
+	if !strings.Contains(body, `<h2 id="not-reconciled">Not reconciled: 11</h2>`) ||
+		!strings.Contains(body, "<tr><td>2026-11-26</td><td>WeChat Pay</td><td>1900000002</td></tr>") ||
+		strings.Contains(body, "<tr><td>2026-11-27</td><td>WeChat Pay</td>") || strings.Contains(body, "<tr><td>2026-11-28</td>") {
+		t.Errorf("the days not reconciled are wrong:\n%s", body[strings.Index(body, "<main>"):])
 	}
 	// By day, then account: the 27th before the 28th.
 	if strings.Index(body, `data-day="2026-11-27"`) > strings.Index(body, `data-day="2026-11-28"`) {

@@ -242,10 +242,14 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 {{if .Days}}<div class="wide"><table id="statements"><thead><tr><th>{{.T "bill_date"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant_id"}}</th>
 {{range .Figures}}<th class="num">{{$.T .Key}}</th>{{end}}</tr></thead><tbody>
 {{range $d := .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}</td>
-{{range $.Figures}}<td class="num">{{$.Figure . $d.StatementFigures}}</td>{{end}}</tr>
+{{range $.Figures}}<td class="num">{{$.Figure . $d.StatementFigures}}{{with $.Exact . $d.StatementFigures}}<br><small class="muted exact">{{.}}</small>{{end}}</td>{{end}}</tr>
 {{end}}</tbody><tfoot><tr id="statements-total"><th colspan="3">{{$.T "TOTAL"}}</th>
-{{range $.Figures}}<th class="num">{{$.Figure . $.Total}}</th>{{end}}</tr></tfoot></table></div>
+{{range $.Figures}}<th class="num">{{$.Figure . $.Total}}{{with $.Exact . $.Total}}<br><small class="muted exact">{{.}}</small>{{end}}</th>{{end}}</tr></tfoot></table></div>
 {{else}}<p id="no-statements">{{.T "report.statements.empty"}}</p>{{end}}
+{{if .Missing}}<h2 id="not-reconciled">{{.T "not_reconciled"}}: {{len .Missing}}</h2>
+<p class="reason">{{.T "not_reconciled_note"}}</p>
+<table id="missing"><thead><tr><th>{{.T "bill_date"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant_id"}}</th></tr></thead><tbody>
+{{range .Missing}}<tr><td>{{.Date}}</td><td>{{$.N .Account.Platform}}</td><td>{{.Account.MerchantID}}</td></tr>{{end}}</tbody></table>{{end}}
 {{template "foot"}}{{end}}
 
 {{define "error"}}{{template "head" .}}<h1>{{.Message}}</h1><p><a href="/review/">← {{.T "back"}}</a></p>{{template "foot"}}{{end}}

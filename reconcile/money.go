@@ -162,3 +162,12 @@ func FormatYuanPlaces(v int64, places, show int) string {
 	}
 	return s
 }
+
+// MilliFenToFen rounds thousandths of a fen to the fen, halves away from zero: a fee or a
+// net as money is paid (the exact figure stays what the bill says).
+func MilliFenToFen(mf int64) int64 {
+	if mf < 0 {
+		return -MilliFenToFen(-mf)
+	}
+	return (mf + 500) / 1000
+}

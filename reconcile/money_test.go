@@ -133,3 +133,11 @@ func TestFormatYuanPlaces(t *testing.T) {
 		}
 	}
 }
+
+func TestMilliFenToFen(t *testing.T) {
+	for mf, want := range map[int64]int64{0: 0, 499: 0, 500: 1, 1499: 1, 1500: 2, 117745264: 117745, -500: -1, -499: 0, 7107360: 7107} {
+		if got := MilliFenToFen(mf); got != want {
+			t.Errorf("MilliFenToFen(%d) = %d, want %d", mf, got, want)
+		}
+	}
+}

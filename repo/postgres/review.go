@@ -37,6 +37,18 @@ type Review struct {
 // NewReview wraps a connection pool.
 func NewReview(db *sqlx.DB) *Review { return &Review{db: db} }
 
+// StatementAccounts lists every account a statement day was ever saved for: the accounts
+// whose days the console expects to find reconciled.
+func (r *Review) StatementAccounts(ctx context.Context) ([]reconcile.AccountKey, error) {
+	var out []reconcile.AccountKey
+	err := r.db.SelectContext(ctx, &out, `SELECT DISTINCT platform AS "platform", merchant_id AS "merchantid"
+		FROM statement_days ORDER BY 1, 2`)
+	if err != nil {
+		return nil, fmt.Errorf("list the accounts of statement days: %w", err)
+	}
+	return out, nil
+}
+
 // StatementDays lists the saved statement days whose bill dates are in [from, to)
 // (YYYY-MM-DD), by day and account: the figures finance signs off, for the review console.
 func (r *Review) StatementDays(ctx context.Context, from, to string) ([]reconcile.StatementDayRow, error) {
