@@ -225,6 +225,18 @@ func TestBrowserReview(t *testing.T) {
 	}
 	shot("statements.png")
 
+	// The day's remembered lines, one click from its findings figure.
+	f.db.MustExec(`INSERT INTO statement_lines (platform, merchant_id, bill_date, line_no, kind, out_trade_no, platform_trade_no,
+		refund_no, amount_minor, outcome, mismatch_kind, mismatch_id) VALUES
+		('alipay', '2021000000000001', '2026-11-28', 2, 'payment', 'ORD-2', 'T-2', '', 3000, 'repaired', NULL, NULL),
+		('alipay', '2021000000000001', '2026-11-28', 3, 'payment', 'GHOST-7', 'T-3', '', 5000, 'mismatch', 'UNKNOWN_ORDER', $1)`, f.unknown)
+	submit("open the day's lines", chromedp.Click(chromedp.CSS(`#statements a[href$="2021000000000001/2026-11-28?result=mismatch"]`)))
+	if n := count("#lines tbody tr"); n != 1 {
+		t.Fatalf("the day's findings lines show %d rows, want 1", n)
+	}
+	submit("all the day's lines", chromedp.Click(chromedp.CSS(`.pager a[href$="2026-11-28"]`)))
+	shot("statement-lines.png")
+
 	// The HTML report of the week, as finance opens it from the list's report form.
 	step("open the report", chromedp.Navigate(proxy.URL+"/review/?"), chromedp.WaitVisible(chromedp.ID("report")),
 		chromedp.SetValue(chromedp.CSS(`#report input[name="from"]`), "2026-11-22"),
@@ -246,6 +258,9 @@ func TestBrowserReview(t *testing.T) {
 		t.Fatalf("the Chinese statements page heads its columns %q (%v), want 结算净额 among them", h, err)
 	}
 	shot("statements-zh.png")
+	step("the day's lines in Chinese", chromedp.Navigate(proxy.URL+"/review/statements/alipay/2021000000000001/2026-11-28"),
+		chromedp.WaitVisible(chromedp.ID("lines")))
+	shot("statement-lines-zh.png")
 }
 
 // refundFindingShots opens a refund finding whose order has two refunds, checks the page

@@ -36,6 +36,8 @@ type Store interface {
 	StatementDays(ctx context.Context, from, to string) ([]reconcile.StatementDayRow, error)
 	// StatementAccounts lists every account a statement day was ever saved for.
 	StatementAccounts(ctx context.Context) ([]reconcile.AccountKey, error)
+	// StatementLines lists the bill lines a run remembered for one account's day ("" result: all).
+	StatementLines(ctx context.Context, acct reconcile.AccountKey, date string, result reconcile.LineResult) ([]reconcile.RecordedLine, error)
 }
 
 // Config is the console's settings.
@@ -107,6 +109,7 @@ func New(cfg Config, store Store) http.Handler {
 	mux.HandleFunc("POST /review/findings/{id}/{action}", h.act)
 	mux.HandleFunc("GET /review/report", h.report)
 	mux.HandleFunc("GET /review/statements", h.statements)
+	mux.HandleFunc("GET /review/statements/{platform}/{merchant}/{date}", h.statementLines)
 	mux.HandleFunc("GET /review/approvals", h.approvals)
 	mux.HandleFunc("POST /review/bulk", h.bulk)
 	return securityHeaders(h.identify(h.textOnly(mux)))

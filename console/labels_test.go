@@ -22,6 +22,16 @@ func TestEveryDatabaseWordHasALabel(t *testing.T) {
 	for _, s := range reconcile.ReviewStatuses {
 		words = append(words, string(s))
 	}
+	for _, r := range reconcile.LineResults {
+		if !render.HasLabel("line." + string(r)) {
+			t.Errorf("line result %s has no line.%s label", r, r)
+		}
+	}
+	for _, k := range []reconcile.BillLineKind{reconcile.BillPayment, reconcile.BillRefund} {
+		if !render.HasLabel("line_kind." + string(k)) {
+			t.Errorf("line kind %s has no label", k)
+		}
+	}
 	for _, r := range reconcile.Resolutions {
 		words = append(words, string(r))
 		// The resolve form says what each resolution will and will not do.

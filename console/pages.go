@@ -322,6 +322,11 @@ type findingPage struct {
 	Reasons     []string // label keys: why a move is not offered (whyNot)
 }
 
+// LineLink is the day's remembered lines a bill line of the finding is among.
+func (p findingPage) LineLink(l reconcile.RecordedLine) template.URL {
+	return linesLink(reconcile.AccountKey{Platform: l.Platform, MerchantID: l.MerchantID}, l.BillDate, "")
+}
+
 func (h *handler) finding(w http.ResponseWriter, r *http.Request) {
 	p := h.newPage(r)
 	if done := r.URL.Query().Get("done"); done != "" {

@@ -2,7 +2,10 @@ package console
 
 import (
 	"fmt"
+	"html/template"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,4 +140,60 @@ func missingDays(days []reconcile.StatementDayRow, accounts []reconcile.AccountK
 		}
 	}
 	return out
+}
+
+// figureResults are the line results a figure of the day counts, for its link to the lines.
+var figureResults = map[string]reconcile.LineResult{"repaired": reconcile.LineRepaired, "found": reconcile.LineMismatch, "lines": ""}
+
+// FigureLink is the day's remembered lines a figure counts ("" for a figure that counts none
+// of them: money, or the plain matches, which are not remembered).
+func (p statementsPage) FigureLink(sf reconcile.StatementFigure, d reconcile.StatementDayRow) template.URL {
+	result, ok := figureResults[sf.Key]
+	if !ok {
+		return ""
+	}
+	return linesLink(reconcile.AccountKey{Platform: reconcile.Platform(d.Platform), MerchantID: d.MerchantID}, d.BillDate, result)
+}
+
+func linesLink(acct reconcile.AccountKey, date string, result reconcile.LineResult) template.URL {
+	u := "/review/statements/" + url.PathEscape(string(acct.Platform)) + "/" + url.PathEscape(acct.MerchantID) + "/" + url.PathEscape(date)
+	if result != "" {
+		u += "?result=" + url.QueryEscape(string(result))
+	}
+	return template.URL(u) //nolint:gosec // every part escaped
+}
+
+// linesPage is the bill lines a statement run remembered for one account's day.
+type linesPage struct {
+	page
+	Account reconcile.AccountKey
+	Date    string
+	Result  reconcile.LineResult
+	Lines   []reconcile.RecordedLine
+}
+
+// Results are the line results the page filters by, "" (all) first.
+func (p linesPage) Results() []reconcile.LineResult {
+	return append([]reconcile.LineResult{""}, reconcile.LineResults...)
+}
+
+// Link is this day's lines of one result.
+func (p linesPage) Link(result reconcile.LineResult) template.URL {
+	return linesLink(p.Account, p.Date, result)
+}
+
+func (h *handler) statementLines(w http.ResponseWriter, r *http.Request) {
+	p := linesPage{page: h.newPage(r), Date: r.PathValue("date"), Result: reconcile.LineResult(r.URL.Query().Get("result"))}
+	platform, err := reconcile.ParsePlatform(r.PathValue("platform"))
+	_, derr := time.Parse(time.DateOnly, p.Date)
+	if err != nil || derr != nil || (p.Result != "" && !slices.Contains(reconcile.LineResults, p.Result)) {
+		http.NotFound(w, r)
+		return
+	}
+	p.Account = reconcile.AccountKey{Platform: platform, MerchantID: r.PathValue("merchant")}
+	if p.Lines, err = h.store.StatementLines(r.Context(), p.Account, p.Date, p.Result); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.render(w, http.StatusOK, "lines", p)
 }

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -196,6 +197,55 @@ func TestNavigationLinksStatements(t *testing.T) {
 		if !strings.Contains(body, `<a href="/review/statements" id="nav-statements">Daily statements</a>`) ||
 			!strings.Contains(body, `<a href="/review/" id="nav-findings">Findings</a>`) {
 			t.Errorf("%s: no navigation between findings and statements", path)
+		}
+	}
+}
+
+// TestStatementLinesPage: a day's repaired and findings figures link to the bill lines the
+// run remembered, which the lines page lists, filtered by what became of them, each finding
+// linked; a finding's page links back to its line.
+func TestStatementLinesPage(t *testing.T) {
+	f := newFixture(t)
+	f.seedStatements(t)
+	f.db.MustExec(`INSERT INTO statement_lines (platform, merchant_id, bill_date, line_no, kind, out_trade_no, platform_trade_no,
+		refund_no, amount_minor, outcome, mismatch_kind, mismatch_id) VALUES
+		('alipay', '2021000000000001', '2026-11-28', 2, 'payment', 'ORD-2', 'T-2', '', 3000, 'repaired', NULL, NULL),
+		('alipay', '2021000000000001', '2026-11-28', 3, 'payment', 'GHOST-7', 'T-3', '', 5000, 'mismatch', 'UNKNOWN_ORDER', $1),
+		('alipay', '2021000000000001', '2026-11-28', 5, 'refund', 'ORD-1', 'T-1', 'RF-1', 5000, 'other_day', NULL, NULL)`, f.unknown)
+	get := func(path string) (int, string) {
+		w := f.do(t, request{method: "GET", path: path, peer: trusted, who: ann})
+		return w.Code, w.Body.String()
+	}
+	day := "/review/statements/alipay/2021000000000001/2026-11-28"
+	_, body := get("/review/statements")
+	for _, want := range []string{`<a href="` + day + `?result=repaired">1</a>`, `<a href="` + day + `?result=mismatch">1</a>`, `<a href="` + day + `">4</a>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the statements page lacks %s", want)
+		}
+	}
+	for _, c := range []struct {
+		q     string
+		lines []string
+	}{{"", []string{"2", "3", "5"}}, {"?result=mismatch", []string{"3"}}, {"?result=repaired", []string{"2"}}, {"?result=unchanged", nil}} {
+		code, body := get(day + c.q)
+		got := regexp.MustCompile(`<tr data-line="(\d+)">`).FindAllStringSubmatch(body, -1)
+		var lines []string
+		for _, m := range got {
+			lines = append(lines, m[1])
+		}
+		if code != http.StatusOK || !slices.Equal(lines, c.lines) {
+			t.Errorf("%s: %d, lines %v, want %v", c.q, code, lines, c.lines)
+		}
+	}
+	if _, body := get(day + "?result=mismatch"); !strings.Contains(body, fmt.Sprintf(`<a href="/review/findings/%d">#%d</a> Unknown order`, f.unknown, f.unknown)) {
+		t.Errorf("the finding's line does not link to it:\n%s", body)
+	}
+	if _, body := get(findingPath(f.unknown)); !strings.Contains(body, `<table id="finding-lines">`) || !strings.Contains(body, `<a href="`+day+`">2026-11-28</a>`) {
+		t.Errorf("the finding does not link to its bill line")
+	}
+	for _, bad := range []string{day + "?result=lost", "/review/statements/paypal/x/2026-11-28", "/review/statements/alipay/x/28-11-2026"} {
+		if code, _ := get(bad); code != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", bad, code)
 		}
 	}
 }

@@ -94,6 +94,17 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 {{end}}
 {{template "foot"}}{{end}}
 
+{{define "lines"}}{{template "head" .}}
+<p><a href="/review/statements?from={{.Date}}&amp;to={{.Date}}">← {{.T "statements"}}</a></p>
+<h1>{{.T "bill_lines"}}: {{.Date}} · {{.N .Account.Platform}} {{.Account.MerchantID}}</h1>
+<p class="pager">{{range .Results}}{{if eq . $.Result}}<b>{{if .}}{{$.T (print "line." .)}}{{else}}{{$.T "any"}}{{end}}</b>{{else}}<a href="{{$.Link .}}">{{if .}}{{$.T (print "line." .)}}{{else}}{{$.T "any"}}{{end}}</a>{{end}} {{end}}</p>
+<p class="reason">{{.T "lines_note"}}</p>
+{{if .Lines}}<table id="lines"><thead><tr><th class="num">{{.T "line_no"}}</th><th>{{.T "line_kind"}}</th><th>{{.T "order_no"}}</th><th>{{.T "platform_trade_no"}}</th><th>{{.T "refund_no"}}</th><th class="num">{{.T "amount"}}</th><th>{{.T "line_result"}}</th><th>{{.T "finding"}}</th></tr></thead><tbody>
+{{range .Lines}}<tr data-line="{{.No}}"><td class="num">{{.No}}</td><td>{{$.T (print "line_kind." .Kind)}}</td><td>{{.OutTradeNo}}</td><td>{{.PlatformTradeNo}}</td><td>{{.RefundNo}}</td><td class="num">{{$.Yuan .AmountMinor}}</td>
+<td>{{$.T (print "line." .Result)}}</td><td>{{with .MismatchID}}<a href="/review/findings/{{.}}">#{{.}}</a> {{end}}{{if .MismatchKind}}{{$.N .MismatchKind}}{{end}}</td></tr>{{end}}
+</tbody></table>{{else}}<p>{{.T "no_lines"}}</p>{{end}}
+{{template "foot"}}{{end}}
+
 {{define "list"}}{{template "head" .}}
 <h1>{{.T "findings_list"}}</h1>
 <div class="cards" id="totals">
@@ -193,6 +204,9 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 {{range .D.Events}}<tr{{if .OutRefundNo}} data-refund-event="{{.OutRefundNo}}"{{end}}><td class="nowrap">{{$.Time .CreatedAt}}</td><td>{{$.N .EventType}}</td><td>{{$.N .Source}}</td><td class="num">{{$.YuanP .AmountMinor}}</td><td>{{if .OutRefundNo}}{{.OutRefundNo}}{{else}}—{{end}}</td><td>{{.PlatformTradeNo}}</td></tr>{{end}}
 </tbody></table>{{else}}<p>{{.T "no_events"}}</p>{{end}}
 {{template "refunds" .}}{{else}}<p>{{.T "no_order"}}</p>{{end}}
+{{if .D.Lines}}<h2>{{.T "bill_lines"}}</h2><table id="finding-lines"><thead><tr><th>{{.T "bill_date"}}</th><th class="num">{{.T "line_no"}}</th><th>{{.T "line_kind"}}</th><th class="num">{{.T "amount"}}</th><th>{{.T "line_result"}}</th></tr></thead><tbody>
+{{range .D.Lines}}<tr><td><a href="{{$.LineLink .}}">{{.BillDate}}</a></td><td class="num">{{.No}}</td><td>{{$.T (print "line_kind." .Kind)}}</td><td class="num">{{$.Yuan .AmountMinor}}</td><td>{{$.T (print "line." .Result)}}</td></tr>{{end}}
+</tbody></table>{{end}}
 <h2>{{.T "audit"}}</h2>
 {{if .D.Audit}}<table id="audit"><thead><tr><th>{{.T "when"}}</th><th>{{.T "who"}}</th><th>{{.T "action"}}</th><th>{{.T "from_status"}}</th><th>{{.T "to_status"}}</th><th>{{.T "resolution"}}</th><th class="num">{{.T "version_seen"}}</th><th>{{.T "note"}}</th></tr></thead><tbody>
 {{range .D.Audit}}<tr data-action="{{.Action}}"><td class="nowrap">{{$.Time .CreatedAt}}</td><td class="who">{{.Actor}}{{if .OSUser}} <span class="muted">({{.OSUser}})</span>{{end}}</td><td>{{$.A .Action}}</td>
@@ -242,7 +256,7 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 {{if .Days}}<div class="wide"><table id="statements"><thead><tr><th>{{.T "bill_date"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant_id"}}</th>
 {{range .Figures}}<th class="num">{{$.T .Key}}</th>{{end}}</tr></thead><tbody>
 {{range $d := .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}</td>
-{{range $.Figures}}<td class="num">{{$.Figure . $d.StatementFigures}}{{with $.Exact . $d.StatementFigures}}<br><small class="muted exact">{{.}}</small>{{end}}</td>{{end}}</tr>
+{{range $.Figures}}<td class="num">{{with $.FigureLink . $d}}<a href="{{.}}">{{end}}{{$.Figure . $d.StatementFigures}}{{if $.FigureLink . $d}}</a>{{end}}{{with $.Exact . $d.StatementFigures}}<br><small class="muted exact">{{.}}</small>{{end}}</td>{{end}}</tr>
 {{end}}</tbody><tfoot><tr id="statements-total"><th colspan="3">{{$.T "TOTAL"}}</th>
 {{range $.Figures}}<th class="num">{{$.Figure . $.Total}}{{with $.Exact . $.Total}}<br><small class="muted exact">{{.}}</small>{{end}}</th>{{end}}</tr></tfoot></table></div>
 {{else}}<p id="no-statements">{{.T "report.statements.empty"}}</p>{{end}}

@@ -98,3 +98,22 @@ type HeldEntry struct {
 
 // IsRefund says whether a refund, not its order, is held.
 func (h HeldEntry) IsRefund() bool { return h.RefundID != 0 }
+
+// RecordedLine is a bill line a statement run remembered (statement_lines): what it said and
+// what became of it. Plain matches of the line's own day are not remembered: they never left
+// the database, and the day's figures count them.
+type RecordedLine struct {
+	Platform        Platform     `db:"platform"`
+	MerchantID      string       `db:"merchant_id"`
+	BillDate        string       `db:"bill_date"`
+	No              int          `db:"line_no"`
+	Kind            BillLineKind `db:"kind"`
+	OutTradeNo      string       `db:"out_trade_no"`
+	PlatformTradeNo string       `db:"platform_trade_no"`
+	RefundNo        string       `db:"refund_no"`
+	AmountMinor     int64        `db:"amount_minor"`
+	OrderID         *int64       `db:"order_id"`
+	Result          LineResult   `db:"outcome"`
+	MismatchKind    MismatchKind `db:"mismatch_kind"`
+	MismatchID      *int64       `db:"mismatch_id"`
+}

@@ -120,6 +120,8 @@ type FindingDetails struct {
 	Order   *OrderState    `json:"order"`   // nil when the finding names no order
 	Events  []PaymentEvent `json:"events"`  // the order's events, its refunds' included, oldest first
 	Refunds []RefundRecord `json:"refunds"` // the order's refunds, oldest first
+	// Lines are the bill lines that recorded this finding, by day and line number.
+	Lines []RecordedLine `json:"lines"`
 }
 
 // OrderHistory is an order as it stands, with every payment event and refund it has had.

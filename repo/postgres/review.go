@@ -37,6 +37,23 @@ type Review struct {
 // NewReview wraps a connection pool.
 func NewReview(db *sqlx.DB) *Review { return &Review{db: db} }
 
+// recordedLineColumns selects a reconcile.RecordedLine.
+const recordedLineColumns = `platform, merchant_id, to_char(bill_date, 'YYYY-MM-DD') AS bill_date, line_no, kind,
+	out_trade_no, platform_trade_no, refund_no, amount_minor, order_id, outcome, COALESCE(mismatch_kind, '') AS mismatch_kind, mismatch_id`
+
+// StatementLines lists the bill lines a statement run remembered for one account's day, by
+// line number: all of them, or those of one result.
+func (r *Review) StatementLines(ctx context.Context, acct reconcile.AccountKey, date string, result reconcile.LineResult) ([]reconcile.RecordedLine, error) {
+	out := []reconcile.RecordedLine{}
+	err := r.db.SelectContext(ctx, &out, `SELECT `+recordedLineColumns+` FROM statement_lines
+		WHERE platform = $1 AND merchant_id = $2 AND bill_date = $3::date AND ($4 = '' OR outcome = $4)
+		ORDER BY line_no`, string(acct.Platform), acct.MerchantID, date, string(result))
+	if err != nil {
+		return nil, fmt.Errorf("read the bill lines of %s %s: %w", acct, date, err)
+	}
+	return out, nil
+}
+
 // StatementAccounts lists every account a statement day was ever saved for: the accounts
 // whose days the console expects to find reconciled.
 func (r *Review) StatementAccounts(ctx context.Context) ([]reconcile.AccountKey, error) {
@@ -136,9 +153,13 @@ func (r *Review) Details(ctx context.Context, id int64) (reconcile.FindingDetail
 	if err != nil {
 		return reconcile.FindingDetails{}, err
 	}
-	d := reconcile.FindingDetails{Finding: f, Events: []reconcile.PaymentEvent{}, Refunds: []reconcile.RefundRecord{}}
+	d := reconcile.FindingDetails{Finding: f, Events: []reconcile.PaymentEvent{}, Refunds: []reconcile.RefundRecord{}, Lines: []reconcile.RecordedLine{}}
 	if d.Audit, err = r.Audit(ctx, id); err != nil {
 		return reconcile.FindingDetails{}, err
+	}
+	if err := r.db.SelectContext(ctx, &d.Lines, `SELECT `+recordedLineColumns+` FROM statement_lines
+		WHERE mismatch_id = $1 ORDER BY bill_date, line_no`, id); err != nil {
+		return reconcile.FindingDetails{}, fmt.Errorf("read the bill lines of mismatch %d: %w", id, err)
 	}
 	if f.OrderID == nil {
 		return d, nil
