@@ -51,14 +51,7 @@ func (p bulkPage) Sel(b reconcile.BatchItem) string { return b.String() }
 func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 	p := bulkPage{page: h.newPage(r)}
 	v := p.Viewer
-	r.Body = http.MaxBytesReader(w, r.Body, 256<<10) // 1,000 findings' "id.version" and the rest
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "400 bad request: unreadable form", http.StatusBadRequest)
-		return
-	}
-	if !csrfOK(r, v) {
-		h.log.Warn().Str("person", v.Email).Str("path", r.URL.Path).Msg("review console: POST without a valid form token refused")
-		http.Error(w, "403 forbidden: "+text(p.Lang, "csrf"), http.StatusForbidden)
+	if !h.readForm(w, r, v, 256<<10) { // 1,000 findings' "id.version" and the rest
 		return
 	}
 	req, err := h.readBulk(r, v)

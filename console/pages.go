@@ -398,19 +398,28 @@ func moveOf(s Store, action string) func(context.Context, int64, reconcile.Revie
 	return nil
 }
 
+// readForm reads a POST's form of at most limit bytes and checks its form token; on false
+// the answer (400 or 403) is written.
+func (h *handler) readForm(w http.ResponseWriter, r *http.Request, v viewer, limit int64) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "400 bad request: unreadable form", http.StatusBadRequest)
+		return false
+	}
+	if !csrfOK(r, v) {
+		h.log.Warn().Str("person", v.Email).Str("path", r.URL.Path).Msg("review console: POST without a valid form token refused")
+		http.Error(w, "403 forbidden: "+text(lang(r), "csrf"), http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
 // act is a POST of one review move. Every POST carries the viewer's form token and the
 // evidence version the page showed; approvals and rejections need an approver.
 func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 	p := h.newPage(r)
 	v := p.Viewer
-	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "400 bad request: unreadable form", http.StatusBadRequest)
-		return
-	}
-	if !csrfOK(r, v) {
-		h.log.Warn().Str("person", v.Email).Str("path", r.URL.Path).Msg("review console: POST without a valid form token refused")
-		http.Error(w, "403 forbidden: "+text(p.Lang, "csrf"), http.StatusForbidden)
+	if !h.readForm(w, r, v, 16<<10) {
 		return
 	}
 	action := r.PathValue("action")
