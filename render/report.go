@@ -322,6 +322,11 @@ func runStatusCounts(rt reconcile.RunTotals, lang Lang) string {
 // row (first cell "section") and sections are separated by an empty line, which CSV readers
 // skip. Amounts are yuan with two decimals; times RFC 3339 in the report's zone.
 func (d ReportDoc) writeCSV(w io.Writer) error {
+	// UTF-8 with a byte order mark: without it Excel reads the file as the system's code
+	// page and Chinese text turns to mojibake.
+	if _, err := io.WriteString(w, utf8BOM); err != nil {
+		return err
+	}
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"section", "from", "to", "timezone", "generated_at"}) //nolint:errcheck // Flush reports it
 	cw.Write([]string{"report", rfc3339In(d.Report.From, d.Loc), rfc3339In(d.Report.To, d.Loc), d.Loc.String(),
@@ -356,10 +361,29 @@ func (d ReportDoc) csvRecord(key string, row []repCell) []string {
 		case cellTime:
 			rec = append(rec, rfc3339In(*c.T, d.Loc))
 		default:
-			rec = append(rec, csvText(c.S))
+			rec = append(rec, spreadsheetText(csvText(c.S)))
 		}
 	}
 	return rec
+}
+
+// utf8BOM opens a CSV people open in a spreadsheet.
+const utf8BOM = "\ufeff"
+
+// spreadsheetText keeps a long number (a trade number, a merchant account) as text in a
+// spreadsheet: Excel reads twelve digits or more as a number and shows 4.2E+21, losing
+// the last digits. A trailing tab, which the platforms' own bills use for the same
+// reason, makes it text; a CSV reader gets the number back by trimming space.
+func spreadsheetText(s string) string {
+	if len(s) < 12 {
+		return s
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return s
+		}
+	}
+	return s + "\t"
 }
 
 // ---- JSON ----

@@ -62,11 +62,32 @@ func TestReportCSV(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	r := csv.NewReader(strings.NewReader(out))
+	// UTF-8 with a byte order mark, so that Excel reads Chinese as Chinese.
+	if !strings.HasPrefix(out, "\ufeff") {
+		t.Fatalf("the CSV does not start with a UTF-8 byte order mark: %q", out[:min(len(out), 20)])
+	}
+	r := csv.NewReader(strings.NewReader(strings.TrimPrefix(out, "\ufeff")))
 	r.FieldsPerRecord = -1
 	recs, err := r.ReadAll()
 	if err != nil {
 		t.Fatalf("csv does not parse: %v\n%s", err, out)
+	}
+	// Every long number (a merchant account, a trade number) is kept as text for a
+	// spreadsheet with a trailing tab, and comes back whole when trimmed.
+	protected := 0
+	for _, rec := range recs {
+		for _, cell := range rec {
+			digits := strings.TrimSpace(cell)
+			if len(digits) >= 12 && strings.Trim(digits, "0123456789") == "" {
+				if cell != digits+"\t" {
+					t.Errorf("the long number %q is not kept as text", cell)
+				}
+				protected++
+			}
+		}
+	}
+	if protected == 0 {
+		t.Fatal("no long number in the report to check")
 	}
 	sections := map[string][][]string{}
 	headers := map[int][]string{}
