@@ -36,6 +36,12 @@ func withYuanSign(s string) string {
 // still a number finance can sum.
 const xlsxMoneyFormat = `"¥"#,##0.00;-"¥"#,##0.00`
 
+// xlsxFineMoneyFormat is the format of fees and net: five decimals, as the bills give them.
+const xlsxFineMoneyFormat = `"¥"#,##0.00000;-"¥"#,##0.00000`
+
+// xlsxDateFormat is the format of times: the report's zone's wall clock, to the second.
+const xlsxDateFormat = `yyyy-mm-dd hh:mm:ss`
+
 // Figure writes one of a statement day's figures as people read it: a count as a number,
 // money as Yuan (fees and net to five decimals, YuanMilliFen).
 func Figure(sf reconcile.StatementFigure, f reconcile.StatementFigures) string {

@@ -165,6 +165,15 @@ func checkRefundXLSX(t *testing.T, lang render.Lang) {
 	if j < 0 || st[1][j] != "2" {
 		t.Errorf("%s statements sheet %q: want 2 under %q", lang, st, render.Label(lang, "refunds"))
 	}
+	// The fees are a number with five decimals, which a spreadsheet sums (¥1.614 here).
+	sheet := render.Label(lang, "report.sheet.statements")
+	fees, _ := excelize.CoordinatesToCellName(slices.Index(st[0], render.Label(lang, "fees"))+1, 2)
+	style, _ := f.GetCellStyle(sheet, fees)
+	sty, err := f.GetStyle(style)
+	raw, _ := f.GetCellValue(sheet, fees, excelize.Options{RawCellValue: true})
+	if err != nil || raw != "1.614" || sty.CustomNumFmt == nil || !strings.Contains(*sty.CustomNumFmt, "0.00000") {
+		t.Errorf("%s: fees cell %s is %q with format %v (%v), want the number 1.614 to five decimals", lang, fees, raw, sty.CustomNumFmt, err)
+	}
 }
 
 // TestWriteDetailsShowsRefunds: `mismatches show` names the finding's refund and prints the

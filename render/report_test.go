@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,6 +291,24 @@ func TestReportXLSXForFinance(t *testing.T) {
 		}
 		if rows, _ := f.GetRows(want[2]); len(rows) != 4 || rows[2][len(rows[2])-1] != "database lost" {
 			t.Errorf("%s: runs sheet %q", lang, rows)
+		}
+		// Cell types as a spreadsheet sums and sorts them: the trade number is text (never
+		// 4.2E+27), the first-seen time a date, the statement's fees a number to five decimals.
+		if typ, _ := f.GetCellType(findings, "F2"); typ != excelize.CellTypeSharedString && typ != excelize.CellTypeInlineString {
+			t.Errorf("%s: the platform trade number is a %v cell, want text", lang, typ)
+		}
+		numberWithFormat := func(sheet, cell, format string) {
+			t.Helper()
+			style, _ := f.GetCellStyle(sheet, cell)
+			st, err := f.GetStyle(style)
+			raw, _ := f.GetCellValue(sheet, cell, excelize.Options{RawCellValue: true})
+			if _, perr := strconv.ParseFloat(raw, 64); err != nil || perr != nil || st.CustomNumFmt == nil || !strings.Contains(*st.CustomNumFmt, format) {
+				t.Errorf("%s: %s!%s is %q with format %v (%v): want a number formatted %s", lang, sheet, cell, raw, st.CustomNumFmt, err, format)
+			}
+		}
+		numberWithFormat(findings, "M2", "yyyy-mm-dd hh:mm:ss")
+		if shown, _ := f.GetCellValue(findings, "M2"); !strings.HasPrefix(shown, "2026-11-") {
+			t.Errorf("%s: first seen shows %q, want the date in the report's zone", lang, shown)
 		}
 		f.Close()
 	}

@@ -21,11 +21,13 @@ import (
 // xlsxStyles are the cell styles of the workbook.
 type xlsxStyles struct {
 	head, money, bold, boldMoney, title int
+	fine, boldFine                      int // thousandths of a fen: fees and net to five decimals
+	date                                int // a time, in the report's zone
 }
 
 func newXLSXStyles(f *excelize.File) (xlsxStyles, error) {
 	var st xlsxStyles
-	money := xlsxMoneyFormat
+	money, fine, date := xlsxMoneyFormat, xlsxFineMoneyFormat, xlsxDateFormat
 	defs := []struct {
 		dst *int
 		s   *excelize.Style
@@ -36,6 +38,9 @@ func newXLSXStyles(f *excelize.File) (xlsxStyles, error) {
 		{&st.bold, &excelize.Style{Font: &excelize.Font{Bold: true}}},
 		{&st.boldMoney, &excelize.Style{Font: &excelize.Font{Bold: true}, CustomNumFmt: &money}},
 		{&st.title, &excelize.Style{Font: &excelize.Font{Bold: true, Size: 14}}},
+		{&st.fine, &excelize.Style{CustomNumFmt: &fine}},
+		{&st.boldFine, &excelize.Style{Font: &excelize.Font{Bold: true}, CustomNumFmt: &fine}},
+		{&st.date, &excelize.Style{CustomNumFmt: &date}},
 	}
 	for _, d := range defs {
 		id, err := f.NewStyle(d.s)
@@ -57,7 +62,8 @@ const xlsxWidthSample = 1000
 // numeric cells with a ¥ money format (numbers only when the number is exactly their
 // decimal text), and columns are as wide as their content (of the first xlsxWidthSample
 // rows). Text is always a string cell, never a formula, whatever the platform sent; times
-// are text in the report's zone, named on the Summary sheet.
+// are date cells holding the wall clock of the report's zone, which the Summary sheet names;
+// fees and net are numbers to five decimals.
 //
 // Every sheet goes through excelize's StreamWriter, which keeps up to 16 MiB of a sheet in
 // memory and the rest in a temporary file (os.TempDir; about 1 KiB per finding); the zip is
@@ -131,7 +137,9 @@ func (d ReportDoc) xlsxSheet(f *excelize.File, i int, s repSection, st xlsxStyle
 // empty row below them.
 func (d ReportDoc) xlsxHeadline(st xlsxStyles) []xlsxRow {
 	r, lang := d.Report, d.lang()
-	row := func(style int, cells ...repCell) xlsxRow { return xlsxRow{style: style, money: st.money, cells: cells} }
+	row := func(style int, cells ...repCell) xlsxRow {
+		return xlsxRow{style: style, money: st.money, fine: st.fine, date: st.date, cells: cells}
+	}
 	return []xlsxRow{
 		row(st.title, rcText(Label(lang, "report.title"))),
 		row(0, rcText(Label(lang, "report.from")), rcTime(r.From)),
@@ -146,10 +154,10 @@ func (d ReportDoc) xlsxHeadline(st xlsxStyles) []xlsxRow {
 }
 
 // xlsxRow is a row to write: style, when not 0, applies to every cell of it; amounts get
-// money.
+// money, thousandths of a fen fine, times date.
 type xlsxRow struct {
-	style, money int
-	cells        []repCell
+	style, money, fine, date int
+	cells                    []repCell
 }
 
 // xlsxSheet is one streamed sheet: rows go out in order, and what must precede the first
@@ -173,7 +181,10 @@ func (s *xlsxSheet) table(top []xlsxRow, sec repSection, st xlsxStyles) error {
 	}
 	held := append(top, xlsxRow{style: st.head, money: st.money, cells: hdr})
 	headerRow := len(held)
-	totals := xlsxRow{style: st.bold, money: st.boldMoney, cells: sec.Totals}
+	totals := xlsxRow{style: st.bold, money: st.boldMoney, fine: st.boldFine, date: st.date, cells: sec.Totals}
+	data := func(cells []repCell) xlsxRow {
+		return xlsxRow{money: st.money, fine: st.fine, date: st.date, cells: cells}
+	}
 	started := false
 	start := func() error {
 		started = true
@@ -181,9 +192,9 @@ func (s *xlsxSheet) table(top []xlsxRow, sec repSection, st xlsxStyles) error {
 	}
 	err := sec.Rows(func(cells []repCell) error {
 		if started {
-			return s.row(xlsxRow{money: st.money, cells: cells})
+			return s.row(data(cells))
 		}
-		held = append(held, xlsxRow{money: st.money, cells: cells})
+		held = append(held, data(cells))
 		if len(held)-headerRow < xlsxWidthSample {
 			return nil
 		}
@@ -244,7 +255,7 @@ func (s *xlsxSheet) row(r xlsxRow) error {
 	}
 	values := make([]any, len(r.cells))
 	for i, c := range r.cells {
-		values[i] = s.value(c, r.style, r.money)
+		values[i] = s.value(c, r)
 	}
 	ref, _ := excelize.CoordinatesToCellName(1, s.next)
 	if err := s.sw.SetRow(ref, values); err != nil {
@@ -253,16 +264,26 @@ func (s *xlsxSheet) row(r xlsxRow) error {
 	return nil
 }
 
-// value is a cell as the stream writes it: integers and amounts as numbers, everything else
-// as the text shown (a string cell: never a formula).
-func (s *xlsxSheet) value(c repCell, style, money int) excelize.Cell {
+// value is a cell as the stream writes it: integers, amounts (fees and net to five decimals)
+// as numbers, times as dates a spreadsheet can sort and subtract, everything else as the
+// text shown (a string cell: never a formula).
+func (s *xlsxSheet) value(c repCell, r xlsxRow) excelize.Cell {
 	switch c.Kind {
 	case cellInt:
-		return excelize.Cell{StyleID: style, Value: c.N}
+		return excelize.Cell{StyleID: r.style, Value: c.N}
 	case cellAmount:
-		return excelize.Cell{StyleID: money, Value: xlsxAmount(c.N)}
+		return excelize.Cell{StyleID: r.money, Value: xlsxAmount(c.N)}
+	case cellMilliFen:
+		return excelize.Cell{StyleID: r.fine, Value: xlsxExact(reconcile.FormatYuanMilliFen(c.N))}
+	case cellTime:
+		if c.T != nil {
+			// A spreadsheet time has no zone: the wall clock of the report's zone, which the
+			// Summary sheet names.
+			w := c.T.In(s.loc)
+			return excelize.Cell{StyleID: r.date, Value: time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), 0, time.UTC)}
+		}
 	}
-	return excelize.Cell{StyleID: style, Value: s.shown(c)}
+	return excelize.Cell{StyleID: r.style, Value: s.shown(c)}
 }
 
 // shown is the cell's text as a person sees it, which sets its column's width.
@@ -283,8 +304,11 @@ func (s *xlsxSheet) shown(c repCell) string {
 // xlsxAmount is an amount in fen as the cell's value: the number in yuan when the float64 a
 // spreadsheet stores is exactly the amount's decimal text (every amount below 10^13 yuan),
 // else that text, so no amount is ever rounded.
-func xlsxAmount(fen int64) any {
-	text := reconcile.FormatYuan(fen)
+func xlsxAmount(fen int64) any { return xlsxExact(reconcile.FormatYuan(fen)) }
+
+// xlsxExact is a decimal amount as a cell's value: the number when the float64 a
+// spreadsheet stores is exactly its text, else the text.
+func xlsxExact(text string) any {
 	v, err := strconv.ParseFloat(text, 64)
 	if err == nil && strconv.FormatFloat(v, 'f', -1, 64) == strings.TrimSuffix(strings.TrimRight(text, "0"), ".") {
 		return v
