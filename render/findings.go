@@ -55,7 +55,10 @@ var FindingCSVHeader = []string{"id", "kind", "platform", "merchant_id", "out_tr
 	"local_amount", "platform_amount", "at_stake", "local_status", "platform_status", "seen_count",
 	"first_seen_at", "last_seen_at", "review_status", "resolution", "resolved_by", "resolved_at", "note", "order_id",
 	// Last, so that the columns of files written before refunds keep their places.
-	"out_refund_no"}
+	"out_refund_no",
+	// Maker and checker of a money-moving resolution (resolved_by is the maker's name for
+	// what was approved, kept for the files written before these columns).
+	"proposed_by", "approved_by"}
 
 // FindingCSVRecord is one finding as a CSV row, times in loc and text guarded against
 // spreadsheet formulas.
@@ -69,7 +72,7 @@ func FindingCSVRecord(f reconcile.Finding, loc *time.Location) []string {
 		reconcile.FormatYuanOr(f.PlatformAmountMinor, ""), reconcile.FormatYuan(f.AtStakeMinor()), csvText(f.LocalStatus),
 		csvText(f.PlatformStatus), strconv.FormatInt(f.SeenCount, 10), rfc3339In(f.FirstSeenAt, loc),
 		rfc3339In(f.LastSeenAt, loc), string(f.ReviewStatus), csvText(f.Resolution), csvText(f.ResolvedBy),
-		rfc3339InPtr(f.ResolvedAt, loc), csvText(f.Note), order, csvText(f.OutRefundNo)}
+		rfc3339InPtr(f.ResolvedAt, loc), csvText(f.Note), order, csvText(f.OutRefundNo), csvText(f.ProposedBy), csvText(f.ApprovedBy)}
 }
 
 // csvText defuses spreadsheet formula injection: finding text comes from platforms and

@@ -211,7 +211,8 @@ func findingCells(f reconcile.Finding) []repCell {
 		rcText(f.MerchantID), rcText(f.OutTradeNo), rcText(f.PlatformTradeNo), rcYuanOpt(f.LocalAmountMinor),
 		rcYuanOpt(f.PlatformAmountMinor), rcYuan(f.AtStakeMinor()), rcText(f.LocalStatus), rcText(f.PlatformStatus),
 		rcInt(f.SeenCount), rcTime(f.FirstSeenAt), rcTime(f.LastSeenAt), rcStatus(f.ReviewStatus), rcCode(f.Resolution),
-		rcText(f.ResolvedBy), rcTimeOpt(f.ResolvedAt), rcText(f.Note), order, rcText(f.OutRefundNo)}
+		rcText(f.ResolvedBy), rcTimeOpt(f.ResolvedAt), rcText(f.Note), order, rcText(f.OutRefundNo), rcText(f.ProposedBy),
+		rcText(f.ApprovedBy)}
 }
 
 // runSection is the runs that started in the period, with their counters added up. The

@@ -183,7 +183,7 @@ func TestReportXLSXStreamsALongSheet(t *testing.T) {
 		t.Errorf("%s is of type %v, want a number", last, typ)
 	}
 	for _, d := range f.GetDefinedName() {
-		if d.Name == "_xlnm._FilterDatabase" && d.Scope == sheet && !strings.HasSuffix(d.RefersTo, fmt.Sprintf("$A$1:$U$%d", n+1)) {
+		if d.Name == "_xlnm._FilterDatabase" && d.Scope == sheet && !strings.HasSuffix(d.RefersTo, fmt.Sprintf("$A$1:$W$%d", n+1)) {
 			t.Errorf("autofilter over %s", d.RefersTo)
 		}
 	}

@@ -262,8 +262,8 @@ func TestReportXLSXForFinance(t *testing.T) {
 				filtered[n.Scope] = n.RefersTo
 			}
 		}
-		// A to U: the twenty-one columns of FindingCSVHeader.
-		if ref := filtered[findings]; !strings.Contains(ref, "$A$1:$U$6") {
+		// A to W: the twenty-three columns of FindingCSVHeader.
+		if ref := filtered[findings]; !strings.Contains(ref, "$A$1:$W$6") {
 			t.Errorf("%s: findings autofilter %q (all %+v)", lang, ref, names)
 		}
 		if _, ok := filtered[want[2]]; !ok {
@@ -307,6 +307,22 @@ func TestReportXLSXForFinance(t *testing.T) {
 			}
 		}
 		numberWithFormat(findings, "M2", "yyyy-mm-dd hh:mm:ss")
+		// Printed landscape, one page wide, the header row on every page.
+		for _, sheet := range sheets {
+			layout, err := f.GetPageLayout(sheet)
+			if err != nil || layout.Orientation == nil || *layout.Orientation != "landscape" || layout.FitToWidth == nil || *layout.FitToWidth != 1 {
+				t.Errorf("%s: %s prints %+v (%v), want landscape, one page wide", lang, sheet, layout, err)
+			}
+		}
+		titles := map[string]string{}
+		for _, n := range names {
+			if n.Name == "_xlnm.Print_Titles" {
+				titles[n.Scope] = n.RefersTo
+			}
+		}
+		if got := titles[findings]; !strings.HasSuffix(got, "!$1:$1") {
+			t.Errorf("%s: the findings sheet repeats %q on each printed page, want its header row", lang, got)
+		}
 		if shown, _ := f.GetCellValue(findings, "M2"); !strings.HasPrefix(shown, "2026-11-") {
 			t.Errorf("%s: first seen shows %q, want the date in the report's zone", lang, shown)
 		}

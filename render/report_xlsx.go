@@ -118,19 +118,36 @@ func (d ReportDoc) xlsxSheet(f *excelize.File, i int, s repSection, st xlsxStyle
 	if err != nil {
 		return err
 	}
-	sw, err := f.NewStreamWriter(name)
-	if err != nil {
-		return err
-	}
-	xs := &xlsxSheet{f: f, sw: sw, sheet: name, loc: d.Loc, lang: lang, widths: map[int]int{}}
 	var top []xlsxRow
 	if i == 0 {
 		top = d.xlsxHeadline(st)
 	}
+	// Before the stream writer: it copies the sheet's settings when it starts.
+	xs := &xlsxSheet{f: f, sheet: name, loc: d.Loc, lang: lang, widths: map[int]int{}}
+	if err := xs.printSetup(len(top) + 1); err != nil {
+		return err
+	}
+	if xs.sw, err = f.NewStreamWriter(name); err != nil {
+		return err
+	}
 	if err := xs.table(top, s, st); err != nil {
 		return err
 	}
-	return sw.Flush()
+	return xs.sw.Flush()
+}
+
+// printSetup makes the sheet print as finance reads it: landscape, every column on one page's
+// width (as many pages down as it takes), the table's header row on every page.
+func (s *xlsxSheet) printSetup(headerRow int) error {
+	landscape, wide, tall, fit := "landscape", 1, 0, true
+	if err := s.f.SetSheetProps(s.sheet, &excelize.SheetPropsOptions{FitToPage: &fit}); err != nil {
+		return err
+	}
+	if err := s.f.SetPageLayout(s.sheet, &excelize.PageLayoutOptions{Orientation: &landscape, FitToWidth: &wide, FitToHeight: &tall}); err != nil {
+		return err
+	}
+	return s.f.SetDefinedName(&excelize.DefinedName{Name: "_xlnm.Print_Titles", Scope: s.sheet,
+		RefersTo: fmt.Sprintf("'%s'!$%d:$%d", strings.ReplaceAll(s.sheet, "'", "''"), headerRow, headerRow)})
 }
 
 // xlsxHeadline is the report's period and headline figures above the summary table, and the
