@@ -99,3 +99,23 @@ func TestApprovalQueue(t *testing.T) {
 		t.Errorf("with one approver cfo's own proposal does not say it cannot be approved")
 	}
 }
+
+// TestConsoleWarnsOfALoneApprover: at start, the console says when a proposal could never
+// be approved in it: no approver, or one named by address; a second approver or a *@domain
+// entry says nothing.
+func TestConsoleWarnsOfALoneApprover(t *testing.T) {
+	for _, c := range []struct {
+		approvers []string
+		warns     bool
+	}{{nil, true}, {[]string{cfo}, true}, {[]string{cfo, bob}, false}, {[]string{"*@audit.example.com"}, false}} {
+		var logs strings.Builder
+		s := consoleSettings()
+		s.Approvers = c.approvers
+		cfg, err := console.FromSettings(s, shanghai, zerolog.New(&logs))
+		must(t, err)
+		console.New(cfg, nil)
+		if warned := strings.Contains(logs.String(), "can be approved here") || strings.Contains(logs.String(), "never be approved"); warned != c.warns {
+			t.Errorf("approvers %v: warned %v, want %v:\n%s", c.approvers, warned, c.warns, logs.String())
+		}
+	}
+}

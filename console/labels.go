@@ -26,13 +26,10 @@ func lang(r *http.Request) string {
 }
 
 // text is the label of key in lang from render's one table, which the reports read too, so
-// the console and the files call a thing by one name; a missing key shows itself
+// the console and the files call a thing by one name: a page's word, or a word of the
+// database (a kind, a status, a platform); a missing key shows itself
 // (TestEveryLabelKeyThePagesUseExists keeps the pages from asking for one).
 func text(lang, key string) string { return render.Label(render.Lang(lang), key) }
-
-// name is the label of a word of the database (a kind, a status, a platform); an unknown
-// word is shown as it is.
-func name(lang, word string) string { return render.Label(render.Lang(lang), word) }
 
 // auditName is the label of an audit row's action ("approve" reads "approved", not the
 // button's "Approve").

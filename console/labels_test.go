@@ -55,7 +55,7 @@ func TestEveryDatabaseWordHasALabel(t *testing.T) {
 	words = append(words, string(reconcile.EventRefundSuccess), string(reconcile.EventRefundClosed), string(reconcile.EventRefundAbnormal))
 	for _, w := range words {
 		for _, lang := range []string{"en", "zh"} {
-			if name(lang, w) == w {
+			if text(lang, w) == w {
 				t.Errorf("%s: %q has no label", lang, w)
 			}
 		}

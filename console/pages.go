@@ -32,7 +32,7 @@ type page struct {
 }
 
 func (p page) T(key string) string       { return text(p.Lang, key) }
-func (p page) N(word any) string         { return name(p.Lang, fmt.Sprint(word)) }
+func (p page) N(word any) string         { return text(p.Lang, fmt.Sprint(word)) }
 func (p page) A(action string) string    { return auditName(p.Lang, action) }
 func (p page) Yuan(minor int64) string   { return yuan(minor) }
 func (p page) YuanP(minor *int64) string { return yuanPtr(minor) }

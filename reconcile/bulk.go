@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ func MoveBatch(ctx context.Context, move Mover, items []BatchItem, in ReviewInpu
 					refused[i] = err
 				default:
 					mu.Lock()
-					fatal = cmpOr(fatal, err)
+					fatal = cmp.Or(fatal, err)
 					mu.Unlock()
 					refused[i] = err
 				}
@@ -103,7 +104,7 @@ func MoveBatch(ctx context.Context, move Mover, items []BatchItem, in ReviewInpu
 		stop := fatal != nil
 		mu.Unlock()
 		if stop || ctx.Err() != nil {
-			refused[i] = cmpOr(fatal, ctx.Err())
+			refused[i] = cmp.Or(fatal, ctx.Err())
 			continue
 		}
 		next <- i
@@ -119,13 +120,6 @@ func MoveBatch(ctx context.Context, move Mover, items []BatchItem, in ReviewInpu
 		}
 	}
 	return res, fatal
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // IsReviewRefusal says whether err is the review rules refusing a move (the finding's

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -62,6 +63,19 @@ type StatementFigure struct {
 
 // Value reads the figure from f.
 func (sf StatementFigure) Value(f StatementFigures) int64 { return *sf.value(&f) }
+
+// Format writes the figure of f by its unit: a count as a number, money as yuan (fees and
+// net to five decimals), without a currency sign.
+func (sf StatementFigure) Format(f StatementFigures) string {
+	v := sf.Value(f)
+	switch sf.Unit {
+	case FigureFen:
+		return FormatYuan(v)
+	case FigureMilliFen:
+		return FormatYuanMilliFen(v)
+	}
+	return strconv.FormatInt(v, 10)
+}
 
 // StatementFigureTable is the day's figures in statement_days column order: the one list
 // the day's save and read, the report's statements section, the console's statements page

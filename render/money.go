@@ -1,7 +1,6 @@
 package render
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -45,12 +44,8 @@ const xlsxDateFormat = `yyyy-mm-dd hh:mm:ss`
 // Figure writes one of a statement day's figures as people read it: a count as a number,
 // money as Yuan (fees and net to five decimals, YuanMilliFen).
 func Figure(sf reconcile.StatementFigure, f reconcile.StatementFigures) string {
-	v := sf.Value(f)
-	switch sf.Unit {
-	case reconcile.FigureFen:
-		return Yuan(v)
-	case reconcile.FigureMilliFen:
-		return YuanMilliFen(v)
+	if sf.Unit == reconcile.FigureCount {
+		return sf.Format(f)
 	}
-	return strconv.FormatInt(v, 10)
+	return withYuanSign(sf.Format(f))
 }

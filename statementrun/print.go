@@ -38,7 +38,7 @@ func WriteSummary(w io.Writer, res Result) {
 		}
 		cells := []string{d.Day.Date, d.Account.String()}
 		for _, sf := range reconcile.StatementFigureTable {
-			cells = append(cells, figure(sf, d.Figures))
+			cells = append(cells, sf.Format(d.Figures))
 		}
 		fmt.Fprintln(tw, strings.Join(append(cells, strconv.Itoa(d.Tally.Reported)), "\t")+"\t")
 	}
@@ -48,17 +48,4 @@ func WriteSummary(w io.Writer, res Result) {
 			fmt.Fprintf(w, "%s %s: %v\n", d.Day.Date, d.Account, d.Err)
 		}
 	}
-}
-
-// figure writes a figure for the terminal: money as yuan without the sign (the columns say
-// amount, fees and net), counts as they are.
-func figure(sf reconcile.StatementFigure, f reconcile.StatementFigures) string {
-	v := sf.Value(f)
-	switch sf.Unit {
-	case reconcile.FigureFen:
-		return reconcile.FormatYuan(v)
-	case reconcile.FigureMilliFen:
-		return reconcile.FormatYuanMilliFen(v)
-	}
-	return strconv.FormatInt(v, 10)
 }
