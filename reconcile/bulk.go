@@ -101,10 +101,10 @@ func MoveBatch(ctx context.Context, move Mover, items []BatchItem, in ReviewInpu
 	}
 	for i := range items {
 		mu.Lock()
-		stop := fatal != nil
+		stop := cmp.Or(fatal, ctx.Err()) // read under the lock: a worker may be setting it
 		mu.Unlock()
-		if stop || ctx.Err() != nil {
-			refused[i] = cmp.Or(fatal, ctx.Err())
+		if stop != nil {
+			refused[i] = stop
 			continue
 		}
 		next <- i
