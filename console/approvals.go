@@ -87,7 +87,7 @@ func (h *handler) whyNot(f reconcile.Finding, v viewer) []string {
 func warnOfLoneApprovers(cfg Config) {
 	switch {
 	case len(cfg.Approvers) == 0:
-		cfg.Log.Warn().Msg("review console: RECONCILER_APPROVERS is empty: no proposal (refunded, adjusted, written_off) can be approved here")
+		cfg.Log.Warn().Msg("review console: RECONCILER_APPROVERS is empty: no proposal (refunded, adjusted, written_off, accept_payment) can be approved here")
 	case len(cfg.Approvers) == 1 && cfg.Approvers[0].Address() != "":
 		cfg.Log.Warn().Msg("review console: RECONCILER_APPROVERS names one person: their own proposals can never be approved (maker-checker needs a second approver)")
 	}

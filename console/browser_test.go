@@ -17,6 +17,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/payrecon/payrecon/repo/repotest"
 )
 
 // signInProxy plays oauth2-proxy for the browser test: a sign-in form sets a cookie naming
@@ -453,4 +455,41 @@ func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
 	b.shot("list-zh.png")
 	b.submit("open the approval queue in Chinese", chromedp.Click(chromedp.ID("nav-approvals")))
 	b.shot("approvals-zh.png")
+}
+
+// TestBrowserAcceptPayment: an acting resolution end to end in the browser. ann reads what
+// accept_payment will do and proposes it for a payment made after the order was closed; cfo
+// approves; the finding's page then shows the order's payment event from the review. The
+// proposal and the result are screenshotted in English, the result in Chinese too.
+func TestBrowserAcceptPayment(t *testing.T) {
+	f := newFixture(t)
+	order := repotest.InsertOrder(t, f.db, repotest.Order{Platform: "alipay", MerchantID: "2021000000000001", OutTradeNo: "ORD-4004",
+		AmountMinor: 19900, Status: "CLOSED", CreatedAt: base.Add(-3 * time.Hour)})
+	var late int64
+	must(t, f.db.Get(&late, `INSERT INTO reconcile_mismatches (order_id, platform, merchant_id, out_trade_no, platform_trade_no, kind,
+		local_amount_minor, platform_amount_minor, local_status, platform_status, detail, first_seen_at, last_seen_at)
+		VALUES ($1, 'alipay', '2021000000000001', 'ORD-4004', '2026112822001400000000004004', 'PAID_AFTER_CLOSE', 19900, 19900,
+		'CLOSED', 'TRADE_SUCCESS', '{"source":"reconcile","paid_at":"2026-11-28T01:40:00Z"}', $2, $2) RETURNING id`, order, base))
+	b := newBrowser(t, f.h)
+	b.signIn(ann)
+	b.step("open the late payment", chromedp.Navigate(b.proxy.URL+findingPath(late)), chromedp.WaitVisible(chromedp.ID("resolution")),
+		chromedp.SetValue(chromedp.ID("resolution"), "accept_payment"),
+		chromedp.SendKeys(chromedp.ID("resolve-note"), "the buyer paid 3 minutes after the close; the merchant ships"))
+	b.shot("accept-payment-propose.png")
+	b.submit("propose accept_payment", chromedp.Click(chromedp.ID("resolve")))
+
+	b.signIn(cfo)
+	b.step("open the proposal", chromedp.Navigate(b.proxy.URL+findingPath(late)), chromedp.WaitVisible(chromedp.ID("approve")))
+	b.submit("approve", chromedp.Click(chromedp.ID("approve")))
+	events, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.ID("events")))
+	if err != nil || !strings.Contains(events, "Finance review") || !strings.Contains(events, "Paid") {
+		t.Fatalf("the order's events after the approval read %q (%v), want a payment from the finance review", events, err)
+	}
+	b.shot("accept-payment-approved.png")
+	headers := network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}}
+	if _, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders, headers); err != nil {
+		t.Fatalf("ask for Chinese: %v", err)
+	}
+	b.step("the result in Chinese", chromedp.Navigate(b.proxy.URL+findingPath(late)), chromedp.WaitVisible(chromedp.ID("events")))
+	b.shot("accept-payment-approved-zh.png")
 }

@@ -357,7 +357,14 @@ func (h *handler) renderFinding(w http.ResponseWriter, r *http.Request, p page, 
 		h.serverError(w, r, err)
 		return
 	}
-	fp := findingPage{page: p, D: d, AtStake: d.Finding.AtStakeMinor(), Resolutions: reconcile.Resolutions}
+	fp := findingPage{page: p, D: d, AtStake: d.Finding.AtStakeMinor()}
+	// Only the resolutions that fit the finding are offered (accept_payment settles a
+	// payment, not a refund or an unknown order); the database refuses the others anyway.
+	for _, res := range reconcile.Resolutions {
+		if res.Fits(d.Finding.Kind, d.Finding.OutRefundNo != "") {
+			fp.Resolutions = append(fp.Resolutions, res)
+		}
+	}
 	for i, rf := range d.Refunds {
 		if d.Finding.OutRefundNo != "" && rf.OutRefundNo == d.Finding.OutRefundNo {
 			fp.Refund = &d.Refunds[i]

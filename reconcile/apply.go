@@ -137,7 +137,21 @@ func NewApplier(store Store, claims Claimer, settings ApplierSettings, log zerol
 
 // ClaimKey is the Redis key the callback service and the reconciler share for one payment.
 func (a *Applier) ClaimKey(p Platform, platformTradeNo string) string {
-	return a.settings.ClaimPrefix + string(p) + ":" + platformTradeNo
+	return ClaimKey(a.settings.ClaimPrefix, p, platformTradeNo)
+}
+
+// ClaimKey is the claim key of one payment under prefix (RECONCILER_CLAIM_PREFIX).
+func ClaimKey(prefix string, p Platform, platformTradeNo string) string {
+	return prefix + string(p) + ":" + platformTradeNo
+}
+
+// TookPaymentIn says whether a review move was the approval of accept_payment, which moved
+// the finding's order to PAID by its platform trade number: that payment's claim is then to
+// be marked DONE like any applied payment's, so the platform's remaining callbacks for it
+// are shed.
+func TookPaymentIn(m ReviewMove) (Platform, string, bool) {
+	ok := m.Audit.Action == AuditApprove && m.Finding.Resolution == string(ResolutionAcceptPayment) && m.Finding.PlatformTradeNo != ""
+	return m.Finding.Platform, m.Finding.PlatformTradeNo, ok
 }
 
 // ApplyResult applies one verified result exactly once: find the order, check it, claim,
@@ -246,10 +260,21 @@ func (a *Applier) checkPayment(r Result, o Order) (MismatchKind, map[string]any)
 	if got := r.CurrencyOrDefault(); got != o.Currency {
 		return MismatchCurrency, map[string]any{"local_currency": o.Currency, "platform_currency": got}
 	}
-	if r.AmountMinor != o.AmountMinor {
+	if r.AmountMinor != paidAmountExpected(r, o) {
 		return MismatchAmount, nil
 	}
 	return "", nil
+}
+
+// paidAmountExpected is what a payment of the order must amount to: its price, or, once the
+// order is paid by this very trade, what it was paid. They differ only where finance took
+// in a payment of another amount (accept_payment): its repeats are then the order's own
+// payment, not a new AMOUNT_MISMATCH that would reopen the settled finding.
+func paidAmountExpected(r Result, o Order) int64 {
+	if o.Status != StatusPending && o.PaidAmountMinor != 0 && o.PlatformTradeNo == r.PlatformTradeNo {
+		return o.PaidAmountMinor
+	}
+	return o.AmountMinor
 }
 
 func (a *Applier) applyPaid(ctx context.Context, r Result, o Order, opt ApplyOptions) (Applied, error) {
@@ -447,6 +472,10 @@ func (a *Applier) finding(ctx context.Context, r Result, o Order, kind MismatchK
 		m.Detail["local_currency"] = o.Currency
 	}
 	m.Detail["platform_currency"] = r.CurrencyOrDefault()
+	if !r.PaidAt.IsZero() {
+		// The paid time an approved accept_payment gives the order (migration 0017).
+		m.Detail["paid_at"] = r.PaidAt.UTC().Format(time.RFC3339)
+	}
 	if !opt.DryRun {
 		if err := a.store.RecordMismatch(ctx, m); err != nil {
 			return Applied{}, fmt.Errorf("record %s for %s/%s: %w: %w", kind, r.Platform, r.OutTradeNo, ErrRetryable, err)

@@ -49,7 +49,8 @@ var AllStatuses = []Status{StatusPending, StatusPaid, StatusClosed, StatusFailed
 
 // transitions is the whole state machine. Transitions are one-way: nothing leaves CLOSED,
 // FAILED or REFUNDED, and nothing moves a PAID order back to PENDING or CLOSED; a closed
-// order that turns out paid is a finance decision (PAID_AFTER_CLOSE), never automatic.
+// order that turns out paid is a finance decision (PAID_AFTER_CLOSE), never automatic: an
+// approved accept_payment, which the database's approval makes (migration 0017).
 var transitions = map[Status][]Status{
 	StatusPending: {StatusPaid, StatusClosed, StatusFailed},
 	StatusPaid:    {StatusRefunded},
@@ -86,6 +87,9 @@ const (
 	SourceReconcile Source = "reconcile"
 	SourceBackfill  Source = "backfill"
 	SourceStatement Source = "statement"
+	// SourceReview is a payment finance took into the books (resolution accept_payment):
+	// written by the database's approval, never by the apply path.
+	SourceReview Source = "review"
 )
 
 // PlatformState is a platform's answer about one trade, normalised across platforms.

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,22 +13,43 @@ const (
 	ResolutionRefunded      Resolution = "refunded"       // money went back to the buyer
 	ResolutionAdjusted      Resolution = "adjusted"       // the books or the order were corrected
 	ResolutionWrittenOff    Resolution = "written_off"    // the difference is absorbed as a loss
+	// ResolutionAcceptPayment takes a payment the merchant keeps into the books: once
+	// approved, the database moves the order to PAID (migration 0017).
+	ResolutionAcceptPayment Resolution = "accept_payment"
 	ResolutionAccepted      Resolution = "accepted"       // the difference is explained and fine as it is
 	ResolutionFalsePositive Resolution = "false_positive" // there was nothing wrong
 )
 
 // Resolutions lists every resolution, the money-moving ones first.
 var Resolutions = []Resolution{ResolutionRefunded, ResolutionAdjusted, ResolutionWrittenOff,
-	ResolutionAccepted, ResolutionFalsePositive}
+	ResolutionAcceptPayment, ResolutionAccepted, ResolutionFalsePositive}
 
 // MovesMoney says whether the resolution moves money and so needs a second person's
 // approval (maker-checker).
 func (r Resolution) MovesMoney() bool {
 	switch r {
-	case ResolutionRefunded, ResolutionAdjusted, ResolutionWrittenOff:
+	case ResolutionRefunded, ResolutionAdjusted, ResolutionWrittenOff, ResolutionAcceptPayment:
 		return true
 	}
 	return false
+}
+
+// ForKinds are the findings the resolution may settle; nil means any. Taking a payment in
+// fits only a payment the platform holds against an order that is not paid by it: one paid
+// after the close, or one whose amount differs and the merchant accepts. A refund's
+// finding never fits it.
+func (r Resolution) ForKinds() []MismatchKind {
+	if r == ResolutionAcceptPayment {
+		return []MismatchKind{MismatchPaidAfterClose, MismatchAmount}
+	}
+	return nil
+}
+
+// Fits says whether the resolution may settle a finding of this kind (refund: the finding is
+// about a refund, not the payment).
+func (r Resolution) Fits(kind MismatchKind, refund bool) bool {
+	kinds := r.ForKinds()
+	return kinds == nil || (!refund && slices.Contains(kinds, kind))
 }
 
 // NeedsNote says whether the resolution must say why: an adjustment or a write-off is a
@@ -95,6 +117,8 @@ type FindingReviewState struct {
 	EvidenceVersion int64
 	ProposedBy      string // the maker of a pending proposal
 	ProposedVersion int64  // the evidence version the proposal was made on
+	Kind            MismatchKind
+	Refund          bool // the finding is about a refund (out_refund_no set)
 }
 
 // ReviewRequest is one reviewer's move as a console or the CLI asks for it.
@@ -144,6 +168,10 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 		res, err := ParseResolution(string(req.Resolution))
 		if err != nil {
 			return ReviewDecision{}, fmt.Errorf("mismatch %d: %w", cur.ID, err)
+		}
+		if !res.Fits(cur.Kind, cur.Refund) {
+			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: %s settles only a payment finding of kind %s, not %s",
+				ErrBadReview, cur.ID, res, joinKinds(res.ForKinds()), cur.describeKind())
 		}
 		if res.NeedsNote() && strings.TrimSpace(req.Note) == "" {
 			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: %s needs a note saying why", ErrBadReview, cur.ID, res)
@@ -230,4 +258,19 @@ func orZero(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+func joinKinds(kinds []MismatchKind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, " or ")
+}
+
+func (cur FindingReviewState) describeKind() string {
+	if cur.Refund {
+		return "a refund's " + string(cur.Kind)
+	}
+	return string(cur.Kind)
 }

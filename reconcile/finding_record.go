@@ -154,7 +154,7 @@ type ReviewInput struct {
 // and the console asks it which moves to offer.
 func (f Finding) ReviewState() FindingReviewState {
 	st := FindingReviewState{ID: f.ID, Status: f.ReviewStatus, EvidenceVersion: f.EvidenceVersion,
-		ProposedBy: f.ProposedBy}
+		ProposedBy: f.ProposedBy, Kind: f.Kind, Refund: f.OutRefundNo != ""}
 	if f.ProposedVersion != nil {
 		st.ProposedVersion = *f.ProposedVersion
 	}

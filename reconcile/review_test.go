@@ -137,10 +137,36 @@ func TestDecideReview(t *testing.T) {
 	}
 }
 
+// TestAcceptPaymentFitsOnlyAPayment: accept_payment settles a payment held against an order
+// (paid after the close, or of another amount) and nothing else; every other resolution
+// fits every finding.
+func TestAcceptPaymentFitsOnlyAPayment(t *testing.T) {
+	t.Parallel()
+	for _, kind := range reconcile.MismatchKinds {
+		for _, refund := range []bool{false, true} {
+			want := !refund && (kind == reconcile.MismatchPaidAfterClose || kind == reconcile.MismatchAmount)
+			cur := reconcile.FindingReviewState{ID: 7, Status: reconcile.ReviewAcknowledged, EvidenceVersion: 1, Kind: kind, Refund: refund}
+			_, err := reconcile.DecideReview(cur, reconcile.ReviewRequest{Action: reconcile.ReviewResolve, Actor: "ann@example.com",
+				Resolution: reconcile.ResolutionAcceptPayment})
+			if (err == nil) != want || reconcile.ResolutionAcceptPayment.Fits(kind, refund) != want {
+				t.Errorf("accept_payment of %s (refund %v): %v, want allowed %v", kind, refund, err, want)
+			}
+			if err != nil && !errors.Is(err, reconcile.ErrBadReview) {
+				t.Errorf("refusal %v is not ErrBadReview", err)
+			}
+			for _, other := range reconcile.Resolutions {
+				if other != reconcile.ResolutionAcceptPayment && !other.Fits(kind, refund) {
+					t.Errorf("%s does not fit %s", other, kind)
+				}
+			}
+		}
+	}
+}
+
 func TestResolutionMovesMoney(t *testing.T) {
 	t.Parallel()
 	for _, r := range reconcile.Resolutions {
-		want := r == "refunded" || r == "adjusted" || r == "written_off"
+		want := r == "refunded" || r == "adjusted" || r == "written_off" || r == "accept_payment"
 		if r.MovesMoney() != want {
 			t.Errorf("%s.MovesMoney() = %v", r, !want)
 		}

@@ -146,6 +146,7 @@ var labels = map[string]label{
 	"refunded":       {"Refunded", "已退款"},
 	"adjusted":       {"Adjusted", "已调账"},
 	"written_off":    {"Written off", "已核销"},
+	"accept_payment": {"Payment taken in", "确认收款入账"},
 	"accepted":       {"Accepted", "已接受"},
 	"false_positive": {"False positive", "误报"},
 	// Runs.
@@ -306,6 +307,7 @@ var labels = map[string]label{
 	"does.refunded":          {"Records that the money went back to the buyer. payrecon moves no money itself. A second person approves.", "记录款项已退还买家。payrecon 不会自行转移资金。须由另一人审批。"},
 	"does.adjusted":          {"Records that the books or the order were corrected by hand. payrecon changes no order itself. A second person approves; say why in the note.", "记录已手工更正账目或订单。payrecon 不会自行修改订单。须由另一人审批，并在备注中说明原因。"},
 	"does.written_off":       {"Absorbs the difference as a loss. Nothing is paid or refunded. A second person approves; say why in the note.", "将差额作为损失核销，不付款也不退款。须由另一人审批，并在备注中说明原因。"},
+	"does.accept_payment":    {"Takes the platform's payment into the books: once a second person approves, the order becomes PAID with the amount the platform took, one payment event (source review) and one fulfilment message for downstream. It refunds nothing and changes no other order; if the buyer should get the money back, propose Refunded instead.", "将平台已收的款项计入账目：另一人审批后，订单按平台实收金额变为“已支付”，记一条支付事件（来源：复核），并向下游发送一条履约消息。不会退款，也不改动其他订单；如应退款给买家，请改为提议“已退款”。"},
 	"does.accepted":          {"The difference is explained and fine as it is. Resolved at once; nothing moves.", "差异已有合理解释，无需处理。立即办结，不涉及资金变动。"},
 	"does.false_positive":    {"There was nothing wrong. Resolved at once; nothing moves.", "并无问题（误报）。立即办结，不涉及资金变动。"},
 	"withdraw":               {"Withdraw", "撤回"},
@@ -347,6 +349,7 @@ var labels = map[string]label{
 	"REFUNDED":          {"Refunded", "已退款"},
 	"notify":            {"Callback", "回调"},
 	"reconcile":         {"Reconciliation", "对账"},
+	"review":            {"Finance review", "财务复核"},
 	"PROCESSING":        {"Processing", "退款处理中"},
 	"SUCCESS":           {"Succeeded", "退款成功"},
 	"ABNORMAL":          {"Abnormal: not paid back", "退款异常（未退回）"},

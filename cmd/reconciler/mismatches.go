@@ -18,7 +18,7 @@ import (
 // the lists of who may review and approve.
 const (
 	reviewGroups = config.GroupDatabase | config.GroupLog | config.GroupTime
-	moveGroups   = reviewGroups | config.GroupPeople
+	moveGroups   = reviewGroups | config.GroupPeople | config.GroupApply // Redis: an accepted payment's claim
 )
 
 const mismatchesUsage = `Usage: reconciler mismatches <command> [flags]
@@ -37,8 +37,9 @@ Commands:
             acknowledge an OPEN finding (OPEN -> ACKNOWLEDGED)
   resolve ID --by EMAIL --resolution R [--note TEXT] [--version V]
             resolve an OPEN or ACKNOWLEDGED finding. accepted and false_positive -> RESOLVED;
-            refunded, adjusted and written_off move money -> PENDING_APPROVAL (a second person
-            approves); adjusted and written_off need a --note saying why
+            refunded, adjusted, written_off and accept_payment move money -> PENDING_APPROVAL
+            (a second person approves); adjusted and written_off need a --note saying why
+            an approved accept_payment moves the order to PAID (event source review)
   approve ID --by EMAIL [--note TEXT] [--version V]
             approve a PENDING_APPROVAL resolution (-> RESOLVED); refused for its proposer
   reject ID --by EMAIL --note TEXT

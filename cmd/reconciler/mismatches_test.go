@@ -637,3 +637,51 @@ func TestMismatchesFindByNumber(t *testing.T) {
 		})
 	}
 }
+
+// TestMismatchesAcceptPayment: a payment made after the order was closed is taken into the
+// books by the CLI under maker-checker: the approval moves the order to PAID (one event of
+// source review, one outbox row) and marks the payment's claim DONE in Redis, so the
+// platform's remaining callbacks for it are shed; approving again is refused and writes
+// nothing.
+func TestMismatchesAcceptPayment(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	rd := repotest.NewRedis(t)
+	const tradeNo = "2026112822001400000000000009"
+	order := repotest.InsertOrder(t, db, repotest.Order{Platform: "alipay", MerchantID: "2021000000000001", OutTradeNo: "LATE-9",
+		AmountMinor: 4200, Status: "CLOSED", CreatedAt: reviewDay})
+	id := seedReview(t, db, reviewSeed{orderID: order, otn: "LATE-9", kind: "PAID_AFTER_CLOSE", local: 4200, plat: 4200,
+		platformTradeNo: tradeNo, lstate: "CLOSED"})
+	sid := fmt.Sprint(id)
+	common := []string{"--database-url", db.URL, "--redis-url", rd.URL, "--claim-prefix", rd.Prefix}
+
+	code, out, errOut := reviewCLI(t, append([]string{"mismatches", "resolve", sid, "--by", annAddr, "--resolution", "accept_payment"}, common...)...)
+	if code != 0 || !strings.Contains(out, "-> PENDING_APPROVAL") {
+		t.Fatalf("propose accept_payment: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = reviewCLI(t, append([]string{"mismatches", "approve", sid, "--by", bobAddr}, common...)...)
+	if code != 0 || !strings.Contains(out, "order LATE-9 is PAID by "+tradeNo) {
+		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, err := rd.Client.Get(context.Background(), rd.Prefix+"alipay:"+tradeNo).Result(); err != nil || v != "DONE" {
+		t.Errorf("the payment's claim: %q, %v; want DONE", v, err)
+	}
+	code, _, _ = reviewCLI(t, append([]string{"mismatches", "approve", sid, "--by", "carol@example.com"}, common...)...)
+	if code != 1 {
+		t.Errorf("approving again: exit %d, want 1 (already RESOLVED)", code)
+	}
+	var got struct {
+		Status string `db:"status"`
+		Events int    `db:"events"`
+		Outbox int    `db:"outbox"`
+	}
+	if err := db.Get(&got, `SELECT status,
+		(SELECT count(*) FROM payment_events WHERE order_id = o.id AND event_type = 'PAID' AND source = 'review') AS events,
+		(SELECT count(*) FROM fulfillment_outbox WHERE order_id = o.id AND kind = 'order.paid') AS outbox
+		FROM payment_orders o WHERE id = $1`, order); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "PAID" || got.Events != 1 || got.Outbox != 1 {
+		t.Fatalf("the order after the approval: %+v, want PAID with one review event and one outbox row", got)
+	}
+}

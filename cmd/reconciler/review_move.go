@@ -12,6 +12,7 @@ import (
 	"github.com/payrecon/payrecon/cmd/reconciler/input"
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/render"
+	"github.com/payrecon/payrecon/worker"
 )
 
 // moveUsage is each move command's synopsis and what it does.
@@ -20,7 +21,8 @@ var moveUsage = map[string][2]string{
 		"Acknowledges an OPEN finding (OPEN -> ACKNOWLEDGED)."},
 	"resolve": {"reconciler mismatches resolve ID --by EMAIL --resolution R [--note TEXT] [--version V]",
 		"Resolves an OPEN or ACKNOWLEDGED finding. accepted and false_positive resolve it (-> RESOLVED);\n" +
-			"refunded, adjusted and written_off move money and wait for a second person (-> PENDING_APPROVAL).\n" +
+			"refunded, adjusted, written_off and accept_payment move money and wait for a second person (-> PENDING_APPROVAL);\n" +
+			"an approved accept_payment (PAID_AFTER_CLOSE or AMOUNT_MISMATCH) moves the order to PAID.\n" +
 			"A resolved finding reopens by itself if a later pass sees different evidence."},
 	"approve": {"reconciler mismatches approve ID --by EMAIL [--note TEXT] [--version V]",
 		"Approves a PENDING_APPROVAL resolution (-> RESOLVED). Its proposer cannot approve it (exit 2)."},
@@ -37,7 +39,7 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 		u := moveUsage[name]
 		setReviewUsage(fs, u[0], u[1]+"\nThe audit trail records who (--by and the operating-system user), when, the evidence version and the note.")
 		if name == "resolve" {
-			fs.StringVar(&o.Resolution, "resolution", "", "refunded, adjusted, written_off, accepted or false_positive (required)")
+			fs.StringVar(&o.Resolution, "resolution", "", "refunded, adjusted, written_off, accept_payment, accepted or false_positive (required)")
 		}
 		if name != "reject" {
 			fs.Int64Var(&o.Version, "version", 0, "the evidence version you read (mismatches show); a changed finding is refused (exit 1: evidence changed)")
@@ -80,6 +82,10 @@ func reviewMove(ctx context.Context, name string, args []string, stdout, stderr 
 		mv.Audit.ToStatus, render.TermCell(mv.Audit.Actor), mv.Audit.Action, mv.Finding.EvidenceVersion)
 	if mv.Finding.ReviewStatus == reconcile.ReviewPendingApproval {
 		fmt.Fprintf(stdout, "waiting for a second person: reconciler mismatches approve %d --by EMAIL\n", id)
+	}
+	if _, tradeNo, ok := reconcile.TookPaymentIn(mv); ok {
+		worker.MarkTakenIn(ctx, cfg, log, mv)
+		fmt.Fprintf(stdout, "order %s is PAID by %s: the payment is taken in\n", render.TermCell(mv.Finding.OutTradeNo), render.TermCell(tradeNo))
 	}
 	return nil
 }

@@ -313,23 +313,34 @@ func TestPlantedFunctionsAreNeverCalled(t *testing.T) {
 func TestResolutionRulesMatchTheDomain(t *testing.T) {
 	t.Parallel()
 	db := repotest.NewDB(t)
-	var rows []struct {
-		Name       string `db:"name"`
+	type rule struct {
 		MovesMoney bool   `db:"moves_money"`
+		NeedsNote  bool   `db:"needs_note"`
+		ForKinds   string `db:"for_kinds"`
 	}
-	if err := db.Select(&rows, `SELECT name, moves_money FROM reconcile_resolutions ORDER BY name`); err != nil {
+	var rows []struct {
+		Name string `db:"name"`
+		rule
+	}
+	if err := db.Select(&rows, `SELECT name, moves_money, needs_note, COALESCE(array_to_string(for_kinds, ','), '') AS for_kinds
+		FROM reconcile_resolutions ORDER BY name`); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bool{}
+	got := map[string]rule{}
 	for _, r := range rows {
-		got[r.Name] = r.MovesMoney
+		got[r.Name] = r.rule
 	}
 	if len(got) != len(reconcile.Resolutions) {
 		t.Fatalf("database resolutions %v, domain %v", got, reconcile.Resolutions)
 	}
 	for _, r := range reconcile.Resolutions {
-		if money, ok := got[string(r)]; !ok || money != r.MovesMoney() {
-			t.Errorf("resolution %s: database says moves money %v (present %v), domain %v", r, money, ok, r.MovesMoney())
+		kinds := make([]string, 0)
+		for _, k := range r.ForKinds() {
+			kinds = append(kinds, string(k))
+		}
+		want := rule{MovesMoney: r.MovesMoney(), NeedsNote: r.NeedsNote(), ForKinds: strings.Join(kinds, ",")}
+		if have, ok := got[string(r)]; !ok || have != want {
+			t.Errorf("resolution %s: database says %+v (present %v), domain %+v", r, have, ok, want)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func ReviewInput(name string, r ReviewRequest) (reconcile.ReviewInput, error) {
 	switch name {
 	case "resolve":
 		if strings.TrimSpace(r.Resolution) == "" {
-			return in, reconcile.Inputf("mismatches resolve: --resolution is required: one of refunded, adjusted, written_off, accepted, false_positive")
+			return in, reconcile.Inputf("mismatches resolve: --resolution is required: one of refunded, adjusted, written_off, accept_payment, accepted, false_positive")
 		}
 		res, err := reconcile.ParseResolution(r.Resolution)
 		if err != nil {
