@@ -7,10 +7,12 @@ import (
 	"time"
 )
 
-// OutboxRow is one undispatched fulfillment_outbox row as a publisher reads it back.
+// OutboxRow is one undispatched fulfillment_outbox row as a publisher reads it back. It is
+// about an order (order.paid, refund.*) or a finding (finding.*): the other id is 0.
 type OutboxRow struct {
 	ID        int64           `db:"id"`
 	OrderID   int64           `db:"order_id"`
+	FindingID int64           `db:"finding_id"`
 	Kind      string          `db:"kind"`
 	Payload   json.RawMessage `db:"payload"`
 	CreatedAt time.Time       `db:"created_at"`

@@ -26,7 +26,8 @@ import (
 // Headers every relayed message carries besides its payload (the row's JSON).
 const (
 	HeaderMsgID     = jetstream.MsgIDHeader // payrecon-outbox-<id>: the stream's deduplication key
-	HeaderOrderID   = "Payrecon-Order-Id"
+	HeaderOrderID   = "Payrecon-Order-Id"   // an order's message (order.paid, refund.*)
+	HeaderFindingID = "Payrecon-Finding-Id" // a finding's message (finding.*)
 	HeaderKind      = "Payrecon-Kind"
 	HeaderOutboxID  = "Payrecon-Outbox-Id"
 	HeaderCreatedAt = "Payrecon-Created-At" // RFC 3339, when the transition committed
@@ -349,7 +350,12 @@ func (r *Relay) message(row reconcile.OutboxRow) *nats.Msg {
 	m := nats.NewMsg(r.set.SubjectPrefix + row.Kind)
 	m.Data = row.Payload
 	m.Header.Set(HeaderMsgID, MsgID(row.ID))
-	m.Header.Set(HeaderOrderID, strconv.FormatInt(row.OrderID, 10))
+	if row.OrderID != 0 {
+		m.Header.Set(HeaderOrderID, strconv.FormatInt(row.OrderID, 10))
+	}
+	if row.FindingID != 0 {
+		m.Header.Set(HeaderFindingID, strconv.FormatInt(row.FindingID, 10))
+	}
 	m.Header.Set(HeaderKind, row.Kind)
 	m.Header.Set(HeaderOutboxID, strconv.FormatInt(row.ID, 10))
 	m.Header.Set(HeaderCreatedAt, row.CreatedAt.UTC().Format(time.RFC3339Nano))

@@ -541,3 +541,48 @@ func TestFollowEndsWhenTheDatabaseIsLost(t *testing.T) {
 		t.Fatal("Follow still running 30s after the database was lost")
 	}
 }
+
+// TestFindingEventsArePublishedInOrderPerFinding: a finding's rows (migration 0018) leave
+// under payrecon.finding.*, name the finding in a header and no order, and each finding's
+// messages reach the stream in the order they were written.
+func TestFindingEventsArePublishedInOrderPerFinding(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const findings = 6
+	for i := range findings {
+		var id int64
+		err := b.db.Get(&id, `INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, platform_trade_no, kind,
+			platform_amount_minor, platform_status) VALUES ('wechatpay', '1900000001', $1, $2, 'UNKNOWN_ORDER', 500, 'SUCCESS')
+			RETURNING id`, fmt.Sprintf("GHOST-%d", i), fmt.Sprintf("42000%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.db.Exec(`SELECT payrecon_review_acknowledge($1, 'ann@example.com', '', 0, '')`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	totals, err := b.relay(t, connect(t, natstest.URL(), 5*time.Second), 4, nil).Pass(context.Background())
+	if err != nil || totals.Published != 2*findings {
+		t.Fatalf("pass = %+v, %v; want %d published", totals, err, 2*findings)
+	}
+	opened := map[string]uint64{}
+	for _, m := range b.stream.Messages(t) {
+		finding := m.Header.Get(relay.HeaderFindingID)
+		if finding == "" || m.Header.Get(relay.HeaderOrderID) != "" {
+			t.Fatalf("message %s: headers %v, want the finding named and no order", m.Subject, m.Header)
+		}
+		switch m.Subject {
+		case b.stream.Prefix + "finding.opened":
+			opened[finding] = m.Sequence
+		case b.stream.Prefix + "finding.acknowledged":
+			if seq, ok := opened[finding]; !ok || seq > m.Sequence {
+				t.Fatalf("finding %s: acknowledged (seq %d) before opened", finding, m.Sequence)
+			}
+		default:
+			t.Fatalf("unexpected subject %s", m.Subject)
+		}
+	}
+	if len(opened) != findings {
+		t.Fatalf("%d findings opened in the stream, want %d", len(opened), findings)
+	}
+}

@@ -264,8 +264,11 @@ func (e *e2eEnv) soakInvariants() {
 			`SELECT count(*) FROM (SELECT order_id FROM payment_events GROUP BY order_id HAVING count(*) > 1) x`},
 		{"payment_events rows minus transitions (orders moved off PENDING)",
 			`SELECT (SELECT count(*) FROM payment_events) - (SELECT count(*) FROM payment_orders WHERE status <> 'PENDING')`},
-		{"outbox rows minus PAID transitions",
-			`SELECT (SELECT count(*) FROM fulfillment_outbox) - (SELECT count(*) FROM payment_events WHERE event_type = 'PAID')`},
+		{"order outbox rows minus PAID transitions",
+			`SELECT (SELECT count(*) FROM fulfillment_outbox WHERE order_id IS NOT NULL) - (SELECT count(*) FROM payment_events WHERE event_type = 'PAID')`},
+		{"findings without their one finding.opened row",
+			`SELECT count(*) FROM reconcile_mismatches m
+			WHERE (SELECT count(*) FROM fulfillment_outbox f WHERE f.finding_id = m.id AND f.kind = 'finding.opened') <> 1`},
 		{"findings duplicated",
 			`SELECT count(*) FROM (SELECT 1 FROM reconcile_mismatches GROUP BY platform, merchant_id, out_trade_no, kind HAVING count(*) > 1) x`},
 		{"findings other than a short payment's, or on an order that moved",

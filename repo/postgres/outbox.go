@@ -18,15 +18,18 @@ const OutboxChannel = "payrecon_outbox"
 
 // takeOutboxSQL locks the next undispatched rows in id order. SKIP LOCKED keeps concurrent
 // relays on disjoint rows; the NOT EXISTS takes only the oldest undispatched row of each
-// order, so a batch holds at most one row per order and a later row of an order is taken
-// only once the earlier one is dispatched: per order, messages leave in the order they
-// were written, however many relays run.
+// order (or finding: migration 0018), so a batch holds at most one row per order and a
+// later row of an order is taken only once the earlier one is dispatched: per order and
+// per finding, messages leave in the order they were written, however many relays run.
 const takeOutboxSQL = `
-SELECT o.id, o.order_id, o.kind, o.payload, o.created_at
+SELECT o.id, COALESCE(o.order_id, 0), COALESCE(o.finding_id, 0), o.kind, o.payload, o.created_at
 FROM fulfillment_outbox o
 WHERE o.dispatched_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM fulfillment_outbox e
                   WHERE e.order_id = o.order_id AND e.dispatched_at IS NULL AND e.id < o.id)
+  AND NOT EXISTS (SELECT 1 FROM fulfillment_outbox e
+                  WHERE e.finding_id = o.finding_id AND e.dispatched_at IS NULL AND e.id < o.id
+                    AND e.finding_id IS NOT NULL)
 ORDER BY o.id
 LIMIT $1
 FOR UPDATE OF o SKIP LOCKED`
@@ -64,7 +67,7 @@ func (s *Store) TakeOutbox(ctx context.Context, limit int) (*reconcile.OutboxBat
 	}
 	for rows.Next() {
 		var r reconcile.OutboxRow
-		if err := rows.Scan(&r.ID, &r.OrderID, &r.Kind, &r.Payload, &r.CreatedAt); err != nil {
+		if err := rows.Scan(&r.ID, &r.OrderID, &r.FindingID, &r.Kind, &r.Payload, &r.CreatedAt); err != nil {
 			rows.Close()
 			tx.Rollback() //nolint:errcheck
 			return nil, fmt.Errorf("take outbox batch: scan: %w", err)

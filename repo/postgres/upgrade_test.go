@@ -87,7 +87,7 @@ func TestMigrateUpgradesThePreviousReleaseWithData(t *testing.T) {
 	}
 	// Only what came after: none of the renamed steps again under its new name.
 	if want := []string{"0011_refunds", "0012_refund_pass", "0013_statement_refunds", "0014_outbox_notify_after_commit",
-		"0015_finding_search", "0016_review_notes_and_withdraw", "0017_accept_payment"}; !slices.Equal(applied, want) {
+		"0015_finding_search", "0016_review_notes_and_withdraw", "0017_accept_payment", "0018_finding_events"}; !slices.Equal(applied, want) {
 		t.Fatalf("upgrade applied %v, want %v", applied, want)
 	}
 	var recorded []string
