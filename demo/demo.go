@@ -229,7 +229,11 @@ func demoStory(ctx context.Context, stdout io.Writer, a *worker.App, cfg config.
 		return err
 	}
 	printBeforeAfter(stdout, sb, orders, before, after)
-	if err := printFindings(ctx, stdout, postgres.NewReview(a.Store().DB())); err != nil {
+	review := postgres.NewReview(a.Store().DB())
+	if err := printFindings(ctx, stdout, review); err != nil {
+		return err
+	}
+	if err := demoAcceptPayment(ctx, stdout, review); err != nil {
 		return err
 	}
 	if err := demoRelay(ctx, stdout, cfg, a.Store(), natsURL, log); err != nil {
@@ -392,6 +396,31 @@ func seedDemo(ctx context.Context, store *postgres.Store, sb *sandbox.Sandbox, o
 			return fmt.Errorf("seed: %w", err)
 		}
 	}
+	return nil
+}
+
+// demoAcceptPayment settles the short payment as a merchant who keeps it would: one person
+// proposes accept_payment, a second approves, and the order is PAID by the database's
+// approval (its payment event and outbox row are relayed in the next step).
+func demoAcceptPayment(ctx context.Context, w io.Writer, review *postgres.Review) error {
+	short, err := review.List(ctx, reconcile.FindingFilter{Kind: reconcile.MismatchAmount,
+		Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}, Limit: 1})
+	if err != nil || len(short) == 0 {
+		return err
+	}
+	f := short[0]
+	const maker, checker = "ann@example.com", "cfo@example.com"
+	if _, err := review.Resolve(ctx, f.ID, reconcile.ReviewInput{By: maker, Resolution: reconcile.ResolutionAcceptPayment,
+		Note: "the merchant keeps the payment one yuan short", Version: f.EvidenceVersion}); err != nil {
+		return fmt.Errorf("demo accept_payment: %w", err)
+	}
+	mv, err := review.Approve(ctx, f.ID, reconcile.ReviewInput{By: checker})
+	if err != nil {
+		return fmt.Errorf("demo accept_payment: %w", err)
+	}
+	fmt.Fprintf(w, "   finance takes the short payment of %s in (accept_payment): %s proposes, %s approves;\n"+
+		"   the approval made the order PAID with %s yuan, one payment event (source review) and one order.paid outbox row\n",
+		mv.Finding.OutTradeNo, maker, checker, reconcile.FormatYuanOr(mv.Finding.PlatformAmountMinor, "-"))
 	return nil
 }
 

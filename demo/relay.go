@@ -52,7 +52,7 @@ func demoRelay(ctx context.Context, stdout io.Writer, cfg config.Config, store *
 	if err != nil {
 		return err
 	}
-	fp := &fulfilmentPrinter{w: stdout, printed: make(chan struct{}, 64)}
+	fp := &fulfilmentPrinter{w: stdout, printed: make(chan struct{}, 256)}
 	cc, err := cons.Consume(fp.handle)
 	if err != nil {
 		return err
@@ -103,6 +103,14 @@ func (f *fulfilmentPrinter) handle(m jetstream.Msg) {
 	}
 	json.Unmarshal(m.Data(), &p) //nolint:errcheck // printed as far as it parses
 	h := m.Headers()
+	if finding := h.Get(relay.HeaderFindingID); finding != "" {
+		f.mu.Lock()
+		f.received++
+		fmt.Fprintf(f.w, "   finance heard  %-22s finding %-4s %s\n", m.Subject(), finding, p.OutTradeNo)
+		f.mu.Unlock()
+		f.printed <- struct{}{}
+		return
+	}
 	what := p.OutTradeNo
 	if p.OutRefundNo != "" {
 		what += " refund " + p.OutRefundNo
