@@ -9,18 +9,25 @@ import (
 	"github.com/payrecon/payrecon/repo/repotest"
 )
 
+// seedLatePayment adds an order we closed and the PAID_AFTER_CLOSE finding of the payment the
+// platform took for it anyway, 40 minutes before the finding's first sighting.
+func (f *fixture) seedLatePayment(t *testing.T, platform, merchant, otn, tradeNo string, amount int64) (order, finding int64) {
+	t.Helper()
+	order = repotest.InsertOrder(t, f.db, repotest.Order{Platform: platform, MerchantID: merchant, OutTradeNo: otn,
+		AmountMinor: amount, Status: "CLOSED", CreatedAt: base.Add(-3 * time.Hour)})
+	must(t, f.db.Get(&finding, `INSERT INTO reconcile_mismatches (order_id, platform, merchant_id, out_trade_no, platform_trade_no,
+		kind, local_amount_minor, platform_amount_minor, local_status, platform_status, detail, first_seen_at, last_seen_at)
+		VALUES ($1, $2, $3, $4, $5, 'PAID_AFTER_CLOSE', $6, $6, 'CLOSED', 'SUCCESS', jsonb_build_object('paid_at', $7::text), $8, $8)
+		RETURNING id`, order, platform, merchant, otn, tradeNo, amount, base.Add(-40*time.Minute).UTC().Format(time.RFC3339), base))
+	return order, finding
+}
+
 // TestAcceptPaymentInTheConsole: the finding page offers accept_payment only where it fits
 // and says what it will do; once a second person approves it in the console, the order is
 // PAID with one event of source review and one outbox row, and the page shows that event.
 func TestAcceptPaymentInTheConsole(t *testing.T) {
 	f := newFixture(t)
-	order := repotest.InsertOrder(t, f.db, repotest.Order{Platform: "wechatpay", MerchantID: "1900000003", OutTradeNo: "ORD-3003",
-		AmountMinor: 2500, Status: "CLOSED", CreatedAt: base.Add(-2 * time.Hour)})
-	var late int64
-	must(t, f.db.Get(&late, `INSERT INTO reconcile_mismatches (order_id, platform, merchant_id, out_trade_no, platform_trade_no, kind,
-		local_amount_minor, platform_amount_minor, local_status, platform_status, detail, first_seen_at, last_seen_at)
-		VALUES ($1, 'wechatpay', '1900000003', 'ORD-3003', '4200000003', 'PAID_AFTER_CLOSE', 2500, 2500, 'CLOSED', 'SUCCESS',
-		'{"paid_at":"2026-11-28T03:00:00Z"}', $2, $2) RETURNING id`, order, base))
+	order, late := f.seedLatePayment(t, "wechatpay", "1900000003", "ORD-3003", "4200000003", 2500)
 	page := func(who string, id int64, lang string) string {
 		return f.do(t, request{method: "GET", path: findingPath(id), peer: trusted, who: who, lang: lang}).Body.String()
 	}

@@ -17,8 +17,6 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-
-	"github.com/payrecon/payrecon/repo/repotest"
 )
 
 // signInProxy plays oauth2-proxy for the browser test: a sign-in form sets a cookie naming
@@ -463,13 +461,7 @@ func TestBrowserPagesKeepTheFilterAndSort(t *testing.T) {
 // proposal and the result are screenshotted in English, the result in Chinese too.
 func TestBrowserAcceptPayment(t *testing.T) {
 	f := newFixture(t)
-	order := repotest.InsertOrder(t, f.db, repotest.Order{Platform: "alipay", MerchantID: "2021000000000001", OutTradeNo: "ORD-4004",
-		AmountMinor: 19900, Status: "CLOSED", CreatedAt: base.Add(-3 * time.Hour)})
-	var late int64
-	must(t, f.db.Get(&late, `INSERT INTO reconcile_mismatches (order_id, platform, merchant_id, out_trade_no, platform_trade_no, kind,
-		local_amount_minor, platform_amount_minor, local_status, platform_status, detail, first_seen_at, last_seen_at)
-		VALUES ($1, 'alipay', '2021000000000001', 'ORD-4004', '2026112822001400000000004004', 'PAID_AFTER_CLOSE', 19900, 19900,
-		'CLOSED', 'TRADE_SUCCESS', '{"source":"reconcile","paid_at":"2026-11-28T01:40:00Z"}', $2, $2) RETURNING id`, order, base))
+	_, late := f.seedLatePayment(t, "alipay", "2021000000000001", "ORD-4004", "2026112822001400000000004004", 19900)
 	b := newBrowser(t, f.h)
 	b.signIn(ann)
 	b.step("open the late payment", chromedp.Navigate(b.proxy.URL+findingPath(late)), chromedp.WaitVisible(chromedp.ID("resolution")),
