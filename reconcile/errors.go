@@ -92,9 +92,17 @@ func PlatformErrorKindOf(err error) PlatformErrorKind {
 // InputError is a value a person typed (a flag, a filter, a date) that cannot be used. Msg
 // says which value and why, in words for that person; the binary prints it and exits 2
 // (bad usage), so the packages that read such values need not know about exit codes.
-type InputError struct{ Msg string }
+type InputError struct {
+	Msg string
+	// Err, when set, says what kind of mistake it is (ErrReportPeriodTooLong, ...), for a
+	// reader that words it itself: the console says it in its page's language.
+	Err error
+}
 
 func (e *InputError) Error() string { return e.Msg }
+
+// Unwrap makes errors.Is(err, e.Err) hold.
+func (e *InputError) Unwrap() error { return e.Err }
 
 // Inputf is an InputError with a formatted message.
 func Inputf(format string, a ...any) error { return &InputError{Msg: fmt.Sprintf(format, a...)} }

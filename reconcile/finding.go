@@ -10,9 +10,9 @@ import (
 type Resolution string
 
 const (
-	ResolutionRefunded      Resolution = "refunded"       // money went back to the buyer
-	ResolutionAdjusted      Resolution = "adjusted"       // the books or the order were corrected
-	ResolutionWrittenOff    Resolution = "written_off"    // the difference is absorbed as a loss
+	ResolutionRefunded   Resolution = "refunded"    // money went back to the buyer
+	ResolutionAdjusted   Resolution = "adjusted"    // the books or the order were corrected
+	ResolutionWrittenOff Resolution = "written_off" // the difference is absorbed as a loss
 	// ResolutionAcceptPayment takes a payment the merchant keeps into the books: once
 	// approved, the database moves the order to PAID (migration 0017).
 	ResolutionAcceptPayment Resolution = "accept_payment"

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -11,17 +12,25 @@ import (
 // there is in one request; finance asks for several reports instead.
 const MaxReportPeriodDays = 366
 
+// Why CheckReportPeriod refuses a period (each wrapped in the InputError it returns).
+var (
+	ErrReportPeriodEmpty   = errors.New("the report period is empty or reversed")
+	ErrReportPeriodTooLong = errors.New("the report period is longer than a report covers")
+)
+
 // CheckReportPeriod accepts the report period [from, to) when from is before to and to is
 // at most MaxReportPeriodDays calendar days after from (in from's zone, so a daylight-saving
-// change never makes a year an hour too long). Anything else is an InputError.
+// change never makes a year an hour too long). Anything else is an InputError wrapping
+// ErrReportPeriodEmpty or ErrReportPeriodTooLong.
 func CheckReportPeriod(from, to time.Time) error {
 	if !from.Before(to) {
-		return Inputf("report: the period start %s is not before its end %s",
-			from.Format(time.RFC3339), to.Format(time.RFC3339))
+		return &InputError{Err: ErrReportPeriodEmpty, Msg: fmt.Sprintf("report: the period start %s is not before its end %s",
+			from.Format(time.RFC3339), to.Format(time.RFC3339))}
 	}
 	if to.After(from.AddDate(0, 0, MaxReportPeriodDays)) {
-		return Inputf("report: the period %s to %s is longer than %d days, the most one report covers: ask for several shorter ones",
-			from.Format(time.RFC3339), to.Format(time.RFC3339), MaxReportPeriodDays)
+		return &InputError{Err: ErrReportPeriodTooLong, Msg: fmt.Sprintf(
+			"report: the period %s to %s is longer than %d days, the most one report covers: ask for several shorter ones",
+			from.Format(time.RFC3339), to.Format(time.RFC3339), MaxReportPeriodDays)}
 	}
 	return nil
 }
@@ -45,6 +54,38 @@ type Report struct {
 	// Statements are the settlement figures of the business days (starting in the period,
 	// in the zone of From) whose bills were reconciled, by day and account.
 	Statements []StatementDayRow `json:"statements"`
+	// Audit is the review moves recorded in the period (reconcile_mismatch_audit.created_at
+	// in [From, To)), oldest first, streamed like Findings from the same snapshot; AuditCount
+	// is how many there are. A report built without one has none.
+	Audit      AuditSource `json:"-"`
+	AuditCount int64       `json:"audit_count"`
+}
+
+// ReportAuditEntry is one review move as the report lists it: the audit row and the order
+// number of its finding, so that a reader needs no second file to know which order it was.
+type ReportAuditEntry struct {
+	AuditEntry
+	OutTradeNo string `json:"out_trade_no" db:"out_trade_no"`
+}
+
+// AuditSource is a report's review moves, read while the report is written instead of held.
+type AuditSource interface {
+	// Each calls fn with every move, oldest first (created_at, then id), and stops at the
+	// first error, fn's or the read's, which it returns.
+	Each(fn func(ReportAuditEntry) error) error
+}
+
+// AuditList is an AuditSource over moves already in memory, in their order.
+type AuditList []ReportAuditEntry
+
+// Each calls fn with each move in order.
+func (l AuditList) Each(fn func(ReportAuditEntry) error) error {
+	for _, a := range l {
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SummaryRow aggregates the findings of one kind and review status. Amounts are sums in

@@ -30,10 +30,11 @@ var reportPageSize = 1000
 
 // Report reads the report of [from, to) and hands it to fn: the summary of the findings
 // first or last seen in the period by kind and review status, the runs that started in it,
-// the statement days, and the findings themselves, streamed (Report.Findings). Everything fn
-// reads comes from one read-only REPEATABLE READ snapshot, so the totals count exactly the
-// findings listed even while a pass writes; the transaction lives until fn returns. A period
-// longer than reconcile.MaxReportPeriodDays is a reconcile.InputError, whoever asks.
+// the statement days, and, streamed, the findings themselves (Report.Findings) and the
+// review moves recorded in the period (Report.Audit). Everything fn reads comes from one
+// read-only REPEATABLE READ snapshot, so the totals count exactly the findings and moves
+// listed even while a pass or a reviewer writes; the transaction lives until fn returns. A
+// period longer than reconcile.MaxReportPeriodDays is a reconcile.InputError, whoever asks.
 func (r *Review) Report(ctx context.Context, from, to time.Time, fn func(reconcile.Report) error) error {
 	if err := reconcile.CheckReportPeriod(from, to); err != nil {
 		return err
@@ -48,6 +49,7 @@ func (r *Review) Report(ctx context.Context, from, to time.Time, fn func(reconci
 		return err
 	}
 	rep.Findings = &cursorFindings{ctx: ctx, tx: tx, from: from, to: to}
+	rep.Audit = &cursorAudit{ctx: ctx, tx: tx, from: from, to: to}
 	return fn(rep)
 }
 
@@ -67,6 +69,11 @@ func readReport(ctx context.Context, tx *sqlx.Tx, from, to time.Time) (reconcile
 	first, end := periodDays(from, to)
 	if rep.Statements, err = statementDays(ctx, tx, first, end); err != nil {
 		return reconcile.Report{}, fmt.Errorf("report: %w", err)
+	}
+	err = tx.GetContext(ctx, &rep.AuditCount, `SELECT count(*) FROM reconcile_mismatch_audit
+		WHERE created_at >= $1 AND created_at < $2`, from, to)
+	if err != nil {
+		return reconcile.Report{}, fmt.Errorf("report: count review moves: %w", err)
 	}
 	t := &rep.RunTotals
 	for _, run := range rep.Runs {
@@ -140,22 +147,27 @@ type cursorFindings struct {
 // database sorts them once, and the process never holds more than a page.
 func (c *cursorFindings) Each(fn func(reconcile.Finding) error) error {
 	c.cursors++
-	cursor := fmt.Sprintf("report_findings_%d", c.cursors)
 	where, args := periodArgs(c.from, c.to)
-	_, err := c.tx.ExecContext(c.ctx, `DECLARE `+cursor+` NO SCROLL CURSOR FOR SELECT `+findingColumns+`
-		FROM reconcile_mismatches WHERE `+where+` ORDER BY first_seen_at, id`, args...)
-	if err != nil {
-		return fmt.Errorf("report: open the findings cursor: %w", err)
+	return eachThroughCursor(c.ctx, c.tx, fmt.Sprintf("report_findings_%d", c.cursors), "findings",
+		`SELECT `+findingColumns+` FROM reconcile_mismatches WHERE `+where+` ORDER BY first_seen_at, id`, args, fn)
+}
+
+// eachThroughCursor declares cursor (named for what, in errors) over query in tx and calls
+// fn with each row, read reportPageSize at a time, so that the process never holds more
+// than a page of a long list; it stops at fn's first error.
+func eachThroughCursor[T any](ctx context.Context, tx *sqlx.Tx, cursor, what, query string, args []any, fn func(T) error) error {
+	if _, err := tx.ExecContext(ctx, `DECLARE `+cursor+` NO SCROLL CURSOR FOR `+query, args...); err != nil {
+		return fmt.Errorf("report: open the %s cursor: %w", what, err)
 	}
 	fetch := fmt.Sprintf("FETCH FORWARD %d FROM %s", reportPageSize, cursor)
-	page := make([]reconcile.Finding, 0, reportPageSize)
+	page := make([]T, 0, reportPageSize)
 	for read := 0; ; read += len(page) {
 		page = page[:0]
-		if err := c.tx.SelectContext(c.ctx, &page, fetch); err != nil {
-			return fmt.Errorf("report: read findings after the first %d: %w", read, err)
+		if err := tx.SelectContext(ctx, &page, fetch); err != nil {
+			return fmt.Errorf("report: read %s after the first %d: %w", what, read, err)
 		}
-		for _, f := range page {
-			if err := fn(f); err != nil {
+		for _, row := range page {
+			if err := fn(row); err != nil {
 				return err
 			}
 		}
@@ -163,8 +175,8 @@ func (c *cursorFindings) Each(fn func(reconcile.Finding) error) error {
 			break
 		}
 	}
-	if _, err := c.tx.ExecContext(c.ctx, "CLOSE "+cursor); err != nil {
-		return fmt.Errorf("report: close the findings cursor: %w", err)
+	if _, err := tx.ExecContext(ctx, "CLOSE "+cursor); err != nil {
+		return fmt.Errorf("report: close the %s cursor: %w", what, err)
 	}
 	return nil
 }
@@ -195,4 +207,29 @@ func (c *cursorFindings) CountFirstSeen(bounds []time.Time) ([]map[reconcile.Mis
 		reconcile.AddKindCount(out, r.Bucket-1, r.Kind, r.Count)
 	}
 	return out, nil
+}
+
+// cursorAudit is Review.Report's AuditSource: the review moves of the period, read in the
+// report's transaction.
+type cursorAudit struct {
+	ctx      context.Context
+	tx       *sqlx.Tx
+	from, to time.Time
+	cursors  int // declared so far: each Each gets a cursor of its own
+}
+
+// reportAuditColumns selects a reconcile.ReportAuditEntry from the audit row a and its
+// finding m.
+const reportAuditColumns = `a.id, a.mismatch_id, a.action, a.actor, COALESCE(a.os_user, '') AS os_user,
+	COALESCE(a.db_user, '') AS db_user, COALESCE(a.from_status, '') AS from_status, COALESCE(a.to_status, '') AS to_status,
+	COALESCE(a.resolution, '') AS resolution, a.evidence_version, COALESCE(a.note, '') AS note, a.created_at,
+	COALESCE(m.out_trade_no, '') AS out_trade_no`
+
+// Each reads the period's moves through a server-side cursor, as the findings are read: a
+// month's closing can hold a move for each of 100,000 findings.
+func (c *cursorAudit) Each(fn func(reconcile.ReportAuditEntry) error) error {
+	c.cursors++
+	return eachThroughCursor(c.ctx, c.tx, fmt.Sprintf("report_audit_%d", c.cursors), "review moves",
+		`SELECT `+reportAuditColumns+` FROM reconcile_mismatch_audit a LEFT JOIN reconcile_mismatches m ON m.id = a.mismatch_id
+		WHERE a.created_at >= $1 AND a.created_at < $2 ORDER BY a.created_at, a.id`, []any{c.from, c.to}, fn)
 }
