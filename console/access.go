@@ -73,7 +73,7 @@ func (h *handler) identify(next http.Handler) http.Handler {
 			h.log.Info().Str("peer", r.RemoteAddr).Str("path", r.URL.Path).Bool("trusted_peer", h.trustedPeer(r)).
 				AnErr("identity", err).Msg("review console: request without a trusted identity refused")
 			w.Header().Set("Cache-Control", "no-store")
-			http.Error(w, "401 unauthorized: sign in through the finance sign-in proxy", http.StatusUnauthorized)
+			fail(w, r, http.StatusUnauthorized, problemf("sign_in"))
 			return
 		}
 		v := viewer{Email: email, CSRF: h.tokens.issue(email), tokens: h.tokens}
@@ -86,7 +86,7 @@ func (h *handler) identify(next http.Handler) http.Handler {
 		if v.Role == RoleNone {
 			h.log.Info().Str("person", email).Str("path", r.URL.Path).Msg("review console: person not listed as reviewer or approver")
 			// Quoted to ASCII: a look-alike letter (a Cyrillic а) shows as what it is.
-			http.Error(w, "403 forbidden: "+strconv.QuoteToASCII(email)+" is not a reviewer (RECONCILER_REVIEWERS) or approver (RECONCILER_APPROVERS)", http.StatusForbidden)
+			fail(w, r, http.StatusForbidden, problemf("not_listed", strconv.QuoteToASCII(email)))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))

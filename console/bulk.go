@@ -60,10 +60,10 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.As(err, &forbidden):
 		h.log.Warn().Str("person", v.Email).Str("action", req.Action).Msg("review console: bulk approval by a non-approver refused")
-		http.Error(w, "403 forbidden: "+text(p.Lang, "forbidden_approve"), http.StatusForbidden)
+		fail(w, r, http.StatusForbidden, problemf("forbidden_approve"))
 		return
 	case err != nil:
-		p.Error = text(p.Lang, "bad_request") + " " + err.Error()
+		p.Error = incomplete(asProblem(err)).in(p.Lang)
 		h.render(w, http.StatusBadRequest, "bulk", p)
 		return
 	}
@@ -79,8 +79,9 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 	res, err := reconcile.MoveBatch(r.Context(), moveOf(h.store, req.Action), req.Items,
 		reconcile.ReviewInput{By: v.Email, Note: req.Note, Resolution: req.Resolution}, bulkWorkers)
 	p.Moved = res.Moved
+	in := reconcile.ReviewInput{Note: req.Note, Resolution: req.Resolution}
 	for _, rf := range res.Refused {
-		p.Refused = append(p.Refused, bulkRefusal{ID: rf.ID, Reason: refusalText(p.Lang, rf.Err)})
+		p.Refused = append(p.Refused, bulkRefusal{ID: rf.ID, Reason: refusalText(p.Lang, req.Action, in, rf.Err)})
 	}
 	h.log.Info().Str("person", v.Email).Str("action", req.Action).Int("moved", len(res.Moved)).Int("refused", len(res.Refused)).
 		AnErr("stopped_by", err).Msg("review console: bulk move")
@@ -95,8 +96,8 @@ type bulkForbidden struct{}
 
 func (*bulkForbidden) Error() string { return "approvers only" }
 
-// readBulk reads the form's move; what is missing or does not read is an error the page
-// shows, in the person's language where the console has the words.
+// readBulk reads the form's move; what is missing or does not read is a problem the page
+// shows in the person's language.
 func (h *handler) readBulk(r *http.Request, v viewer) (bulkRequest, error) {
 	req := bulkRequest{Action: r.PostFormValue("action"), Note: strings.TrimSpace(r.PostFormValue("note"))}
 	if vals, err := url.ParseQuery(r.PostFormValue("filter")); err == nil {
@@ -105,21 +106,21 @@ func (h *handler) readBulk(r *http.Request, v viewer) (bulkRequest, error) {
 	for _, s := range r.PostForm["sel"] {
 		it, err := reconcile.ParseBatchItem(s)
 		if err != nil {
-			return req, err
+			return req, problemf("want_selection", s)
 		}
 		req.Items = append(req.Items, it)
 	}
 	switch {
 	case moveOf(h.store, req.Action) == nil:
-		return req, errors.New(text(lang(r), "bulk_choose"))
+		return req, problemf("bulk_choose")
 	case (req.Action == "approve" || req.Action == "reject") && !v.CanApprove():
 		return req, &bulkForbidden{}
 	case req.Action == "reject" && req.Note == "":
-		return req, errors.New(text(lang(r), "bulk_reject_note"))
+		return req, problemf("bulk_reject_note")
 	case req.Action == "resolve":
 		res, err := reconcile.ParseResolution(r.PostFormValue("resolution"))
 		if err != nil {
-			return req, errors.New(text(lang(r), "bulk_resolution"))
+			return req, problemf("bulk_resolution")
 		}
 		req.Resolution = res
 	}
@@ -132,7 +133,7 @@ func (h *handler) confirmAll(w http.ResponseWriter, r *http.Request, p bulkPage)
 	vals, _ := url.ParseQuery(p.Req.Filter)
 	_, f, err := h.parseListValues(vals)
 	if err != nil {
-		p.Error = text(p.Lang, "bad_request") + " " + err.Error()
+		p.Error = incomplete(asProblem(err)).in(p.Lang)
 		h.render(w, http.StatusBadRequest, "bulk", p)
 		return
 	}
@@ -155,19 +156,12 @@ func (h *handler) confirmAll(w http.ResponseWriter, r *http.Request, p bulkPage)
 	h.render(w, http.StatusOK, "bulk", p)
 }
 
-// refusalText is why one finding of a batch was not moved, in the person's language.
-func refusalText(lang string, err error) string {
-	switch {
-	case errors.Is(err, reconcile.ErrNotFound):
-		return text(lang, "not_found")
-	case errors.Is(err, reconcile.ErrStaleEvidence):
-		return text(lang, "look_again")
-	case errors.Is(err, reconcile.ErrSelfApproval):
-		return text(lang, "self_approval")
-	case errors.Is(err, reconcile.ErrIllegalReview):
-		return text(lang, "illegal")
-	case errors.Is(err, reconcile.ErrBadReview):
-		return text(lang, "bad_request") + " " + err.Error()
+// refusalText is why one finding of a batch (action, asked with in) was not moved, in the
+// person's language: the finding page's words for a refusal, or, for a finding the batch
+// never got to (the database stopped answering), that it was not tried.
+func refusalText(lang, action string, in reconcile.ReviewInput, err error) string {
+	if why, _, ok := reviewRefusal(action, in, err); ok {
+		return why.in(lang)
 	}
 	return text(lang, "bulk_stopped")
 }

@@ -112,6 +112,8 @@ func New(cfg Config, store Store) http.Handler {
 	mux.HandleFunc("GET /review/statements/{platform}/{merchant}/{date}", h.statementLines)
 	mux.HandleFunc("GET /review/approvals", h.approvals)
 	mux.HandleFunc("POST /review/bulk", h.bulk)
+	// Any other path under /review/ is a 404 in the reader's language, not the mux's English.
+	mux.HandleFunc("/review/", notFound)
 	return securityHeaders(h.identify(h.textOnly(mux)))
 }
 

@@ -24,10 +24,9 @@ func (h *handler) textOnly(next http.Handler) http.Handler {
 			}
 		}
 		if ok {
-			l := lang(r)
 			h.log.Info().Str("person", viewerFrom(r.Context()).Email).Str("path", r.URL.Path).Str("param", name).
 				Msg("review console: query that is not text refused")
-			http.Error(w, "400 bad request: "+text(l, "bad_bytes"), http.StatusBadRequest)
+			fail(w, r, http.StatusBadRequest, problemf("bad_bytes"))
 			return
 		}
 		next.ServeHTTP(w, r)

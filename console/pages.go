@@ -32,6 +32,7 @@ type page struct {
 }
 
 func (p page) T(key string) string       { return text(p.Lang, key) }
+func (p page) language() string          { return p.Lang }
 func (p page) N(word any) string         { return text(p.Lang, fmt.Sprint(word)) }
 func (p page) A(action string) string    { return auditName(p.Lang, action) }
 func (p page) Yuan(minor int64) string   { return yuan(minor) }
@@ -187,7 +188,7 @@ func (h *handler) parseListValues(v url.Values) (listQuery, reconcile.FindingFil
 	f := reconcile.FindingFilter{Merchant: q.Merchant, Limit: pageSize, OverdueAt: h.overdueAt(), OverdueOnly: q.Overdue}
 	var err error
 	if f.Query, err = reconcile.ParseFindingQuery(q.Query); err != nil {
-		return q, f, err
+		return q, f, problemf("want_search", word("field.q"), reconcile.MaxFindingQuery)
 	}
 	for _, s := range v["status"] {
 		if s == "" {
@@ -195,7 +196,7 @@ func (h *handler) parseListValues(v url.Values) (listQuery, reconcile.FindingFil
 		}
 		st, err := reconcile.ParseReviewStatus(s)
 		if err != nil {
-			return q, f, fmt.Errorf("status: %w", err)
+			return q, f, problemf("want_choice", word("field.status"), s)
 		}
 		q.Statuses = append(q.Statuses, string(st))
 		f.Statuses = append(f.Statuses, st)
@@ -209,7 +210,7 @@ func (h *handler) parseListValues(v url.Values) (listQuery, reconcile.FindingFil
 	if q.Kind != "" {
 		k, err := reconcile.ParseMismatchKind(q.Kind)
 		if err != nil {
-			return q, f, fmt.Errorf("kind: %w", err)
+			return q, f, problemf("want_choice", word("field.kind"), q.Kind)
 		}
 		f.Kind = k
 	}
@@ -217,9 +218,10 @@ func (h *handler) parseListValues(v url.Values) (listQuery, reconcile.FindingFil
 	case "", string(reconcile.Alipay), string(reconcile.WechatPay):
 		f.Platform = reconcile.Platform(q.Platform)
 	default:
-		return q, f, fmt.Errorf("platform: want alipay or wechatpay, got %q", q.Platform)
+		return q, f, problemf("want_choice", word("field.platform"), q.Platform)
 	}
-	if f.Since, f.Until, err = h.period(q.From, q.To); err != nil {
+	// The one period rule: both dates included, whole days in the console's zone.
+	if f.Since, f.Until, err = reconcile.DayPeriod(q.From, q.To, h.cfg.Location); err != nil {
 		return q, f, err
 	}
 	if f.MinAtStake, err = amount("min", q.Min); err != nil {
@@ -229,42 +231,18 @@ func (h *handler) parseListValues(v url.Values) (listQuery, reconcile.FindingFil
 		return q, f, err
 	}
 	if q.Sort != "" && !slices.Contains(reconcile.FindingSorts, reconcile.FindingSort(q.Sort)) {
-		return q, f, fmt.Errorf("sort: unknown %q", q.Sort)
+		return q, f, problemf("want_choice", word("field.sort"), q.Sort)
 	}
 	f.Sort, f.Ascending = reconcile.FindingSort(q.Sort), q.Dir == "asc"
 	if p := v.Get("page"); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 100000 {
-			return q, f, fmt.Errorf("page: want a page number, got %q", p)
+			return q, f, problemf("want_page", word("field.page"), p)
 		}
 		q.Page = n
 	}
 	f.Offset = (q.Page - 1) * pageSize
 	return q, f, nil
-}
-
-// period reads from/to dates (midnight in the console's zone); to is included, so the
-// half-open end is the next midnight.
-func (h *handler) period(from, to string) (time.Time, time.Time, error) {
-	var since, until time.Time
-	if from != "" {
-		d, err := time.ParseInLocation("2006-01-02", from, h.cfg.Location)
-		if err != nil {
-			return since, until, fmt.Errorf("from: want a date such as 2026-11-28, got %q", from)
-		}
-		since = d
-	}
-	if to != "" {
-		d, err := time.ParseInLocation("2006-01-02", to, h.cfg.Location)
-		if err != nil {
-			return since, until, fmt.Errorf("to: want a date such as 2026-11-28, got %q", to)
-		}
-		until = d.AddDate(0, 0, 1)
-	}
-	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
-		return since, until, fmt.Errorf("to: the period ends before it starts")
-	}
-	return since, until, nil
 }
 
 // amount reads a yuan amount such as 100 or 1234.5 into minor units; "" is no bound.
@@ -274,7 +252,7 @@ func amount(field, s string) (*int64, error) {
 	}
 	n, err := reconcile.ParseYuan(strings.ReplaceAll(strings.TrimPrefix(s, "¥"), ",", ""))
 	if err != nil || n < 0 {
-		return nil, fmt.Errorf("%s: want an amount in yuan such as 100 or 1234.50, got %q", field, s)
+		return nil, problemf("want_amount", word("field."+field), s)
 	}
 	return &n, nil
 }
@@ -289,7 +267,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	p.SLA = age(p.Lang, p.Now.Sub(p.OverdueAt))
 	status := http.StatusOK
 	if err != nil {
-		p.Error, status = text(p.Lang, "bad_request")+" "+err.Error(), http.StatusBadRequest
+		p.Error, status = incomplete(asProblem(err)).in(p.Lang), http.StatusBadRequest
 	} else if p.Result, err = h.store.Search(r.Context(), f); err != nil {
 		h.serverError(w, r, err)
 		return
@@ -410,12 +388,12 @@ func moveOf(s Store, action string) func(context.Context, int64, reconcile.Revie
 func (h *handler) readForm(w http.ResponseWriter, r *http.Request, v viewer, limit int64) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
-		http.Error(w, "400 bad request: unreadable form", http.StatusBadRequest)
+		fail(w, r, http.StatusBadRequest, problemf("unreadable_form"))
 		return false
 	}
 	if !csrfOK(r, v) {
 		h.log.Warn().Str("person", v.Email).Str("path", r.URL.Path).Msg("review console: POST without a valid form token refused")
-		http.Error(w, "403 forbidden: "+text(lang(r), "csrf"), http.StatusForbidden)
+		fail(w, r, http.StatusForbidden, problemf("csrf"))
 		return false
 	}
 	return true
@@ -432,29 +410,29 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 	action := r.PathValue("action")
 	move := moveOf(h.store, action)
 	if move == nil {
-		http.NotFound(w, r)
+		notFound(w, r)
 		return
 	}
 	if (action == "approve" || action == "reject") && !v.CanApprove() {
 		h.log.Warn().Str("person", v.Email).Str("action", action).Msg("review console: approval by a non-approver refused")
-		http.Error(w, "403 forbidden: "+text(p.Lang, "forbidden_approve"), http.StatusForbidden)
+		fail(w, r, http.StatusForbidden, problemf("forbidden_approve"))
 		return
 	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		http.NotFound(w, r)
+		notFound(w, r)
 		return
 	}
 	in := reconcile.ReviewInput{By: v.Email, Note: r.PostFormValue("note")}
 	if in.Version, err = strconv.ParseInt(r.PostFormValue("version"), 10, 64); err != nil || in.Version <= 0 {
-		p.Error = text(p.Lang, "bad_request") + " version"
+		p.Error = incomplete(problemf("field.version")).in(p.Lang)
 		h.renderFinding(w, r, p, http.StatusBadRequest)
 		return
 	}
 	if action == "resolve" {
 		res, err := reconcile.ParseResolution(r.PostFormValue("resolution"))
 		if err != nil {
-			p.Error = text(p.Lang, "bad_request") + " " + err.Error()
+			p.Error = incomplete(problemf("bulk_resolution")).in(p.Lang)
 			h.renderFinding(w, r, p, http.StatusBadRequest)
 			return
 		}
@@ -462,7 +440,7 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := move(r.Context(), id, in)
 	if err != nil {
-		h.refused(w, r, p, action, id, err)
+		h.refused(w, r, p, action, id, in, err)
 		return
 	}
 	h.log.Info().Str("person", v.Email).Str("action", m.Audit.Action).Int64("mismatch_id", id).
@@ -470,24 +448,15 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, fmt.Sprintf("/review/findings/%d?done=%s", id, url.QueryEscape(m.Audit.Action)), http.StatusSeeOther)
 }
 
-// refused shows the finding again with why the move was refused.
-func (h *handler) refused(w http.ResponseWriter, r *http.Request, p page, action string, id int64, err error) {
-	status := http.StatusConflict
-	switch {
-	case errors.Is(err, reconcile.ErrNotFound):
-		status, p.Error = http.StatusNotFound, text(p.Lang, "not_found")
-	case errors.Is(err, reconcile.ErrStaleEvidence):
-		p.Error = text(p.Lang, "look_again")
-	case errors.Is(err, reconcile.ErrSelfApproval):
-		status, p.Error = http.StatusForbidden, text(p.Lang, "self_approval")
-	case errors.Is(err, reconcile.ErrIllegalReview):
-		p.Error = text(p.Lang, "illegal")
-	case errors.Is(err, reconcile.ErrBadReview):
-		status, p.Error = http.StatusBadRequest, text(p.Lang, "bad_request")+" "+err.Error()
-	default:
+// refused shows the finding again with why the move (action, asked with in) was refused,
+// in the page's language.
+func (h *handler) refused(w http.ResponseWriter, r *http.Request, p page, action string, id int64, in reconcile.ReviewInput, err error) {
+	why, status, ok := reviewRefusal(action, in, err)
+	if !ok {
 		h.serverError(w, r, err)
 		return
 	}
+	p.Error = why.in(p.Lang)
 	h.log.Info().Str("person", p.Viewer.Email).Str("action", action).Int64("mismatch_id", id).Err(err).Msg("review console: move refused")
 	h.renderFinding(w, r, p, status)
 }
@@ -506,20 +475,22 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	format := q.Get("format")
 	if format != "csv" && format != "xlsx" && format != "html" {
-		http.Error(w, "400 bad request: format must be csv, xlsx or html", http.StatusBadRequest)
+		fail(w, r, http.StatusBadRequest, problemf("want_format"))
 		return
 	}
 	from, to := q.Get("from"), q.Get("to")
 	if from == "" || to == "" {
-		http.Error(w, "400 bad request: "+text(p.Lang, "bad_request")+" from, to", http.StatusBadRequest)
+		fail(w, r, http.StatusBadRequest, incomplete(problemf("need_period")))
 		return
 	}
-	since, until, err := h.period(from, to)
+	// The one period rule, as the list's filter and `reconciler report` read dates: both
+	// days included, whole days in the console's zone.
+	since, until, err := reconcile.DayPeriod(from, to, h.cfg.Location)
 	if err == nil {
 		err = reconcile.CheckReportPeriod(since, until)
 	}
 	if err != nil {
-		http.Error(w, "400 bad request: "+err.Error(), http.StatusBadRequest)
+		fail(w, r, http.StatusBadRequest, asProblem(err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), reportDownloadTimeout)
@@ -537,7 +508,7 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		h.log.Info().Str("person", p.Viewer.Email).Str("format", format).Str("from", from).Str("to", to).Msg("review console: report downloaded")
 	case !out.started && errors.As(err, &input):
-		http.Error(w, "400 bad request: "+err.Error(), http.StatusBadRequest)
+		fail(w, r, http.StatusBadRequest, asProblem(err))
 	case !out.started:
 		h.serverError(w, r, fmt.Errorf("%s report: %w", format, err))
 	default:
@@ -582,14 +553,18 @@ func (o *reportResponse) Write(b []byte) (int, error) {
 
 func (h *handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
 	h.log.Error().Err(err).Str("path", r.URL.Path).Msg("review console: request failed")
-	http.Error(w, "500 internal error: the review database did not answer; try again", http.StatusInternalServerError)
+	fail(w, r, http.StatusInternalServerError, problemf("db_down"))
 }
 
 func (h *handler) render(w http.ResponseWriter, status int, name string, data any) {
 	var buf bytes.Buffer
 	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
 		h.log.Error().Err(err).Str("template", name).Msg("review console: render failed")
-		http.Error(w, "500 internal error", http.StatusInternalServerError)
+		l := "en"
+		if pg, ok := data.(interface{ language() string }); ok {
+			l = pg.language()
+		}
+		http.Error(w, fmt.Sprintf(text(l, "http.500"), text(l, "render_failed")), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

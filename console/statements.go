@@ -1,7 +1,6 @@
 package console
 
 import (
-	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -65,20 +64,14 @@ func (h *handler) statementPeriod(from, to string) (string, string, string, stri
 	if to == "" {
 		to = today.Format(time.DateOnly)
 	}
-	first, err := time.Parse(time.DateOnly, from)
+	// Bill dates name days, not instants: the period rule read in UTC, where every day has
+	// 24 hours, gives the bill dates back as they were typed.
+	first, end, err := reconcile.DayPeriod(from, to, time.UTC)
 	if err != nil {
-		return from, to, "", "", fmt.Errorf("from: want a date such as 2026-11-28, got %q", from)
+		return from, to, "", "", err
 	}
-	last, err := time.Parse(time.DateOnly, to)
-	if err != nil {
-		return from, to, "", "", fmt.Errorf("to: want a date such as 2026-11-28, got %q", to)
-	}
-	end := last.AddDate(0, 0, 1)
-	switch {
-	case !first.Before(end):
-		return from, to, "", "", fmt.Errorf("to: the period ends before it starts")
-	case end.Sub(first) > maxStatementDays*24*time.Hour:
-		return from, to, "", "", fmt.Errorf("to: at most %d days at a time", maxStatementDays)
+	if end.Sub(first) > maxStatementDays*24*time.Hour {
+		return from, to, "", "", problemf("period_max_days", word("field.to"), maxStatementDays)
 	}
 	return from, to, first.Format(time.DateOnly), end.Format(time.DateOnly), nil
 }
@@ -89,7 +82,7 @@ func (h *handler) statements(w http.ResponseWriter, r *http.Request) {
 	from, to, first, end, err := h.statementPeriod(strings.TrimSpace(q.Get("from")), strings.TrimSpace(q.Get("to")))
 	p.From, p.To = from, to
 	if err != nil {
-		p.Error = text(p.Lang, "bad_request") + " " + err.Error()
+		p.Error = incomplete(asProblem(err)).in(p.Lang)
 		h.render(w, http.StatusBadRequest, "statements", p)
 		return
 	}
@@ -187,7 +180,7 @@ func (h *handler) statementLines(w http.ResponseWriter, r *http.Request) {
 	platform, err := reconcile.ParsePlatform(r.PathValue("platform"))
 	_, derr := time.Parse(time.DateOnly, p.Date)
 	if err != nil || derr != nil || (p.Result != "" && !slices.Contains(reconcile.LineResults, p.Result)) {
-		http.NotFound(w, r)
+		notFound(w, r)
 		return
 	}
 	p.Account = reconcile.AccountKey{Platform: platform, MerchantID: r.PathValue("merchant")}

@@ -27,10 +27,10 @@ input,select,textarea,button{font:inherit}
 button{background:#1f5fa8;color:#fff;border:0;border-radius:4px;padding:6px 14px;cursor:pointer}
 button.secondary{background:#5a6475}button.danger{background:#a83232}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #d8dde6;table-layout:auto}
-th,td{padding:6px 8px;border-bottom:1px solid #e4e7ec;text-align:left;vertical-align:top;word-break:normal;overflow-wrap:anywhere}
+th,td{padding:6px 8px;border-bottom:1px solid #e4e7ec;text-align:left;vertical-align:top}
 th{background:#eef1f5;font-weight:600;font-size:12px;color:#3b4454}
 td.num,th.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
-td.nowrap{white-space:nowrap}
+td.nowrap,td .nowrap{white-space:nowrap}td.note{white-space:normal;min-width:14em}#audit th{word-break:keep-all}
 .status{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;white-space:nowrap;background:#e4e7ec}
 .refund-ABNORMAL{color:#a83232;font-weight:600}
 .status-overdue{background:#b3261e;color:#fff}.card.overdue b{color:#b3261e}
@@ -208,11 +208,11 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 {{range .D.Lines}}<tr><td><a href="{{$.LineLink .}}">{{.BillDate}}</a></td><td class="num">{{.No}}</td><td>{{$.T (print "line_kind." .Kind)}}</td><td class="num">{{$.Yuan .AmountMinor}}</td><td>{{$.T (print "line." .Result)}}</td></tr>{{end}}
 </tbody></table>{{end}}
 <h2>{{.T "audit"}}</h2>
-{{if .D.Audit}}<table id="audit"><thead><tr><th>{{.T "when"}}</th><th>{{.T "who"}}</th><th>{{.T "action"}}</th><th>{{.T "from_status"}}</th><th>{{.T "to_status"}}</th><th>{{.T "resolution"}}</th><th class="num">{{.T "version_seen"}}</th><th>{{.T "note"}}</th></tr></thead><tbody>
-{{range .D.Audit}}<tr data-action="{{.Action}}"><td class="nowrap">{{$.Time .CreatedAt}}</td><td class="who">{{.Actor}}{{if .OSUser}} <span class="muted">({{.OSUser}})</span>{{end}}</td><td>{{$.A .Action}}</td>
-<td>{{if .FromStatus}}{{$.N .FromStatus}}{{end}}</td><td>{{if .ToStatus}}{{$.N .ToStatus}}{{end}}</td><td>{{if .Resolution}}{{$.N .Resolution}}{{end}}</td>
-<td class="num">{{with .EvidenceVersion}}{{.}}{{end}}</td><td>{{.Note}}</td></tr>{{end}}
-</tbody></table>{{else}}<p>{{.T "no_audit"}}</p>{{end}}
+{{if .D.Audit}}<div class="wide"><table id="audit"><thead><tr><th>{{.T "when"}}</th><th>{{.T "who"}}</th><th>{{.T "action"}}</th><th>{{.T "from_status"}}</th><th>{{.T "to_status"}}</th><th>{{.T "resolution"}}</th><th class="num">{{.T "version_seen"}}</th><th>{{.T "note"}}</th></tr></thead><tbody>
+{{range .D.Audit}}<tr data-action="{{.Action}}"><td class="nowrap">{{$.Time .CreatedAt}}</td><td class="who"><span class="nowrap">{{.Actor}}</span>{{if .OSUser}} <span class="muted nowrap">({{.OSUser}})</span>{{end}}</td><td class="nowrap">{{$.A .Action}}</td>
+<td class="nowrap">{{if .FromStatus}}{{$.N .FromStatus}}{{end}}</td><td class="nowrap">{{if .ToStatus}}{{$.N .ToStatus}}{{end}}</td><td class="nowrap">{{if .Resolution}}{{$.N .Resolution}}{{end}}</td>
+<td class="num">{{with .EvidenceVersion}}{{.}}{{end}}</td><td class="note">{{.Note}}</td></tr>{{end}}
+</tbody></table></div>{{else}}<p>{{.T "no_audit"}}</p>{{end}}
 <h2>{{.T "actions"}}</h2>
 {{range .Reasons}}<p class="reason">{{$.T .}}</p>{{end}}
 <div class="actions">

@@ -170,8 +170,8 @@ func DecideReview(cur FindingReviewState, req ReviewRequest) (ReviewDecision, er
 			return ReviewDecision{}, fmt.Errorf("mismatch %d: %w", cur.ID, err)
 		}
 		if !res.Fits(cur.Kind, cur.Refund) {
-			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: %s settles only a payment finding of kind %s, not %s",
-				ErrBadReview, cur.ID, res, joinKinds(res.ForKinds()), cur.describeKind())
+			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: %s settles only a payment finding of kind %s, not %s (%w)",
+				ErrBadReview, cur.ID, res, joinKinds(res.ForKinds()), cur.describeKind(), ErrResolutionDoesNotFit)
 		}
 		if res.NeedsNote() && strings.TrimSpace(req.Note) == "" {
 			return ReviewDecision{}, fmt.Errorf("%w: mismatch %d: %s needs a note saying why", ErrBadReview, cur.ID, res)

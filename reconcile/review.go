@@ -67,6 +67,10 @@ var (
 	// ErrBadReview: the request itself is incomplete (no reviewer, no resolution, unknown
 	// resolution, a rejection without a reason).
 	ErrBadReview = errors.New("invalid review request")
+	// ErrResolutionDoesNotFit: the resolution cannot settle a finding of this kind
+	// (accept_payment for anything but a payment paid after the close or of another
+	// amount). It comes wrapped with ErrBadReview.
+	ErrResolutionDoesNotFit = errors.New("the resolution does not fit this finding")
 )
 
 // ReviewTransitionError is a review move the finding's current status does not allow: an

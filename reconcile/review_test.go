@@ -151,8 +151,8 @@ func TestAcceptPaymentFitsOnlyAPayment(t *testing.T) {
 			if (err == nil) != want || reconcile.ResolutionAcceptPayment.Fits(kind, refund) != want {
 				t.Errorf("accept_payment of %s (refund %v): %v, want allowed %v", kind, refund, err, want)
 			}
-			if err != nil && !errors.Is(err, reconcile.ErrBadReview) {
-				t.Errorf("refusal %v is not ErrBadReview", err)
+			if err != nil && (!errors.Is(err, reconcile.ErrBadReview) || !errors.Is(err, reconcile.ErrResolutionDoesNotFit)) {
+				t.Errorf("refusal %v is not ErrBadReview and ErrResolutionDoesNotFit", err)
 			}
 			for _, other := range reconcile.Resolutions {
 				if other != reconcile.ResolutionAcceptPayment && !other.Fits(kind, refund) {

@@ -41,6 +41,9 @@ const xlsxFineMoneyFormat = `"¥"#,##0.00000;-"¥"#,##0.00000`
 // xlsxDateFormat is the format of times: the report's zone's wall clock, to the second.
 const xlsxDateFormat = `yyyy-mm-dd hh:mm:ss`
 
+// xlsxDayFormat is the format of a day (a period's first and last days).
+const xlsxDayFormat = `yyyy-mm-dd`
+
 // Figure writes one of a statement day's figures as people read it: a count as a number,
 // money as Yuan (fees and net to five decimals, YuanMilliFen).
 func Figure(sf reconcile.StatementFigure, f reconcile.StatementFigures) string {

@@ -17,7 +17,8 @@ import (
 var ReportFormats = []string{"csv", "json", "xlsx", "html"}
 
 // ReportDoc is a report ready to render: the data, the zone times are shown in, when it was
-// made, and the language of the labels in the formats people read (HTML, XLSX).
+// made, and the language of the labels in the formats people read (CSV, HTML, XLSX; JSON
+// keeps the field names and codes: programs read it).
 type ReportDoc struct {
 	Report    reconcile.Report // its Findings are read once per Write, as they are written
 	Loc       *time.Location
@@ -58,6 +59,32 @@ func (d ReportDoc) findings() reconcile.FindingSource {
 	return d.Report.Findings
 }
 
+// wholeDays says whether the report's period is whole days in its zone (it starts and ends
+// at midnight) and which: the first and the last, both included, as people give a period
+// (the one period rule), so that a page says "2026-11-28 – 2026-11-28" for the day a person
+// asked for, not the instant after it.
+func (d ReportDoc) wholeDays() (first, last time.Time, ok bool) {
+	from, to := d.Report.From.In(d.Loc), d.Report.To.In(d.Loc)
+	if !isMidnight(from) || !isMidnight(to) || !from.Before(to) {
+		return first, last, false
+	}
+	y, m, day := to.Date()
+	return from, time.Date(y, m, day-1, 0, 0, 0, 0, d.Loc), true
+}
+
+func isMidnight(t time.Time) bool {
+	h, m, s := t.Clock()
+	return h == 0 && m == 0 && s == 0 && t.Nanosecond() == 0
+}
+
+// audit is the report's AuditSource; a report built without one has no review moves.
+func (d ReportDoc) audit() reconcile.AuditSource {
+	if d.Report.Audit == nil {
+		return reconcile.AuditList(nil)
+	}
+	return d.Report.Audit
+}
+
 // ---- one tabular form of the report, rendered as CSV, XLSX and HTML ----
 
 type cellKind int
@@ -74,7 +101,7 @@ const (
 
 // repCell is one value of a report table. Amounts and counts keep their integer; times keep
 // their instant; each renderer formats them its own way. A coded value (a kind, a status, a
-// platform, a resolution) stays a code in CSV and is a Label for people.
+// platform, a resolution, yes or no) is shown as its Label in the report's language.
 type repCell struct {
 	Kind  cellKind
 	S     string
@@ -82,9 +109,14 @@ type repCell struct {
 	T     *time.Time
 	Class string // HTML class (review status colouring)
 	Coded bool   // S is a label key
+	// Prose is text people wrote (a note, an error): the one kind of cell a page may wrap,
+	// at spaces and between CJK characters. Every other cell (a number, an amount, a time,
+	// an identifier, a code) is one token on one line.
+	Prose bool
 }
 
 func rcText(s string) repCell    { return repCell{Kind: cellText, S: s} }
+func rcProse(s string) repCell   { return repCell{Kind: cellText, S: s, Prose: true} }
 func rcCode(s string) repCell    { return repCell{Kind: cellText, S: s, Coded: true} }
 func rcInt(n int64) repCell      { return repCell{Kind: cellInt, N: n} }
 func rcYuan(n int64) repCell     { return repCell{Kind: cellAmount, N: n} }
@@ -111,25 +143,27 @@ func rcStatus(s reconcile.ReviewStatus) repCell {
 	return repCell{Kind: cellText, S: string(s), Class: "st-" + strings.ToLower(string(s)), Coded: true}
 }
 
-// text is the cell's text for people (labels) or, with lang "", for programs (codes).
+// rcBool is yes or no in the report's language (a spreadsheet's true/false means nothing
+// to a reader).
+func rcBool(b bool) repCell {
+	if b {
+		return rcCode("yes")
+	}
+	return rcCode("no")
+}
+
+// text is the cell's text for people: a coded value's label in lang, else the text itself.
 func (c repCell) text(lang Lang) string {
-	if c.Coded && lang != "" && c.S != "" {
+	if c.Coded && c.S != "" {
 		return Label(lang, c.S)
 	}
 	return c.S
 }
 
-// htmlCol is a column the HTML page shows and its share of the page width: the page shows
-// what a person reads, at widths that fit (the XLSX and CSV keep every column).
-type htmlCol struct {
-	i     int // index into Header
-	width int // percent of the table width
-}
-
-// repSection is one table of the report. Header holds column keys (the CSV header; Label
-// turns them into headings for people).
+// repSection is one table of the report. Header holds column keys, which Label turns into
+// headings for people.
 type repSection struct {
-	Key      string // CSV section name of the rows
+	Key      string // names the table in errors
 	Sheet    string // label key of the XLSX sheet name
 	Title    string // label key of the HTML heading
 	Empty    string // label key of the text shown in HTML when there are no rows
@@ -137,8 +171,8 @@ type repSection struct {
 	Count    int64     // how many rows Rows yields, known before they are read (the HTML heading)
 	Rows     rowSource // the rows in order, read as they are written
 	Totals   []repCell // nil: no totals row
-	HTMLCols []htmlCol
-	Filter   bool // the XLSX sheet gets an autofilter over the table
+	HTMLCols []int     // the columns the HTML page shows, indexes into Header (the XLSX has every one)
+	Filter   bool      // the XLSX sheet gets an autofilter over the table
 }
 
 // rowSource calls yield with each row of a section in order and stops at the first error,
@@ -163,9 +197,9 @@ func section(s repSection, rows [][]repCell) repSection {
 	return s
 }
 
-// sections are the report's tables; lang labels the few composed texts ("" for CSV).
+// sections are the report's tables (XLSX and HTML); lang words the few composed texts.
 func (d ReportDoc) sections(lang Lang) []repSection {
-	return []repSection{d.summarySection(), d.findingSection(), d.runSection(lang), d.statementSection()}
+	return []repSection{d.summarySection(), d.findingSection(), d.runSection(lang), d.statementSection(), d.auditSection()}
 }
 
 // summarySection is the period's findings by kind and review status, with their totals.
@@ -173,7 +207,7 @@ func (d ReportDoc) summarySection() repSection {
 	r := d.Report
 	summary := repSection{Key: "summary", Sheet: "report.sheet.summary", Title: "report.summary", Empty: "report.summary.empty",
 		Header:   []string{"kind", "review_status", "findings", "sightings", "local_amount", "platform_amount", "at_stake"},
-		HTMLCols: []htmlCol{{0, 22}, {1, 14}, {2, 10}, {3, 10}, {4, 14}, {5, 14}, {6, 16}}}
+		HTMLCols: []int{0, 1, 2, 3, 4, 5, 6}}
 	var rows [][]repCell
 	for _, s := range r.Summary {
 		rows = append(rows, []repCell{rcCode(string(s.Kind)), rcStatus(s.ReviewStatus), rcInt(s.Count),
@@ -194,11 +228,9 @@ func (d ReportDoc) findingSection() repSection {
 			return d.findings().Each(func(f reconcile.Finding) error { return yield(findingCells(f)) })
 		},
 		// id, kind, platform, merchant, our order, our refund, platform trade, ours, theirs,
-		// at stake, review status, seen, first seen, resolution: what fits a page at widths
-		// where no word, merchant account (16 digits), amount or date breaks; only order,
-		// refund and trade numbers may, inside their cells (the XLSX has every column).
-		HTMLCols: []htmlCol{{0, 3}, {1, 8}, {2, 7}, {3, 12}, {4, 7}, {20, 5}, {5, 7}, {6, 7}, {7, 7}, {8, 7},
-			{14, 9}, {11, 5}, {12, 8}, {15, 8}}}
+		// at stake, review status, seen, first seen, resolution: what a person reads of a
+		// finding on a page (the XLSX has every column).
+		HTMLCols: []int{0, 1, 2, 3, 4, 20, 5, 6, 7, 8, 14, 11, 12, 15}}
 }
 
 // findingCells is one finding as a row of the report, in FindingCSVHeader's order.
@@ -207,11 +239,15 @@ func findingCells(f reconcile.Finding) []repCell {
 	if f.OrderID != nil {
 		order = rcInt(*f.OrderID)
 	}
+	// Our status is one of our own words (an order's or a refund's status), labelled; the
+	// platform's stays in the platform's own spelling (TRADE_SUCCESS, ACQ.TRADE_NOT_EXIST),
+	// as its portal and bills show it, and as the console does: "SUCCESS" is a payment's
+	// word at WeChat Pay and a refund's, which no one label can say.
 	return []repCell{rcInt(f.ID), rcCode(string(f.Kind)), rcCode(string(f.Platform)),
 		rcText(f.MerchantID), rcText(f.OutTradeNo), rcText(f.PlatformTradeNo), rcYuanOpt(f.LocalAmountMinor),
-		rcYuanOpt(f.PlatformAmountMinor), rcYuan(f.AtStakeMinor()), rcText(f.LocalStatus), rcText(f.PlatformStatus),
+		rcYuanOpt(f.PlatformAmountMinor), rcYuan(f.AtStakeMinor()), rcCode(f.LocalStatus), rcText(f.PlatformStatus),
 		rcInt(f.SeenCount), rcTime(f.FirstSeenAt), rcTime(f.LastSeenAt), rcStatus(f.ReviewStatus), rcCode(f.Resolution),
-		rcText(f.ResolvedBy), rcTimeOpt(f.ResolvedAt), rcText(f.Note), order, rcText(f.OutRefundNo), rcText(f.ProposedBy),
+		rcText(f.ResolvedBy), rcTimeOpt(f.ResolvedAt), rcProse(f.Note), order, rcText(f.OutRefundNo), rcText(f.ProposedBy),
 		rcText(f.ApprovedBy)}
 }
 
@@ -220,11 +256,9 @@ func findingCells(f reconcile.Finding) []repCell {
 func (d ReportDoc) runSection(lang Lang) repSection {
 	r := d.Report
 	runs := repSection{Key: "run", Sheet: "report.sheet.runs", Title: "report.runs", Empty: "report.runs.empty", Filter: true,
-		// The page leaves out the finish time and the window (the XLSX has them) so that
-		// every heading fits its column.
-		HTMLCols: []htmlCol{{0, 5}, {1, 7}, {2, 8}, {3, 5}, {5, 9}, {9, 6}, {10, 7}, {11, 6}, {12, 6}, {13, 6},
-			{14, 7}, {15, 6}, {16, 6}, {17, 7}, {18, 9}},
-		Header: []string{"id", "mode", "status", "shard", "dry_run", "started_at", "finished_at", "window_from", "window_to"}}
+		// The page leaves out dry run, the finish time and the window (the XLSX has them).
+		HTMLCols: []int{0, 1, 2, 3, 5, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18},
+		Header:   []string{"id", "mode", "status", "shard", "dry_run", "started_at", "finished_at", "window_from", "window_to"}}
 	for _, rc := range reconcile.RunCounters {
 		runs.Header = append(runs.Header, rc.Name)
 	}
@@ -239,12 +273,12 @@ func (d ReportDoc) runSection(lang Lang) repSection {
 	var rows [][]repCell
 	for _, run := range r.Runs {
 		row := []repCell{rcInt(run.ID), rcCode(run.Mode), rcCode(run.Status), rcText(run.Shard),
-			rcText(strconv.FormatBool(run.DryRun)), rcTime(run.StartedAt), rcTimeOpt(run.FinishedAt), rcTimeOpt(run.WindowFrom),
+			rcBool(run.DryRun), rcTime(run.StartedAt), rcTimeOpt(run.FinishedAt), rcTimeOpt(run.WindowFrom),
 			rcTimeOpt(run.WindowTo)}
-		rows = append(rows, append(append(row, counters(run.CounterValues)...), rcText(run.Error)))
+		rows = append(rows, append(append(row, counters(run.CounterValues)...), rcProse(run.Error)))
 	}
 	rt := r.RunTotals
-	runs.Totals = append(append([]repCell{rcCode("TOTAL"), rcText(""), rcText(runStatusCounts(rt, lang)), rcText(""), rcText(""),
+	runs.Totals = append(append([]repCell{rcCode("TOTAL"), rcText(""), rcProse(runStatusCounts(rt, lang)), rcText(""), rcText(""),
 		rcText(""), rcText(""), rcText(""), rcText("")}, counters(rt.CounterValues)...), rcText(""))
 	return section(runs, rows)
 }
@@ -259,12 +293,10 @@ func (d ReportDoc) statementSection() repSection {
 	sec := repSection{Key: "statement", Sheet: "report.sheet.statements", Title: "report.statements", Empty: "report.statements.empty",
 		Header: append(header, "bill_sha256", "bill_location"),
 		// Day, account and the figures finance signs off; the digest and location stay in
-		// the XLSX and CSV.
-		// Received, bill lines, held and the refund lines' split (refunds repaired, refunds
-		// we do not have: both already counted in repaired and found) stay in the XLSX and
-		// CSV too: the page keeps columns wide enough that no heading breaks inside a word.
-		HTMLCols: []htmlCol{{0, 9}, {1, 8}, {2, 11}, {3, 8}, {4, 9}, {5, 7}, {6, 9}, {8, 8}, {9, 10},
-			{11, 7}, {12, 7}, {13, 7}}}
+		// the XLSX, and so do received, bill lines, held and the refund lines' split
+		// (refunds repaired, refunds we do not have: both already counted in repaired and
+		// found).
+		HTMLCols: []int{0, 1, 2, 3, 4, 5, 6, 8, 9, 11, 12, 13}}
 	var tot reconcile.StatementFigures
 	var rows [][]repCell
 	for _, s := range d.Report.Statements {
@@ -295,62 +327,83 @@ func figureCells(f reconcile.StatementFigures) []repCell {
 	return cells
 }
 
-// runStatusCounts renders "2 succeeded, 1 failed" in a fixed order.
+// auditSection is the review moves recorded in the period, streamed from the report's
+// source: who moved which finding (and order) from what to what, and why.
+func (d ReportDoc) auditSection() repSection {
+	return repSection{Key: "audit", Sheet: "report.sheet.audit", Title: "report.audit", Empty: "report.audit.empty",
+		Header: []string{"audit_at", "finding_id", "out_trade_no", "action", "actor", "os_user", "db_user", "from_status",
+			"to_status", "resolution", "evidence_version", "note"},
+		Filter: true, Count: d.Report.AuditCount,
+		Rows: func(yield func([]repCell) error) error {
+			return d.audit().Each(func(a reconcile.ReportAuditEntry) error { return yield(auditCells(a)) })
+		},
+		// The page leaves out the OS and database users (the XLSX has them).
+		HTMLCols: []int{0, 1, 2, 3, 4, 7, 8, 9, 10, 11}}
+}
+
+// auditCells is one review move as a row of the report, in auditSection's column order.
+func auditCells(a reconcile.ReportAuditEntry) []repCell {
+	version := rcText("")
+	if a.EvidenceVersion != nil {
+		version = rcInt(*a.EvidenceVersion)
+	}
+	action := rcText(a.Action) // an action the table has no word for shows as itself
+	if HasLabel("audit." + a.Action) {
+		action = rcCode("audit." + a.Action)
+	}
+	return []repCell{rcTime(a.CreatedAt), rcInt(a.MismatchID), rcText(a.OutTradeNo), action, rcText(a.Actor),
+		rcText(a.OSUser), rcText(a.DBUser), rcCode(a.FromStatus), rcCode(a.ToStatus), rcCode(a.Resolution), version,
+		rcProse(a.Note)}
+}
+
+// runStatusCounts renders "2 succeeded, 1 failed" in a fixed order, in lang.
 func runStatusCounts(rt reconcile.RunTotals, lang Lang) string {
 	var parts []string
 	for _, s := range []string{"succeeded", "failed", "interrupted", "running"} {
 		if n := rt.ByStatus[s]; n > 0 {
-			name := s
-			if lang != "" {
-				name = Label(lang, s)
-			}
-			parts = append(parts, fmt.Sprintf("%d %s", n, name))
+			parts = append(parts, fmt.Sprintf("%d %s", n, Label(lang, s)))
 		}
 	}
 	if len(parts) == 0 {
-		if lang != "" {
-			return Label(lang, "report.no_runs")
-		}
-		return "0 runs"
+		return Label(lang, "report.no_runs")
 	}
 	return strings.Join(parts, ", ")
 }
 
 // ---- CSV ----
 
-// writeCSV writes every section into one CSV: each row starts with its section (report,
-// summary, summary_total, finding, run, run_total), each section opens with its own header
-// row (first cell "section") and sections are separated by an empty line, which CSV readers
-// skip. Amounts are yuan with two decimals; times RFC 3339 in the report's zone.
+// writeCSV writes the findings as one table, the one a spreadsheet or a script opens
+// without help: one header row, then a row per finding; the summary, runs, statement days
+// and review moves are the XLSX's (and the JSON's and HTML's). Headings and coded values
+// (kind, platform, our status, review status, resolution) are in the report's language;
+// amounts stay plain yuan ("1234.50") and times RFC 3339 with their offset, so the file
+// still reads as data.
 func (d ReportDoc) writeCSV(w io.Writer) error {
 	// UTF-8 with a byte order mark: without it Excel reads the file as the system's code
 	// page and Chinese text turns to mojibake.
 	if _, err := io.WriteString(w, utf8BOM); err != nil {
 		return err
 	}
+	lang := d.lang()
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"section", "from", "to", "timezone", "generated_at"}) //nolint:errcheck // Flush reports it
-	cw.Write([]string{"report", rfc3339In(d.Report.From, d.Loc), rfc3339In(d.Report.To, d.Loc), d.Loc.String(),
-		rfc3339In(d.Generated, d.Loc)}) //nolint:errcheck
-	for _, s := range d.sections("") {
-		cw.Write(nil)                                      //nolint:errcheck
-		cw.Write(append([]string{"section"}, s.Header...)) //nolint:errcheck
-		// A row's error is the writer's, once its buffer fills: it stops the reading.
-		err := s.Rows(func(row []repCell) error { return cw.Write(d.csvRecord(s.Key, row)) })
-		if err != nil {
-			return err
-		}
-		if s.Totals != nil {
-			cw.Write(d.csvRecord(s.Key+"_total", s.Totals)) //nolint:errcheck
-		}
+	header := make([]string, len(FindingCSVHeader))
+	for i, key := range FindingCSVHeader {
+		header[i] = Label(lang, key)
+	}
+	cw.Write(header) //nolint:errcheck // Flush reports it
+	// A row's error is the writer's, once its buffer fills: it stops the reading.
+	err := d.findings().Each(func(f reconcile.Finding) error { return cw.Write(d.csvRecord(findingCells(f))) })
+	if err != nil {
+		return err
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
-func (d ReportDoc) csvRecord(key string, row []repCell) []string {
-	rec := make([]string, 0, len(row)+1)
-	rec = append(rec, key)
+// csvRecord is a row of cells as CSV fields: numbers and amounts as plain decimals, times
+// RFC 3339 in the report's zone, text as shown to people, kept as text by a spreadsheet.
+func (d ReportDoc) csvRecord(row []repCell) []string {
+	rec := make([]string, 0, len(row))
 	for _, c := range row {
 		switch c.Kind {
 		case cellInt:
@@ -362,7 +415,7 @@ func (d ReportDoc) csvRecord(key string, row []repCell) []string {
 		case cellTime:
 			rec = append(rec, rfc3339In(*c.T, d.Loc))
 		default:
-			rec = append(rec, spreadsheetText(csvText(c.S)))
+			rec = append(rec, spreadsheetText(csvText(c.text(d.lang()))))
 		}
 	}
 	return rec
@@ -371,12 +424,13 @@ func (d ReportDoc) csvRecord(key string, row []repCell) []string {
 // utf8BOM opens a CSV people open in a spreadsheet.
 const utf8BOM = "\ufeff"
 
-// spreadsheetText keeps a long number (a trade number, a merchant account) as text in a
-// spreadsheet: Excel reads twelve digits or more as a number and shows 4.2E+21, losing
-// the last digits. A trailing tab, which the platforms' own bills use for the same
-// reason, makes it text; a CSV reader gets the number back by trimming space.
+// spreadsheetText keeps a number that is an identifier (a trade number, a merchant account,
+// an order number) as text in a spreadsheet: Excel reads twelve digits or more as a number
+// and shows 4.2E+21, losing the last digits, and drops an order number's leading zeros. A
+// trailing tab, which the platforms' own bills use for the same reason, makes it text; a CSV
+// reader gets the identifier back by trimming space.
 func spreadsheetText(s string) string {
-	if len(s) < 12 {
+	if len(s) < 12 && (len(s) < 2 || s[0] != '0') {
 		return s
 	}
 	for i := 0; i < len(s); i++ {
@@ -413,7 +467,8 @@ type statementView struct {
 }
 
 // writeJSON writes the report as one indented JSON object (from, to, timezone, generated_at,
-// summary, totals, findings, runs, run_totals, statements), the findings one at a time.
+// summary, totals, findings, runs, run_totals, statements, audit), the findings and the
+// review moves one at a time.
 func (d ReportDoc) writeJSON(w io.Writer) error {
 	r, loc := d.Report, d.Loc
 	o := &jsonObject{w: w}
@@ -446,6 +501,12 @@ func (d ReportDoc) writeJSON(w io.Writer) error {
 			Fees: reconcile.FormatYuanMilliFen(s.FeeMilliFen), Net: reconcile.FormatYuanMilliFen(s.NetMilliFen)}
 	}
 	o.field("statements", statements)
+	o.array("audit", func(item func(any) error) error {
+		return d.audit().Each(func(a reconcile.ReportAuditEntry) error {
+			a.CreatedAt = a.CreatedAt.In(loc)
+			return item(a)
+		})
+	})
 	return o.close()
 }
 

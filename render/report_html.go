@@ -4,6 +4,8 @@ import (
 	"html/template"
 	"io"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // lang is the language labels are written in: English unless set.
@@ -21,7 +23,6 @@ type htmlCell struct {
 
 type htmlColumn struct {
 	Label string
-	Width int // percent
 	Class string
 }
 
@@ -45,10 +46,15 @@ type htmlPage struct {
 // htmlTime is a time for people on the page: to the minute, in the report's zone.
 const htmlTime = "2006-01-02 15:04"
 
-func (d ReportDoc) htmlCells(row []repCell, cols []htmlCol) []htmlCell {
+// htmlCells are the page's cells of row. Numbers align right; an identifier, an amount or a
+// time stays on one line (the style sheet's td rule): one broken across lines is misread.
+// A coded value's label is words: it wraps at spaces, never inside a word (keep-all: nor
+// inside a Chinese one). Prose (a note, an error) wraps at spaces and between CJK
+// characters.
+func (d ReportDoc) htmlCells(row []repCell, cols []int) []htmlCell {
 	out := make([]htmlCell, len(cols))
-	for j, col := range cols {
-		c := row[col.i]
+	for j, i := range cols {
+		c := row[i]
 		switch c.Kind {
 		case cellInt:
 			out[j] = htmlCell{Text: strconv.FormatInt(c.N, 10), Class: "num"}
@@ -59,22 +65,29 @@ func (d ReportDoc) htmlCells(row []repCell, cols []htmlCol) []htmlCell {
 		case cellTime:
 			out[j] = htmlCell{Text: c.T.In(d.Loc).Format(htmlTime), Class: "time"}
 		default:
-			out[j] = htmlCell{Text: c.text(d.lang()), Class: c.Class}
+			class := c.Class
+			switch {
+			case c.Prose:
+				class = "prose"
+			case c.Coded:
+				class = strings.TrimSpace("label " + c.Class)
+			}
+			out[j] = htmlCell{Text: c.text(d.lang()), Class: class}
 		}
 	}
 	return out
 }
 
-// htmlColumns are the section's columns on the page: people's labels and widths; numbers
-// (and amounts) align right, as the first row's cells say.
+// htmlColumns are the section's columns on the page, labelled for people; numbers (and
+// amounts) align right, as the first row's cells say.
 func (d ReportDoc) htmlColumns(s repSection, first []repCell) []htmlColumn {
 	out := make([]htmlColumn, len(s.HTMLCols))
-	for j, col := range s.HTMLCols {
+	for j, i := range s.HTMLCols {
 		class := ""
-		if k := first[col.i].Kind; k == cellInt || k == cellAmount || k == cellMilliFen {
+		if k := first[i].Kind; k == cellInt || k == cellAmount || k == cellMilliFen {
 			class = "num"
 		}
-		out[j] = htmlColumn{Label: Label(d.lang(), s.Header[col.i]), Width: col.width, Class: class}
+		out[j] = htmlColumn{Label: Label(d.lang(), s.Header[i]), Class: class}
 	}
 	return out
 }
@@ -88,8 +101,12 @@ func (d ReportDoc) writeHTML(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	from, to := r.From.In(d.Loc).Format(htmlTime), r.To.In(d.Loc).Format(htmlTime)
+	if first, last, ok := d.wholeDays(); ok {
+		from, to = first.Format(time.DateOnly), last.Format(time.DateOnly)
+	}
 	page := htmlPage{Lang: lang.HTMLTag(), T: func(key string) string { return Label(lang, key) },
-		From: r.From.In(d.Loc).Format(htmlTime), To: r.To.In(d.Loc).Format(htmlTime),
+		From: from, To: to,
 		Zone: d.Loc.String(), Generated: d.Generated.In(d.Loc).Format("2006-01-02 15:04:05 -07:00"),
 		Findings: strconv.FormatInt(r.Totals.Count, 10), Stake: Yuan(r.Totals.AtStakeMinor),
 		Runs: strconv.FormatInt(r.RunTotals.Runs, 10), Errors: strconv.FormatInt(r.RunTotals.Errors, 10),
@@ -139,9 +156,12 @@ func (d ReportDoc) htmlSection(w io.Writer, s repSection) error {
 
 // reportPageTemplate is one self-contained page: inline CSS, inline SVG, no script, no
 // font, image or style sheet from anywhere else (finance opens it from a mail or a share,
-// offline). Tables use a fixed layout at 100% of the page with set column shares, so they
-// never run off the right edge and a narrow column cannot squeeze a word to one letter per
-// line; long trade numbers break inside their cell. html/template escapes every value:
+// offline). No token ever breaks: a cell holding an identifier, an amount or a time is one
+// line; labels and headings wrap at spaces only (keep-all: never inside a Chinese word);
+// prose wraps at spaces or between CJK characters; a table wider than the page scrolls
+// sideways in its own box instead of squeezing a column (printed, it shrinks its type).
+// html/template
+// escapes every value:
 // finding text comes from the platforms. The page is written in pieces (head, then per
 // table: section, table, a row at a time, end or empty; then foot) so that a table's rows
 // need not all be held; each piece starts and ends between elements.
@@ -164,10 +184,13 @@ var reportPageTemplate = template.Must(template.New("report").Parse(`{{define "h
   svg.chart { width: 100%; height: auto; display: block; }
   ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; padding: 0; margin: .5rem 0 0; font-size: .85rem; }
   ul.legend .swatch { display: inline-block; width: .8rem; height: .8rem; margin-right: .35rem; vertical-align: -.1rem; border-radius: 2px; }
-  table { width: 100%; table-layout: fixed; border-collapse: collapse; font-size: .8rem; }
-  th, td { border: 1px solid #d0d7de; padding: .25rem .35rem; text-align: left; vertical-align: top;
-           overflow-wrap: anywhere; word-break: normal; hyphens: auto; }
-  th { background: #f6f8fa; font-weight: 600; }
+  .wide { overflow-x: auto; }
+  table { width: 100%; table-layout: auto; border-collapse: collapse; font-size: .8rem; }
+  th, td { border: 1px solid #d0d7de; padding: .25rem .35rem; text-align: left; vertical-align: top; }
+  td { white-space: nowrap; }
+  th { background: #f6f8fa; font-weight: 600; word-break: keep-all; }
+  td.label { white-space: normal; word-break: keep-all; }
+  td.prose { white-space: normal; min-width: 14rem; }
   th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; }
   tbody tr:nth-child(even) td { background: #fafbfc; }
   tfoot td { font-weight: 600; background: #f6f8fa; }
@@ -175,7 +198,8 @@ var reportPageTemplate = template.Must(template.New("report").Parse(`{{define "h
   .st-acknowledged { color: #9a6700; font-weight: 600; }
   .st-pending_approval { color: #8250df; font-weight: 600; }
   .st-resolved { color: #1a7f37; }
-  @media print { body { padding: 0; max-width: none; } h2 { break-after: avoid; } tr { break-inside: avoid; } }
+  @media print { body { padding: 0; max-width: none; } h2 { break-after: avoid; } tr { break-inside: avoid; }
+                 .wide { overflow: visible; } table { font-size: .6rem; } }
 </style>
 </head>
 <body>
@@ -196,8 +220,7 @@ var reportPageTemplate = template.Must(template.New("report").Parse(`{{define "h
 <h2>{{.Title}} ({{.Count}})</h2>
 {{end}}
 
-{{- define "table"}}<table>
-<colgroup>{{range .Columns}}<col style="width: {{.Width}}%">{{end}}</colgroup>
+{{- define "table"}}<div class="wide"><table>
 <thead><tr>{{range .Columns}}<th{{with .Class}} class="{{.}}"{{end}}>{{.Label}}</th>{{end}}</tr></thead>
 <tbody>
 {{end}}
@@ -207,7 +230,7 @@ var reportPageTemplate = template.Must(template.New("report").Parse(`{{define "h
 
 {{- define "end"}}</tbody>
 {{with .Totals}}<tfoot><tr>{{range .}}<td{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</td>{{end}}</tr></tfoot>{{end}}
-</table>
+</table></div>
 {{end}}
 
 {{- define "empty"}}<p class="muted">{{.Empty}}</p>

@@ -123,9 +123,15 @@ func TestReportJSONIsOneIndentedDocument(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := "from to timezone generated_at summary totals findings runs run_totals statements"
+		want := "from to timezone generated_at summary totals findings runs run_totals statements audit"
 		if strings.Join(keys, " ") != want {
 			t.Errorf("keys %q, want %q", keys, want)
+		}
+		// The review moves, streamed like the findings, times in the report's zone.
+		var audit []reconcile.ReportAuditEntry
+		if err := json.Unmarshal(doc["audit"], &audit); err != nil || len(audit) != 2 || audit[0].Action != "propose" ||
+			audit[0].OutTradeNo == "" || !strings.Contains(string(doc["audit"]), `"created_at": "2026-11-28T03:00:00+08:00"`) {
+			t.Errorf("audit %s (%v): want the sample's two moves", doc["audit"], err)
 		}
 		var findings []render.FindingView
 		if err := json.Unmarshal(doc["findings"], &findings); err != nil || len(findings) != n {

@@ -23,11 +23,12 @@ type xlsxStyles struct {
 	head, money, bold, boldMoney, title int
 	fine, boldFine                      int // thousandths of a fen: fees and net to five decimals
 	date                                int // a time, in the report's zone
+	day                                 int // a day (a period's first and last)
 }
 
 func newXLSXStyles(f *excelize.File) (xlsxStyles, error) {
 	var st xlsxStyles
-	money, fine, date := xlsxMoneyFormat, xlsxFineMoneyFormat, xlsxDateFormat
+	money, fine, date, day := xlsxMoneyFormat, xlsxFineMoneyFormat, xlsxDateFormat, xlsxDayFormat
 	defs := []struct {
 		dst *int
 		s   *excelize.Style
@@ -41,6 +42,7 @@ func newXLSXStyles(f *excelize.File) (xlsxStyles, error) {
 		{&st.fine, &excelize.Style{CustomNumFmt: &fine}},
 		{&st.boldFine, &excelize.Style{Font: &excelize.Font{Bold: true}, CustomNumFmt: &fine}},
 		{&st.date, &excelize.Style{CustomNumFmt: &date}},
+		{&st.day, &excelize.Style{CustomNumFmt: &day}},
 	}
 	for _, d := range defs {
 		id, err := f.NewStyle(d.s)
@@ -157,10 +159,16 @@ func (d ReportDoc) xlsxHeadline(st xlsxStyles) []xlsxRow {
 	row := func(style int, cells ...repCell) xlsxRow {
 		return xlsxRow{style: style, money: st.money, fine: st.fine, date: st.date, cells: cells}
 	}
+	from, to := row(0, rcText(Label(lang, "report.from")), rcTime(r.From)), row(0, rcText(Label(lang, "report.to")), rcTime(r.To))
+	if first, last, ok := d.wholeDays(); ok {
+		// Days as people gave them: the first and the last, both included.
+		from = xlsxRow{date: st.day, cells: []repCell{rcText(Label(lang, "report.from")), rcTime(first)}}
+		to = xlsxRow{date: st.day, cells: []repCell{rcText(Label(lang, "report.to_day")), rcTime(last)}}
+	}
 	return []xlsxRow{
 		row(st.title, rcText(Label(lang, "report.title"))),
-		row(0, rcText(Label(lang, "report.from")), rcTime(r.From)),
-		row(0, rcText(Label(lang, "report.to")), rcTime(r.To)),
+		from,
+		to,
 		row(0, rcText(Label(lang, "report.zone")), rcText(d.Loc.String())),
 		row(0, rcText(Label(lang, "report.generated")), rcTime(d.Generated)),
 		row(0, rcText(Label(lang, "report.card.findings")), rcInt(r.Totals.Count)),

@@ -14,7 +14,8 @@ import (
 )
 
 // TestReportShowsStatementFigures: `report` carries each reconciled day's settlement figures
-// in every format, fees and net to the fifth decimal, and only the days of its period.
+// in the formats with more than one table (json, html; the xlsx is checked by the report
+// command's tests), fees and net to the fifth decimal, and only the days of its period.
 func TestReportShowsStatementFigures(t *testing.T) {
 	e := setup(t)
 	p := reconcile.WechatPay
@@ -35,8 +36,11 @@ func TestReportShowsStatementFigures(t *testing.T) {
 			if err := doc.Write(&b, format); err != nil {
 				t.Fatalf("%s: %v", format, err)
 			}
-			if format == "xlsx" {
+			switch format {
+			case "xlsx":
 				continue // binary; the sheet list is checked by the report command's tests
+			case "csv":
+				continue // the findings alone: the statement days are in the other formats
 			}
 			// net = 123.45 received less 0.74070 in fees
 			for _, want := range []string{"0.74070", "122.70930", "2026-11-28"} {

@@ -151,7 +151,7 @@ func mismatchesList(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.StringVar(&o.Kind, "kind", "", "only this kind, e.g. AMOUNT_MISMATCH")
 		fs.StringVar(&o.Platform, "platform", "", "only this platform: alipay or wechatpay")
 		fs.StringVar(&o.Since, "since", "", "only findings first or last seen at or after this date (2026-11-28, midnight in --timezone) or RFC 3339 time")
-		fs.StringVar(&o.Until, "until", "", "only findings first or last seen before this date or RFC 3339 time")
+		fs.StringVar(&o.Until, "until", "", "only findings first or last seen up to this date, included (its whole day in --timezone), or before this RFC 3339 time")
 		fs.IntVar(&o.Limit, "limit", reconcile.DefaultListLimit, "findings per page (1 to 10000)")
 		fs.Int64Var(&o.AfterID, "after-id", 0, "list findings with an id above this one (the next page)")
 		fs.StringVar(&format, "format", "table", "table, json or csv")

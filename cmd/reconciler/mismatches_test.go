@@ -215,7 +215,9 @@ func TestMismatchesListFormatsAndFilters(t *testing.T) {
 		{"platform", []string{"--platform", "alipay"}, []int64{open, early, weird}},
 		{"since a date: midnight in Shanghai", []string{"--since", "2026-11-28"}, []int64{open, ack, early}},
 		{"since a date in UTC", []string{"--since", "2026-11-28", "--timezone", "UTC"}, []int64{open, ack}},
-		{"until a date", []string{"--until", "2026-11-28"}, []int64{weird}},
+		// The one period rule: a date --until is its whole day, included.
+		{"until a date: its day included", []string{"--until", "2026-11-27"}, []int64{weird}},
+		{"since and until one date: that day", []string{"--since", "2026-11-28", "--until", "2026-11-28"}, []int64{open, ack, early}},
 		{"since and until RFC 3339", []string{"--since", "2026-11-28T00:00:00+08:00", "--until", "2026-11-28T10:00:00+08:00"}, []int64{early}},
 		{"after-id", []string{"--after-id", fmt.Sprint(ack)}, []int64{early, weird}},
 	}

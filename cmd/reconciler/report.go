@@ -20,14 +20,16 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var from, to, format, out, lang string
 	cfg, fs, err := parse("report", args, reviewGroups, stderr, func(fs *flag.FlagSet) {
 		setReviewUsage(fs, "reconciler report [--from T] [--to T] [--format csv|json|xlsx|html] [--out FILE]",
-			"The mismatch and run report of the half-open period [from, to): a summary by kind and review status\n"+
-				"with the amounts at stake, the findings first or last seen in the period, and the runs that started in it.\n"+
-				"T is a date (2026-11-28, midnight in --timezone) or an RFC 3339 time. Default period: the last 24 hours.")
-		fs.StringVar(&from, "from", "", "start of the period, included (default: --to minus 24h)")
-		fs.StringVar(&to, "to", "", "end of the period, excluded; may lie in the future (default: now)")
+			"The mismatch and run report of a period: a summary by kind and review status with the amounts at stake,\n"+
+				"the findings first or last seen in the period, the runs that started in it, the statement days and the\n"+
+				"review moves made in it. T is a date (2026-11-28) or an RFC 3339 time. Dates are whole days in --timezone,\n"+
+				"both included, as in the console: --from 2026-11-28 --to 2026-11-28 is that one day. An RFC 3339 --to is an\n"+
+				"exact end, excluded. Default period: the last 24 hours.")
+		fs.StringVar(&from, "from", "", "start of the period, included: a date (from its midnight) or an RFC 3339 time (default: a date --to's day, else --to minus 24h)")
+		fs.StringVar(&to, "to", "", "end of the period: a date is its last day, included; an RFC 3339 time is excluded; may lie in the future (default: now)")
 		fs.StringVar(&format, "format", "", "csv, json, xlsx or html (default: from --out's extension, else csv)")
 		fs.StringVar(&out, "out", "", "write the report to this file instead of stdout (required for xlsx on a terminal)")
-		fs.StringVar(&lang, "lang", "en", "language of the labels in html and xlsx: en or zh (Simplified Chinese); csv and json keep column names")
+		fs.StringVar(&lang, "lang", "en", "language of the headings and coded values (kinds, statuses, resolutions) in csv, html and xlsx: en or zh (Simplified Chinese); json keeps field names and codes")
 	})
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,92 +52,109 @@ func seedReportData(t *testing.T) *repotest.DB {
 	return db
 }
 
+// reportArgs asks for the report of 28 November: dates are whole days, both included.
 func reportArgs(db *repotest.DB, extra ...string) []string {
-	return append([]string{"report", "--database-url", db.URL, "--from", "2026-11-28", "--to", "2026-11-29"}, extra...)
+	return append([]string{"report", "--database-url", db.URL, "--from", "2026-11-28", "--to", "2026-11-28"}, extra...)
 }
 
+// TestReportCSV: the CSV is one table, the day's findings in the order first seen, opened
+// by a UTF-8 byte order mark and one header row in the chosen language (English by
+// default, --lang zh); kinds and statuses are words of that language, amounts plain yuan,
+// times RFC 3339 with their offset; a long number is kept as text with a trailing tab and
+// text a spreadsheet would run as a formula is defused.
 func TestReportCSV(t *testing.T) {
 	t.Parallel()
 	db := seedReportData(t)
-	code, out, errOut := reviewCLI(t, reportArgs(db, "--format", "csv")...)
+	for _, lang := range []render.Lang{render.LangEN, render.LangZH} {
+		code, out, errOut := reviewCLI(t, reportArgs(db, "--format", "csv", "--lang", string(lang))...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", lang, code, errOut)
+		}
+		// UTF-8 with a byte order mark, so that Excel reads Chinese as Chinese.
+		if !strings.HasPrefix(out, "\ufeff") {
+			t.Fatalf("%s: the CSV does not start with a UTF-8 byte order mark: %q", lang, out[:min(len(out), 20)])
+		}
+		// One table: encoding/csv refuses a record of another width than the header's.
+		recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(out, "\ufeff"))).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: csv is not one table: %v\n%s", lang, err, out)
+		}
+		labels := make([]string, len(render.FindingCSVHeader))
+		for i, h := range render.FindingCSVHeader {
+			labels[i] = render.Label(lang, h)
+		}
+		if len(recs) != 5 || !slices.Equal(recs[0], labels) {
+			t.Fatalf("%s: want the header %q and the day's 4 findings, got:\n%s", lang, labels, out)
+		}
+		col := func(rec []string, key string) string { return rec[slices.Index(render.FindingCSVHeader, key)] }
+		var tradeNos []string
+		for _, f := range recs[1:] {
+			tradeNos = append(tradeNos, col(f, "out_trade_no"))
+		}
+		want := []string{"ORD-B", "ORD-A", xssTradeNo, `'=HYPERLINK("http://evil")`}
+		if !slices.Equal(tradeNos, want) {
+			t.Fatalf("%s: findings %q, want %q (first seen order, the formula defused)", lang, tradeNos, want)
+		}
+		a := recs[2] // ORD-A
+		if col(a, "local_amount") != "100.00" || col(a, "platform_amount") != "99.90" || col(a, "at_stake") != "0.10" ||
+			col(a, "first_seen_at") != "2026-11-28T09:00:00+08:00" || col(a, "kind") != render.Label(lang, "AMOUNT_MISMATCH") ||
+			col(a, "review_status") != render.Label(lang, "OPEN") || col(a, "platform") != render.Label(lang, "alipay") {
+			t.Fatalf("%s: finding row %q", lang, a)
+		}
+		if lang == render.LangZH && (recs[0][1] != "差异类型" || col(a, "kind") != "金额不符" || col(recs[3], "review_status") != "已确认") {
+			t.Fatalf("zh: header %q, rows %q", recs[0], recs[1:])
+		}
+		// The merchant account (16 digits) is kept as text and comes back whole when trimmed.
+		if m := col(a, "merchant_id"); m != "2021000000000001\t" {
+			t.Fatalf("%s: merchant account %q, want it kept as text", lang, m)
+		}
+	}
+}
+
+// TestReportListsReviewMoves: a move made through the CLI is in the report of its day (the
+// database stamps it now): the audit sheet of the XLSX, the audit list of the JSON.
+func TestReportListsReviewMoves(t *testing.T) {
+	t.Parallel()
+	db := repotest.NewDB(t)
+	id := seedReview(t, db, reviewSeed{otn: "ORD-MOVED", local: 100, plat: 90})
+	if code, out, errOut := reviewCLI(t, "mismatches", "ack", fmt.Sprint(id), "--by", annAddr, "--database-url", db.URL, "--note", "on it"); code != 0 {
+		t.Fatalf("ack: exit %d\n%s%s", code, out, errOut)
+	}
+	// Yesterday and today, both included (the move is now, in whichever of the two it is
+	// in Shanghai when the test runs at midnight).
+	today := time.Now().In(reviewDay.Location())
+	period := []string{"--from", today.AddDate(0, 0, -1).Format(time.DateOnly), "--to", today.Format(time.DateOnly)}
+	code, out, errOut := reviewCLI(t, append([]string{"report", "--database-url", db.URL, "--format", "json"}, period...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	// UTF-8 with a byte order mark, so that Excel reads Chinese as Chinese.
-	if !strings.HasPrefix(out, "\ufeff") {
-		t.Fatalf("the CSV does not start with a UTF-8 byte order mark: %q", out[:min(len(out), 20)])
+	var rep struct {
+		Audit []struct {
+			Action     string `json:"action"`
+			Actor      string `json:"actor"`
+			OutTradeNo string `json:"out_trade_no"`
+			Note       string `json:"note"`
+		} `json:"audit"`
 	}
-	r := csv.NewReader(strings.NewReader(strings.TrimPrefix(out, "\ufeff")))
-	r.FieldsPerRecord = -1
-	recs, err := r.ReadAll()
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Audit) != 1 || rep.Audit[0].Action != "acknowledge" || rep.Audit[0].Actor != annAddr ||
+		rep.Audit[0].OutTradeNo != "ORD-MOVED" || rep.Audit[0].Note != "on it" {
+		t.Fatalf("audit %+v, want ann's acknowledgement", rep.Audit)
+	}
+	path := filepath.Join(t.TempDir(), "moves.xlsx")
+	if code, _, errOut := reviewCLI(t, append([]string{"report", "--database-url", db.URL, "--out", path, "--lang", "zh"}, period...)...); code != 0 {
+		t.Fatalf("xlsx: exit %d: %s", code, errOut)
+	}
+	f, err := excelize.OpenFile(path)
 	if err != nil {
-		t.Fatalf("csv does not parse: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	// Every long number (a merchant account, a trade number) is kept as text for a
-	// spreadsheet with a trailing tab, and comes back whole when trimmed.
-	protected := 0
-	for _, rec := range recs {
-		for _, cell := range rec {
-			digits := strings.TrimSpace(cell)
-			if len(digits) >= 12 && strings.Trim(digits, "0123456789") == "" {
-				if cell != digits+"\t" {
-					t.Errorf("the long number %q is not kept as text", cell)
-				}
-				protected++
-			}
-		}
-	}
-	if protected == 0 {
-		t.Fatal("no long number in the report to check")
-	}
-	sections := map[string][][]string{}
-	headers := map[int][]string{}
-	for i, rec := range recs {
-		if rec[0] == "section" {
-			headers[i] = rec
-			continue
-		}
-		sections[rec[0]] = append(sections[rec[0]], rec[1:])
-	}
-	if len(headers) != 5 {
-		t.Fatalf("want 5 section headers (report, summary, findings, runs, statements), got %d:\n%s", len(headers), out)
-	}
-	if got := sections["report"]; len(got) != 1 || got[0][0] != "2026-11-28T00:00:00+08:00" ||
-		got[0][1] != "2026-11-29T00:00:00+08:00" || got[0][2] != "Asia/Shanghai" {
-		t.Fatalf("report row %q", got)
-	}
-	wantSummary := [][]string{
-		{"AMOUNT_MISMATCH", "OPEN", "2", "3", "2600.00", "100.90", "2499.10"},
-		{"UNKNOWN_ORDER", "OPEN", "1", "1", "0.00", "0.01", "0.01"},
-		{"UNKNOWN_ORDER", "ACKNOWLEDGED", "1", "1", "0.00", "1234.56", "1234.56"},
-	}
-	if got := sections["summary"]; !slices.EqualFunc(got, wantSummary, slices.Equal) {
-		t.Fatalf("summary %q, want %q", got, wantSummary)
-	}
-	if got := sections["summary_total"]; len(got) != 1 || !slices.Equal(got[0], []string{"TOTAL", "", "4", "5", "2600.00", "1335.47", "3733.67"}) {
-		t.Fatalf("summary total %q", got)
-	}
-	findings := sections["finding"]
-	var tradeNos []string
-	otnCol := slices.Index(render.FindingCSVHeader, "out_trade_no")
-	for _, f := range findings {
-		tradeNos = append(tradeNos, f[otnCol])
-	}
-	want := []string{"ORD-B", "ORD-A", xssTradeNo, `'=HYPERLINK("http://evil")`}
-	if !slices.Equal(tradeNos, want) {
-		t.Fatalf("findings %q, want %q (first seen order, the formula defused)", tradeNos, want)
-	}
-	if f := findings[1]; f[slices.Index(render.FindingCSVHeader, "local_amount")] != "100.00" || f[slices.Index(render.FindingCSVHeader, "platform_amount")] != "99.90" {
-		t.Fatalf("finding row %q", f)
-	}
-	runs := sections["run"]
-	if len(runs) != 2 || runs[0][1] != "scheduled" || runs[0][2] != "succeeded" || runs[0][9] != "40" ||
-		runs[1][1] != "backfill" || runs[1][2] != "failed" || runs[1][3] != "0/2" {
-		t.Fatalf("runs %q", runs)
-	}
-	if got := sections["run_total"]; len(got) != 1 || got[0][2] != "1 succeeded, 1 failed" || got[0][9] != "47" ||
-		got[0][10] != "6" || got[0][14] != "4" || got[0][16] != "2" {
-		t.Fatalf("run totals %q", got)
+	defer f.Close()
+	rows, err := f.GetRows("审计记录")
+	if err != nil || len(rows) != 2 || rows[1][2] != "ORD-MOVED" || rows[1][3] != "确认知悉" || rows[1][4] != annAddr {
+		t.Fatalf("audit sheet %q (%v), want ann's acknowledgement in Chinese", rows, err)
 	}
 }
 
@@ -210,7 +228,7 @@ func TestReportXLSX(t *testing.T) {
 		t.Fatalf("the xlsx does not re-open: %v", err)
 	}
 	defer f.Close()
-	if got := f.GetSheetList(); !slices.Equal(got, []string{"Summary", "Findings", "Runs", "Statements"}) {
+	if got := f.GetSheetList(); !slices.Equal(got, []string{"Summary", "Findings", "Runs", "Statements", "Audit"}) {
 		t.Fatalf("sheets %q", got)
 	}
 	rows, err := f.GetRows("Findings")
@@ -291,7 +309,8 @@ func TestReportHTMLEscapesPlatformText(t *testing.T) {
 		"<!DOCTYPE html>", "<style>", "Amounts in yuan (CNY).</p>",
 		"Summary by kind and review status (3)", "Findings first or last seen in the period (4)",
 		"Reconciliation runs started in the period (2)",
-		`<td class="num">¥3,733.67</td>`, `<td class="num">¥1,234.56</td>`, "2026-11-28 00:00", "Asia/Shanghai",
+		`<td class="num">¥3,733.67</td>`, `<td class="num">¥1,234.56</td>`, "2026-11-28 – 2026-11-28 (Asia/Shanghai)", // the day asked for
+		"2026-11-28 09:00", // a finding's first sighting, to the minute
 		"<svg", "Amount differs", "Our order no.",
 	} {
 		if !strings.Contains(out, want) {
@@ -328,14 +347,18 @@ func TestReportUsageAndPeriod(t *testing.T) {
 	}{
 		{"bad format", []string{"--format", "pdf"}, 2, "--format"},
 		{"from after to", []string{"--from", "2026-11-29", "--to", "2026-11-28"}, 2, "before --to"},
-		{"from equals to", []string{"--from", "2026-11-28", "--to", "2026-11-28"}, 2, "before --to"},
+		{"one day", []string{"--from", "2026-11-28", "--to", "2026-11-28", "--format", "json"}, 0, `"to": "2026-11-29T00:00:00+08:00"`},
+		{"to an RFC 3339 time, excluded", []string{"--from", "2026-11-28", "--to", "2026-11-29T00:00:00+08:00", "--format", "json"}, 0,
+			`"to": "2026-11-29T00:00:00+08:00"`},
+		{"the same instant twice", []string{"--from", "2026-11-28T10:00:00+08:00", "--to", "2026-11-28T10:00:00+08:00"}, 2, "before --to"},
 		{"bad from", []string{"--from", "28/11/2026"}, 2, "--from"},
 		{"stray argument", []string{"today"}, 2, "unexpected argument"},
 		{"help", []string{"--help"}, 0, "-format"},
 		{"default period", []string{"--format", "json"}, 0, `"findings": []`},
-		{"to in the future", []string{"--from", "2098-12-01", "--to", "2099-01-01", "--format", "json"}, 0, `"to": "2099-01-01T00:00:00+08:00"`},
-		{"a leap year", []string{"--from", "2028-01-01", "--to", "2029-01-01", "--format", "json"}, 0, `"to": "2029-01-01T00:00:00+08:00"`},
-		{"over a year", []string{"--from", "2026-01-01", "--to", "2027-01-03"}, 2, "longer than 366 days"},
+		{"to in the future", []string{"--from", "2098-12-01", "--to", "2098-12-31", "--format", "json"}, 0, `"to": "2099-01-01T00:00:00+08:00"`},
+		{"a leap year", []string{"--from", "2028-01-01", "--to", "2028-12-31", "--format", "json"}, 0, `"to": "2029-01-01T00:00:00+08:00"`},
+		{"366 days", []string{"--from", "2026-01-01", "--to", "2027-01-01", "--format", "json"}, 0, `"to": "2027-01-02T00:00:00+08:00"`},
+		{"over a year", []string{"--from", "2026-01-01", "--to", "2027-01-02"}, 2, "longer than 366 days"},
 		{"all time", []string{"--from", "0001-01-01", "--to", "9999-12-31", "--format", "csv"}, 2, "366 days"},
 		{"rfc 3339", []string{"--from", "2026-11-28T10:00:00Z", "--to", "2026-11-28T12:00:00Z", "--format", "json"}, 0,
 			`"from": "2026-11-28T18:00:00+08:00"`},

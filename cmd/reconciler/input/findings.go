@@ -43,7 +43,8 @@ func (q ListQuery) Filter(loc *time.Location) (reconcile.FindingFilter, error) {
 		}
 	}
 	if q.Until != "" {
-		if f.Until, err = ParseWhen("until", q.Until, loc); err != nil {
+		// The one period rule: a date --until is the last day, included.
+		if f.Until, err = ParseUntil("until", q.Until, loc); err != nil {
 			return f, err
 		}
 	}
