@@ -51,7 +51,9 @@ func yuanPtr(minor *int64) string {
 	return yuan(*minor)
 }
 
-// clock formats a time in the console's zone.
+// clock formats a time in the console's zone, with its offset: a time read out of the page
+// (into a ticket, a chat, a spreadsheet) still says which instant it was, and "+08:00" is
+// unambiguous where an abbreviation such as CST is not.
 func clock(t time.Time, loc *time.Location) string {
-	return t.In(loc).Format("2006-01-02 15:04:05")
+	return t.In(loc).Format("2006-01-02 15:04:05 -07:00")
 }
