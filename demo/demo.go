@@ -403,7 +403,9 @@ func seedDemo(ctx context.Context, store *postgres.Store, sb *sandbox.Sandbox, o
 // proposes accept_payment, a second approves, and the order is PAID by the database's
 // approval (its payment event and outbox row are relayed in the next step).
 func demoAcceptPayment(ctx context.Context, w io.Writer, review *postgres.Review) error {
-	short, err := review.List(ctx, reconcile.FindingFilter{Kind: reconcile.MismatchAmount,
+	// The WeChat Pay one, whichever finding id the race of step 5 gave it: the bill step
+	// below counts on which account's line it is.
+	short, err := review.List(ctx, reconcile.FindingFilter{Kind: reconcile.MismatchAmount, Platform: reconcile.WechatPay,
 		Statuses: []reconcile.ReviewStatus{reconcile.ReviewOpen}, Limit: 1})
 	if err != nil || len(short) == 0 {
 		return err
