@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,8 +29,20 @@ type AlipayAccount struct {
 	AlipayRootCertFile string  `yaml:"alipay_root_cert_file"`
 	SellerID           string  `yaml:"seller_id"`
 	QPS                float64 `yaml:"qps"`
+	// SubMerchants are the merchants this app calls for as their third-party app (service
+	// provider): with each one's app_auth_token, within this app's QPS.
+	SubMerchants []AlipaySubMerchant `yaml:"sub_merchants"`
 
 	origin string // the accounts file it came from; "" for the RECONCILER_ALIPAY_* settings
+}
+
+// AlipaySubMerchant is a merchant that authorised an Alipay third-party app to call for it.
+type AlipaySubMerchant struct {
+	AuthAppID string `yaml:"auth_app_id"` // the merchant's app id: payment_orders.merchant_id
+	// AppAuthTokenFile holds the app_auth_token the merchant granted the provider: a secret,
+	// read from a file (a mounted Secret) and never logged.
+	AppAuthTokenFile string  `yaml:"app_auth_token_file"`
+	QPS              float64 `yaml:"qps"` // 0: no budget of its own, only its provider's
 }
 
 // Enabled reports whether the single-account settings name an Alipay app.
@@ -57,18 +70,49 @@ func (a AlipayAccount) FieldError(field, msg string) *Error {
 // WechatAccount is one WeChat Pay merchant (mchid). Field names in the accounts file are the
 // single-account settings' names without their RECONCILER_WECHATPAY_ prefix.
 type WechatAccount struct {
-	MchID          string `yaml:"mchid"`
+	MchID string `yaml:"mchid"`
+	// SpMchID names a service provider (服务商) instead of a merchant: its keys sign the
+	// partner APIs' calls for its SubMerchants, within its QPS.
+	SpMchID        string `yaml:"sp_mchid"`
 	AppID          string `yaml:"appid"`
 	BaseURL        string `yaml:"base_url"`
 	SerialNo       string `yaml:"serial_no"` // merchant certificate serial, upper-case hex
 	PrivateKeyFile string `yaml:"private_key_file"`
 	APIv3KeyFile   string `yaml:"apiv3_key_file"`
 	// Public-key mode; without them the account verifies with platform certificates.
-	PublicKeyID   string  `yaml:"public_key_id"`
-	PublicKeyFile string  `yaml:"public_key_file"`
-	QPS           float64 `yaml:"qps"`
+	PublicKeyID   string              `yaml:"public_key_id"`
+	PublicKeyFile string              `yaml:"public_key_file"`
+	QPS           float64             `yaml:"qps"`
+	SubMerchants  []WechatSubMerchant `yaml:"sub_merchants"`
 
 	origin string
+}
+
+// WechatSubMerchant is a merchant (特约商户) a WeChat Pay service provider calls for.
+type WechatSubMerchant struct {
+	SubMchID string  `yaml:"sub_mchid"` // payment_orders.merchant_id
+	SubAppID string  `yaml:"sub_appid"` // optional: the sub-merchant's own app id
+	QPS      float64 `yaml:"qps"`       // 0: no budget of its own, only its provider's
+}
+
+// ID is the account's merchant id: the mchid, or a service provider's sp_mchid.
+func (w WechatAccount) ID() string {
+	if w.SpMchID != "" {
+		return w.SpMchID
+	}
+	return w.MchID
+}
+
+// SubMerchantCount is how many sub-merchants the accounts' service providers call for.
+func (a Accounts) SubMerchantCount() int {
+	n := 0
+	for _, x := range a.Alipay {
+		n += len(x.SubMerchants)
+	}
+	for _, x := range a.WechatPay {
+		n += len(x.SubMerchants)
+	}
+	return n
 }
 
 // Enabled reports whether the single-account settings name a WeChat Pay merchant.
@@ -85,7 +129,7 @@ func (w WechatAccount) Mode() string {
 
 // FieldError is a bad value of one of the account's fields (see AlipayAccount.FieldError).
 func (w WechatAccount) FieldError(field, msg string) *Error {
-	return fieldError(w.origin, "wechatpay", w.MchID, "RECONCILER_WECHATPAY_", field, msg)
+	return fieldError(w.origin, "wechatpay", w.ID(), "RECONCILER_WECHATPAY_", field, msg)
 }
 
 // Accounts are every merchant account this process speaks for.
@@ -183,7 +227,7 @@ func accountAt(tree *yaml.Node, line int) string {
 		if list.Kind != yaml.SequenceNode {
 			continue
 		}
-		idField := map[string]string{"alipay": "app_id", "wechatpay": "mchid"}[platform]
+		idFields := map[string][]string{"alipay": {"app_id"}, "wechatpay": {"mchid", "sp_mchid"}}[platform]
 		for n, entry := range list.Content {
 			end := nextLine(list.Content, n, top.Content, i)
 			if line < entry.Line || (end > 0 && line >= end) {
@@ -191,7 +235,7 @@ func accountAt(tree *yaml.Node, line int) string {
 			}
 			id := fmt.Sprintf("#%d", n+1)
 			for k := 0; k+1 < len(entry.Content); k += 2 {
-				if entry.Content[k].Value == idField {
+				if slices.Contains(idFields, entry.Content[k].Value) {
 					id = strconv.Quote(entry.Content[k+1].Value)
 				}
 			}
@@ -247,10 +291,13 @@ func resolveAccounts(c *Config, signing bool) error {
 		if err := w.check(c.AllowInsecurePlatform, signing); err != nil {
 			return err
 		}
-		if seen["wechatpay/"+w.MchID] {
-			return w.FieldError("mchid", fmt.Sprintf("merchant %s is configured twice", w.MchID))
+		if seen["wechatpay/"+w.ID()] {
+			return w.FieldError(w.idField(), fmt.Sprintf("merchant %s is configured twice", w.ID()))
 		}
-		seen["wechatpay/"+w.MchID] = true
+		seen["wechatpay/"+w.ID()] = true
+	}
+	if err := checkSubMerchants(accts, seen); err != nil {
+		return err
 	}
 	c.Accounts = accts
 	return nil
@@ -288,9 +335,25 @@ func (a *AlipayAccount) check(allowInsecure, signing bool) error {
 	return nil
 }
 
+func (w *WechatAccount) idField() string {
+	if w.SpMchID != "" {
+		return "sp_mchid"
+	}
+	return "mchid"
+}
+
 func (w *WechatAccount) check(allowInsecure, signing bool) error {
-	if err := checkIdentity(w.FieldError, "mchid", w.MchID, "base_url", &w.BaseURL, DefaultWechatPayBaseURL, &w.QPS, allowInsecure); err != nil {
+	if w.MchID != "" && w.SpMchID != "" {
+		return w.FieldError("sp_mchid", "give mchid (a merchant) or sp_mchid (a service provider), not both")
+	}
+	if err := checkIdentity(w.FieldError, w.idField(), w.ID(), "base_url", &w.BaseURL, DefaultWechatPayBaseURL, &w.QPS, allowInsecure); err != nil {
 		return err
+	}
+	switch {
+	case w.SpMchID != "" && len(w.SubMerchants) == 0:
+		return w.FieldError("sub_merchants", "a service provider (sp_mchid) lists the sub-merchants it calls for")
+	case w.SpMchID == "" && len(w.SubMerchants) > 0:
+		return w.FieldError("sub_merchants", "only a service provider has sub-merchants: name it by sp_mchid, not mchid")
 	}
 	// Verifying callbacks without the private key needs the public key: downloading
 	// platform certificates is a signed request.
@@ -378,4 +441,76 @@ func checkPlatformURL(raw string, allowInsecure bool) error {
 		return fmt.Errorf("must be an https:// URL, got %s (set RECONCILER_ALLOW_INSECURE_PLATFORM=true only for tests, the sandbox or staging)", RedactURL(raw))
 	}
 	return fmt.Errorf("URL scheme must be https, got %q", u.Scheme)
+}
+
+// checkSubMerchants holds the service providers' sub-merchants to the file's other accounts:
+// each is configured once in the whole file (under one provider, never also as a direct
+// account: two budgets and two sets of credentials for one merchant's orders), names its
+// id, and asks for no more calls a second than its provider has; an Alipay one's token
+// file is readable. seen holds the direct accounts as resolveAccounts recorded them.
+func checkSubMerchants(accts Accounts, seen map[string]bool) error {
+	under := map[string]string{} // platform/sub-merchant -> its provider
+	claim := func(platform, provider, id string) string {
+		key := platform + "/" + id
+		switch {
+		case seen[key]:
+			return fmt.Sprintf("%s is also configured as an account of its own: list it once, under its provider or on its own", id)
+		case under[key] != "":
+			return fmt.Sprintf("%s is configured twice (already under %s)", id, under[key])
+		}
+		under[key] = provider
+		return ""
+	}
+	for _, p := range accts.Alipay {
+		for i, s := range p.SubMerchants {
+			fail := func(field, msg string) *Error { return p.FieldError(subField(i, s.AuthAppID, field), msg) }
+			if strings.TrimSpace(s.AuthAppID) == "" {
+				return fail("auth_app_id", "is required (the merchant's app id, as payment_orders.merchant_id holds it)")
+			}
+			if msg := claim("alipay", p.AppID, s.AuthAppID); msg != "" {
+				return fail("auth_app_id", msg)
+			}
+			if err := checkReadable(s.AppAuthTokenFile); err != nil {
+				return fail("app_auth_token_file", strings.Replace(err.Error(), "key file", "token file", 1))
+			}
+			if err := checkSubQPS(s.QPS, p.QPS); err != "" {
+				return fail("qps", err)
+			}
+		}
+	}
+	for _, p := range accts.WechatPay {
+		for i, s := range p.SubMerchants {
+			fail := func(field, msg string) *Error { return p.FieldError(subField(i, s.SubMchID, field), msg) }
+			if strings.TrimSpace(s.SubMchID) == "" {
+				return fail("sub_mchid", "is required (the sub-merchant's mchid, as payment_orders.merchant_id holds it)")
+			}
+			if msg := claim("wechatpay", p.SpMchID, s.SubMchID); msg != "" {
+				return fail("sub_mchid", msg)
+			}
+			if err := checkSubQPS(s.QPS, p.QPS); err != "" {
+				return fail("qps", err)
+			}
+		}
+	}
+	return nil
+}
+
+// subField names a sub-merchant's field in an error: its place in the list and its id.
+func subField(i int, id, field string) string {
+	if id == "" {
+		return fmt.Sprintf("sub_merchants[%d].%s", i, field)
+	}
+	return fmt.Sprintf("sub_merchants[%d] (%s).%s", i, id, field)
+}
+
+// checkSubQPS is "" for a sub-merchant budget that fits within its provider's (0: none of
+// its own), else what is wrong with it.
+func checkSubQPS(qps, provider float64) string {
+	switch {
+	case qps < 0:
+		return fmt.Sprintf("must be a positive number of calls per second, got %g", qps)
+	case qps > provider:
+		return fmt.Sprintf("%g is above its provider's qps %g: a sub-merchant's calls are part of its provider's", qps, provider)
+	}
+	return ""
 }

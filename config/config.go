@@ -154,15 +154,22 @@ func (c Config) Redacted() string {
 	return b.String()
 }
 
-// redacted lists the accounts as platform:id(mode,qps,url); key files are never read into
-// Config, so nothing secret can leak from here.
+// redacted lists the accounts as platform:id(mode,qps,url), a service provider's with how
+// many sub-merchants it calls for (thousands are not listed one by one); key and token
+// files are never read into Config, so nothing secret can leak from here.
 func (a Accounts) redacted() string {
 	var parts []string
+	subs := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf(",sub_merchants=%d", n)
+	}
 	for _, x := range a.Alipay {
-		parts = append(parts, fmt.Sprintf("alipay:%s(%s,qps=%g,%s)", x.AppID, x.Mode(), x.QPS, RedactURL(x.Gateway)))
+		parts = append(parts, fmt.Sprintf("alipay:%s(%s,qps=%g,%s%s)", x.AppID, x.Mode(), x.QPS, RedactURL(x.Gateway), subs(len(x.SubMerchants))))
 	}
 	for _, x := range a.WechatPay {
-		parts = append(parts, fmt.Sprintf("wechatpay:%s(%s,qps=%g,%s)", x.MchID, x.Mode(), x.QPS, RedactURL(x.BaseURL)))
+		parts = append(parts, fmt.Sprintf("wechatpay:%s(%s,qps=%g,%s%s)", x.ID(), x.Mode(), x.QPS, RedactURL(x.BaseURL), subs(len(x.SubMerchants))))
 	}
 	return "[" + strings.Join(parts, ",") + "]"
 }

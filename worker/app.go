@@ -46,6 +46,13 @@ type App struct {
 // New connects to the database (and Redis), loads the platform keys and builds the apply
 // path. Key and setting problems are *config.Error (exit 2).
 func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*App, error) {
+	if n := cfg.Accounts.SubMerchantCount(); n > 0 {
+		// The accounts file's service providers are read and checked (config), but no
+		// platform call, callback or bill is made for a sub-merchant yet: refusing is
+		// better than a run that leaves their orders pending while it reports success.
+		return nil, &config.Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: fmt.Sprintf(
+			"%d sub-merchants of service providers (sub_merchants) are configured, but this release does not yet call the platforms for sub-merchants: remove them (and sp_mchid accounts) to run", n)}
+	}
 	a := &App{cfg: cfg, log: log, metrics: metrics.New(), alipay: map[string]httpapi.AlipayNotifyReader{}}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {

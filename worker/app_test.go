@@ -2,12 +2,15 @@ package worker
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/payrecon/payrecon/config"
 )
 
 // TestKeyFileReadableByOthersIsAWarning: a secret key file others can read is named in a
@@ -64,5 +67,21 @@ func TestKeyFileReadableByOthersIsAWarning(t *testing.T) {
 	}
 	if _, exposed := exposedKeyFile(link); !exposed {
 		t.Fatal("a 0644 file behind a symlink was not seen as exposed")
+	}
+}
+
+// TestSubMerchantsAreRefusedUntilCalledFor: an accounts file with service providers'
+// sub-merchants stops every worker command with a configuration error (exit 2) before it
+// connects anywhere, instead of a run that leaves the sub-merchants' orders pending while it
+// reports success.
+func TestSubMerchantsAreRefusedUntilCalledFor(t *testing.T) {
+	var cfg config.Config
+	cfg.Accounts.Alipay = []config.AlipayAccount{{AppID: "2021000000000009",
+		SubMerchants: []config.AlipaySubMerchant{{AuthAppID: "2021000000000101"}, {AuthAppID: "2021000000000102"}}}}
+	cfg.DatabaseURL = "postgres://nobody@127.0.0.1:1/none"
+	_, err := New(context.Background(), cfg, zerolog.Nop(), true)
+	if !config.IsConfigError(err) || !strings.Contains(err.Error(), "RECONCILER_ACCOUNTS_FILE") ||
+		!strings.Contains(err.Error(), "2 sub-merchants") {
+		t.Fatalf("New with sub-merchants: %v, want a configuration error naming them", err)
 	}
 }
