@@ -241,3 +241,15 @@ type Notification struct {
 	// Ignored names the event type of a notification payrecon does not handle.
 	Ignored string
 }
+
+// MerchantID is the merchant the notification's payment or refund belongs to ("" for one
+// payrecon ignores).
+func (n Notification) MerchantID() string {
+	switch {
+	case n.Payment != nil:
+		return n.Payment.MerchantID
+	case n.Refund != nil:
+		return n.Refund.MerchantID
+	}
+	return ""
+}

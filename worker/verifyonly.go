@@ -32,7 +32,16 @@ func (a *App) alipayVerifier(acct config.AlipayAccount) (httpapi.AlipayNotifyRea
 			return nil, err
 		}
 	}
-	return func(body []byte) (reconcile.Notification, error) { return alipay.ParseNotify(body, pub) }, nil
+	return func(body []byte) (reconcile.Notification, error) {
+		n, err := alipay.ParseNotify(body, pub)
+		if err == nil {
+			err = alipay.CheckNotifyMerchant(n, acct.AppID, nil)
+		}
+		if err != nil {
+			return reconcile.Notification{}, err
+		}
+		return n, nil
+	}, nil
 }
 
 // wechatVerifier reads a merchant's callbacks with the WeChat Pay public key and the API v3

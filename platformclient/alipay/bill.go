@@ -30,7 +30,7 @@ const billURLAttempts = 2
 // published is a *platformclient.BillNotReadyError in the chain.
 func (c *Client) DownloadBill(ctx context.Context, day time.Time, dir string) (platformclient.BillInfo, error) {
 	d := platformclient.BillDay(day)
-	info := platformclient.BillInfo{Platform: reconcile.Alipay, MerchantID: c.cfg.AppID, Day: d}
+	info := platformclient.BillInfo{Platform: reconcile.Alipay, MerchantID: c.MerchantID(), Day: d}
 	biz := map[string]string{"bill_type": "trade", "bill_date": d.Format("2006-01-02")}
 	var err error
 	for range billURLAttempts {
@@ -47,7 +47,7 @@ func (c *Client) DownloadBill(ctx context.Context, day time.Time, dir string) (p
 			break
 		}
 		err = c.policy.DoTimeout(ctx, "bill download", c.cfg.downloadTimeout(), func(ctx context.Context) error {
-			return c.download(ctx, link, dir, billFileName(link, c.cfg.AppID, d), &info)
+			return c.download(ctx, link, dir, billFileName(link, c.MerchantID(), d), &info)
 		})
 		if reconcile.PlatformErrorKindOf(err) != reconcile.KindPermanent || !strings.HasPrefix(codeOf(err), "URL") {
 			break
@@ -78,7 +78,7 @@ func (c *Client) billURL(a answer, day time.Time) (string, error) {
 	}
 	if billNotReady(a.common.SubCode) {
 		return "", platformclient.NotReady(&platformclient.BillNotReadyError{
-			Platform: reconcile.Alipay, MerchantID: c.cfg.AppID, Day: day, Code: code + "/" + a.common.SubCode,
+			Platform: reconcile.Alipay, MerchantID: c.MerchantID(), Day: day, Code: code + "/" + a.common.SubCode,
 			Message: strings.TrimSpace(a.common.Msg + " " + a.common.SubMsg),
 			RetryAt: platformclient.BillRetryAt(day, BillPublishHour, c.cfg.Now()),
 		})

@@ -25,11 +25,39 @@ const (
 
 // Client speaks to one Alipay app. It is safe for concurrent use; share one per process so
 // its token bucket and circuit breaker see every call.
+//
+// A third-party app (a service provider's) also calls for the merchants that authorised it:
+// ForSubMerchant gives a Client for one of them, which signs with the provider's keys, adds
+// the merchant's app_auth_token to every call and shares the provider's policy.
 type Client struct {
 	cfg    Config
 	policy *platformclient.Policy
 	log    zerolog.Logger
+
+	subMerchant  string    // the merchant's app id (auth_app_id) this view calls for; "" for the app itself
+	appAuthToken authToken // sent with every call of a sub-merchant's view
+	// subMerchants are the auth_app_ids whose notifications the app accepts beside its own
+	// (AcceptSubMerchants); nil: its own only.
+	subMerchants map[string]bool
 }
+
+// String names the app and the merchant it calls for, never a key or a token (fmt prints a
+// struct's unexported fields without asking them how).
+func (c Client) String() string {
+	if c.subMerchant != "" {
+		return fmt.Sprintf("alipay.Client{app_id:%s auth_app_id:%s app_auth_token:[REDACTED]}", c.cfg.AppID, c.subMerchant)
+	}
+	return fmt.Sprintf("alipay.Client{app_id:%s}", c.cfg.AppID)
+}
+
+// GoString keeps %#v as quiet as %v.
+func (c Client) GoString() string { return c.String() }
+
+// authToken is an app_auth_token: a credential, so it never prints.
+type authToken string
+
+func (authToken) String() string   { return "[REDACTED]" }
+func (authToken) GoString() string { return "[REDACTED]" }
 
 var _ reconcile.PlatformClient = (*Client)(nil)
 
@@ -56,8 +84,39 @@ func New(cfg Config) (*Client, error) {
 // Platform is reconcile.Alipay.
 func (c *Client) Platform() reconcile.Platform { return reconcile.Alipay }
 
-// MerchantID is the app_id.
-func (c *Client) MerchantID() string { return c.cfg.AppID }
+// MerchantID is the app_id, or for a sub-merchant's view the merchant's app id
+// (auth_app_id): payment_orders.merchant_id either way.
+func (c *Client) MerchantID() string {
+	if c.subMerchant != "" {
+		return c.subMerchant
+	}
+	return c.cfg.AppID
+}
+
+// ForSubMerchant is a Client that calls for a merchant who authorised this app (a service
+// provider's third-party app): every call carries the merchant's app_auth_token and is
+// signed with the app's keys; results name the merchant (authAppID). It shares the app's
+// policy: its calls count against the app's budget and its circuit breaker.
+func (c *Client) ForSubMerchant(authAppID, appAuthToken string) (*Client, error) {
+	authAppID, appAuthToken = strings.TrimSpace(authAppID), strings.TrimSpace(appAuthToken)
+	if authAppID == "" || appAuthToken == "" {
+		return nil, fmt.Errorf("alipay client: a sub-merchant of app %s needs its auth_app_id and its app_auth_token", c.cfg.AppID)
+	}
+	view := *c
+	view.subMerchant, view.appAuthToken, view.subMerchants = authAppID, authToken(appAuthToken), nil
+	view.log = c.log.With().Str("auth_app_id", authAppID).Logger()
+	return &view, nil
+}
+
+// AcceptSubMerchants lets the app's notifications name these merchants (auth_app_id) as well
+// as the app itself; a notification for any other merchant is refused like a bad signature.
+// Call it before the Client is shared.
+func (c *Client) AcceptSubMerchants(authAppIDs []string) {
+	c.subMerchants = make(map[string]bool, len(authAppIDs))
+	for _, id := range authAppIDs {
+		c.subMerchants[id] = true
+	}
+}
 
 // BreakerState reports the circuit breaker's state ("closed", "half-open", "open").
 func (c *Client) BreakerState() string { return c.policy.BreakerState() }
@@ -186,6 +245,10 @@ func (c *Client) requestParams(method string, biz any) (url.Values, error) {
 	p.Set("timestamp", c.cfg.Now().In(platformclient.ChinaTime).Format(platformclient.ChinaTimeLayout))
 	p.Set("version", "1.0")
 	p.Set("biz_content", bizJSON)
+	if c.appAuthToken != "" {
+		// A common parameter, signed with the others: the provider calls as the merchant.
+		p.Set("app_auth_token", string(c.appAuthToken))
+	}
 	if c.cfg.Cert != nil {
 		// Signed like every other parameter: the gateway checks both against the app.
 		p.Set("app_cert_sn", c.cfg.Cert.AppCertSN)

@@ -85,7 +85,35 @@ func (c *Client) parseNotify(body []byte) (reconcile.Notification, error) {
 		return reconcile.Notification{}, platformclient.NewError(reconcile.Alipay, reconcile.KindBadSignature, "UNKNOWN_ALIPAY_CERT_SN",
 			msg, platformclient.ErrBadSignature)
 	}
-	return verifiedNotify(form, body, key, keyName)
+	n, err := verifiedNotify(form, body, key, keyName)
+	if err != nil {
+		return n, err
+	}
+	if err := CheckNotifyMerchant(n, c.cfg.AppID, c.subMerchants); err != nil {
+		return reconcile.Notification{}, err
+	}
+	return n, nil
+}
+
+// CheckNotifyMerchant refuses, like a bad signature, a verified notification of app appID
+// for a merchant that is neither the app itself nor one of subMerchants (auth_app_ids): a
+// service provider's app serves many merchants, not all of them ours to apply, however well
+// the notification is signed.
+func CheckNotifyMerchant(n reconcile.Notification, appID string, subMerchants map[string]bool) error {
+	if m := n.MerchantID(); m != "" && m != appID && !subMerchants[m] {
+		return platformclient.BadSignature(reconcile.Alipay,
+			fmt.Sprintf("notification for auth_app_id %s, which is not a configured sub-merchant of app %s", m, appID))
+	}
+	return nil
+}
+
+// notifyMerchant is the merchant a notification is for: auth_app_id, the merchant's own
+// app (it equals app_id when the merchant calls for itself), else app_id.
+func notifyMerchant(form url.Values) string {
+	if id := form.Get("auth_app_id"); id != "" {
+		return id
+	}
+	return form.Get("app_id")
 }
 
 // verifiedNotify checks the sign with pub (keyName says which configured key that is), then
@@ -118,7 +146,7 @@ func verifiedNotify(form url.Values, raw []byte, pub *rsa.PublicKey, keyName str
 func paymentNotify(form url.Values, raw []byte) (reconcile.Result, error) {
 	res := reconcile.Result{
 		Platform:        reconcile.Alipay,
-		MerchantID:      form.Get("app_id"),
+		MerchantID:      notifyMerchant(form),
 		OutTradeNo:      form.Get("out_trade_no"),
 		PlatformTradeNo: form.Get("trade_no"),
 		RawState:        form.Get("trade_status"),
@@ -126,7 +154,7 @@ func paymentNotify(form url.Values, raw []byte) (reconcile.Result, error) {
 		Source:          reconcile.SourceNotify,
 		RawDigest:       platformclient.Digest(raw),
 	}
-	if res.OutTradeNo == "" || res.MerchantID == "" {
+	if res.OutTradeNo == "" || form.Get("app_id") == "" {
 		return reconcile.Result{}, platformclient.Malformed(reconcile.Alipay, "notification lacks out_trade_no or app_id")
 	}
 	state, ok := StateOf(res.RawState)
@@ -159,7 +187,7 @@ func paymentNotify(form url.Values, raw []byte) (reconcile.Result, error) {
 func refundNotify(form url.Values, raw []byte) (reconcile.RefundResult, error) {
 	r := reconcile.RefundResult{
 		Platform:        reconcile.Alipay,
-		MerchantID:      form.Get("app_id"),
+		MerchantID:      notifyMerchant(form),
 		OutTradeNo:      form.Get("out_trade_no"),
 		PlatformTradeNo: form.Get("trade_no"),
 		OutRefundNo:     form.Get("out_biz_no"),
@@ -168,7 +196,7 @@ func refundNotify(form url.Values, raw []byte) (reconcile.RefundResult, error) {
 		Source:          reconcile.SourceNotify,
 		RawDigest:       platformclient.Digest(raw),
 	}
-	if r.OutTradeNo == "" || r.MerchantID == "" {
+	if r.OutTradeNo == "" || form.Get("app_id") == "" {
 		return reconcile.RefundResult{}, platformclient.Malformed(reconcile.Alipay, "refund notification lacks out_trade_no or app_id")
 	}
 	fee := form.Get("refund_fee")

@@ -66,7 +66,7 @@ func (c *Client) refundResult(a answer, wantOutTradeNo, wantOutRefundNo string) 
 	code, sub := string(a.common.Code), normSubCode(a.common.SubCode)
 	base := reconcile.RefundResult{
 		Platform:    reconcile.Alipay,
-		MerchantID:  c.cfg.AppID,
+		MerchantID:  c.MerchantID(),
 		OutTradeNo:  wantOutTradeNo,
 		OutRefundNo: wantOutRefundNo,
 		RawDigest:   platformclient.Digest(a.raw),

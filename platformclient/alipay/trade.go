@@ -49,7 +49,7 @@ func (c *Client) queryResult(a answer, wantOutTradeNo string) (reconcile.Result,
 	code, sub := string(a.common.Code), normSubCode(a.common.SubCode)
 	base := reconcile.Result{
 		Platform:   reconcile.Alipay,
-		MerchantID: c.cfg.AppID,
+		MerchantID: c.MerchantID(),
 		OutTradeNo: wantOutTradeNo,
 		RawDigest:  platformclient.Digest(a.raw),
 	}
