@@ -46,5 +46,12 @@ func (v *WechatVerifier) KnowsSerial(_ context.Context, serial string) bool {
 }
 
 func (v *WechatVerifier) ParseNotifyContext(_ context.Context, h http.Header, body []byte) (reconcile.Notification, error) {
-	return v.verifier.ParseNotify(h, body)
+	n, err := v.verifier.ParseNotify(h, body)
+	if err == nil {
+		err = wechatpay.CheckNotifyMerchant(n, v.mchID, nil)
+	}
+	if err != nil {
+		return reconcile.Notification{}, err
+	}
+	return n, nil
 }

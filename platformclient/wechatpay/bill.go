@@ -70,8 +70,13 @@ type tradeBill struct {
 // the bill is due) is a BillInfo with Empty set and no file.
 func (c *Client) DownloadBill(ctx context.Context, day time.Time, dir string) (platformclient.BillInfo, error) {
 	d := platformclient.BillDay(day)
-	info := platformclient.BillInfo{Platform: reconcile.WechatPay, MerchantID: c.cfg.MchID, Day: d, Gzip: true}
+	info := platformclient.BillInfo{Platform: reconcile.WechatPay, MerchantID: c.MerchantID(), Day: d, Gzip: true}
 	q := url.Values{"bill_date": {d.Format("2006-01-02")}, "bill_type": {"ALL"}, "tar_type": {"GZIP"}}
+	if c.subMchID != "" {
+		// A provider asks for one sub-merchant's bill; without sub_mchid it would get all
+		// of its sub-merchants' trades in one file.
+		q.Set("sub_mchid", c.subMchID)
+	}
 	var tb tradeBill
 	err := c.policy.Do(ctx, "tradebill", func(ctx context.Context) error {
 		a, err := c.call(ctx, http.MethodGet, TradeBillPath+"?"+q.Encode(), nil)
@@ -88,7 +93,7 @@ func (c *Client) DownloadBill(ctx context.Context, day time.Time, dir string) (p
 	}
 	if err == nil {
 		info.HashType, info.HashValue = tb.HashType, strings.ToLower(tb.HashValue)
-		name := fmt.Sprintf("wechatpay_%s_%s_ALL.csv.gz", c.cfg.MchID, d.Format("20060102"))
+		name := fmt.Sprintf("wechatpay_%s_%s_ALL.csv.gz", c.MerchantID(), d.Format("20060102"))
 		err = c.policy.DoTimeout(ctx, "bill download", c.cfg.downloadTimeout(), func(ctx context.Context) error {
 			return c.downloadBill(ctx, tb.DownloadURL, dir, name, &info)
 		})
@@ -121,7 +126,7 @@ func (c *Client) tradeBillAnswer(ctx context.Context, a answer, day time.Time) (
 			return tb, nil
 		case absenceNotReady:
 			return tb, platformclient.NotReady(&platformclient.BillNotReadyError{
-				Platform: reconcile.WechatPay, MerchantID: c.cfg.MchID, Day: day, Code: a.apiErr.Code,
+				Platform: reconcile.WechatPay, MerchantID: c.MerchantID(), Day: day, Code: a.apiErr.Code,
 				Message: a.apiErr.Message, RetryAt: platformclient.BillRetryAt(day, BillPublishHour, now),
 			})
 		}

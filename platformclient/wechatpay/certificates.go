@@ -116,7 +116,7 @@ func (c *Client) verifier(ctx context.Context) Verifier {
 // first: one download at a time (concurrent callers wait for the running one), none within
 // CertificateRefreshMin of the last. A download that fails keeps the last good set.
 func (c *Client) certificateKey(ctx context.Context, serial string) (*rsa.PublicKey, bool) {
-	s := &c.certs
+	s := c.certs
 	for waited := false; ; waited = true {
 		s.mu.Lock()
 		cert, known := s.bySerial[serial]
@@ -146,7 +146,7 @@ func (c *Client) certificateKey(ctx context.Context, serial string) (*rsa.Public
 // startDownloadLocked starts a download of the certificates; the channel closes when it
 // ended and the set is updated. Called with c.certs.mu held.
 func (c *Client) startDownloadLocked(ctx context.Context) chan struct{} {
-	s := &c.certs
+	s := c.certs
 	done := make(chan struct{})
 	s.inflight, s.triedAt = done, c.cfg.Now()
 	// Every caller waiting shares this download, so the one that started it giving up must

@@ -23,11 +23,20 @@ const UserAgent = "payrecon/1.0 (+https://github.com/payrecon/payrecon)"
 
 // Client speaks to WeChat Pay API v3 for one merchant. Safe for concurrent use; share one
 // per process so its token bucket and circuit breaker see every call.
+//
+// A service provider's Client (its mchid is the sp_mchid) also calls the partner APIs for
+// its sub-merchants: ForSubMerchant gives a Client for one of them, which signs with the
+// provider's keys and shares its policy and platform certificates.
 type Client struct {
 	cfg    Config
 	policy *platformclient.Policy
-	certs  certificateSet
+	certs  *certificateSet // shared with the provider's sub-merchant views
 	log    zerolog.Logger
+
+	subMchID, subAppID string // the sub-merchant a partner view calls for; "" for the merchant itself
+	// subMerchants are the sub_mchids whose callbacks a provider accepts
+	// (AcceptSubMerchants); nil: none.
+	subMerchants map[string]bool
 }
 
 var _ reconcile.PlatformClient = (*Client)(nil)
@@ -39,8 +48,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	log := cfg.Logger.With().Str("platform", string(reconcile.WechatPay)).Str("mchid", cfg.MchID).Logger()
 	return &Client{
-		cfg: cfg,
-		log: log,
+		cfg:   cfg,
+		log:   log,
+		certs: &certificateSet{},
 		policy: platformclient.NewPolicy(platformclient.PolicyConfig{
 			Platform:   reconcile.WechatPay,
 			QPS:        cfg.QPS,
@@ -55,8 +65,45 @@ func New(cfg Config) (*Client, error) {
 // Platform is reconcile.WechatPay.
 func (c *Client) Platform() reconcile.Platform { return reconcile.WechatPay }
 
-// MerchantID is the mchid.
-func (c *Client) MerchantID() string { return c.cfg.MchID }
+// MerchantID is the mchid, or for a sub-merchant's view its sub_mchid: payment_orders.
+// merchant_id either way.
+func (c *Client) MerchantID() string {
+	if c.subMchID != "" {
+		return c.subMchID
+	}
+	return c.cfg.MchID
+}
+
+// ForSubMerchant is a Client for one of a service provider's sub-merchants (特约商户): its
+// queries, closes, refund queries and bills go through the partner APIs with sp_mchid (this
+// Client's mchid) and sub_mchid, signed with the provider's keys; results name the
+// sub-merchant. It shares the provider's policy and platform certificates. subAppID is
+// optional: when given, an answer's sub_appid is checked against it like an appid.
+func (c *Client) ForSubMerchant(subMchID, subAppID string) (*Client, error) {
+	subMchID = strings.TrimSpace(subMchID)
+	if subMchID == "" {
+		return nil, fmt.Errorf("wechatpay client: a sub-merchant of service provider %s needs its sub_mchid", c.cfg.MchID)
+	}
+	view := *c
+	view.subMchID, view.subAppID, view.subMerchants = subMchID, strings.TrimSpace(subAppID), nil
+	view.log = c.log.With().Str("sub_mchid", subMchID).Logger()
+	return &view, nil
+}
+
+// AcceptSubMerchants lets a service provider's callbacks name these sub-merchants
+// (sub_mchid); a callback for any other is refused like a bad signature. Call it before the
+// Client is shared.
+func (c *Client) AcceptSubMerchants(subMchIDs []string) {
+	c.subMerchants = make(map[string]bool, len(subMchIDs))
+	for _, id := range subMchIDs {
+		c.subMerchants[id] = true
+	}
+}
+
+// partner is the query string that names a sub-merchant to the partner APIs.
+func (c *Client) partner() string {
+	return "sp_mchid=" + url.QueryEscape(c.cfg.MchID) + "&sub_mchid=" + url.QueryEscape(c.subMchID)
+}
 
 // BreakerState reports the circuit breaker's state ("closed", "half-open", "open").
 func (c *Client) BreakerState() string { return c.policy.BreakerState() }
@@ -66,7 +113,7 @@ func (c *Client) Query(ctx context.Context, outTradeNo string) (reconcile.Result
 	if outTradeNo == "" {
 		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindPermanent, "", "empty out_trade_no", nil)
 	}
-	return c.query(ctx, "/v3/pay/transactions/out-trade-no/"+url.PathEscape(outTradeNo), outTradeNo)
+	return c.query(ctx, "out-trade-no/"+url.PathEscape(outTradeNo), outTradeNo)
 }
 
 // QueryByTransactionID asks GET /v3/pay/transactions/id/{transaction_id}?mchid=.
@@ -74,11 +121,16 @@ func (c *Client) QueryByTransactionID(ctx context.Context, transactionID string)
 	if transactionID == "" {
 		return reconcile.Result{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindPermanent, "", "empty transaction_id", nil)
 	}
-	return c.query(ctx, "/v3/pay/transactions/id/"+url.PathEscape(transactionID), "")
+	return c.query(ctx, "id/"+url.PathEscape(transactionID), "")
 }
 
-func (c *Client) query(ctx context.Context, path, wantOutTradeNo string) (reconcile.Result, error) {
-	path += "?mchid=" + url.QueryEscape(c.cfg.MchID)
+// query asks about one transaction: by, "out-trade-no/{no}" or "id/{id}", under
+// /v3/pay/transactions/ for a merchant or /v3/pay/partner/transactions/ for a sub-merchant.
+func (c *Client) query(ctx context.Context, by, wantOutTradeNo string) (reconcile.Result, error) {
+	path := "/v3/pay/transactions/" + by + "?mchid=" + url.QueryEscape(c.cfg.MchID)
+	if c.subMchID != "" {
+		path = "/v3/pay/partner/transactions/" + by + "?" + c.partner()
+	}
 	var res reconcile.Result
 	err := c.policy.Do(ctx, "query", func(ctx context.Context) error {
 		a, err := c.call(ctx, http.MethodGet, path, nil)
@@ -102,6 +154,10 @@ func (c *Client) Close(ctx context.Context, outTradeNo string) error {
 	}
 	body, _ := json.Marshal(map[string]string{"mchid": c.cfg.MchID})
 	path := "/v3/pay/transactions/out-trade-no/" + url.PathEscape(outTradeNo) + "/close"
+	if c.subMchID != "" {
+		body, _ = json.Marshal(map[string]string{"sp_mchid": c.cfg.MchID, "sub_mchid": c.subMchID})
+		path = "/v3/pay/partner/transactions/out-trade-no/" + url.PathEscape(outTradeNo) + "/close"
+	}
 	err := c.policy.Do(ctx, "close", func(ctx context.Context) error {
 		a, err := c.call(ctx, http.MethodPost, path, body)
 		if err != nil {

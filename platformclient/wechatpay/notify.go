@@ -256,6 +256,11 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 	}
 	nv := &NotifyVerifier{verifier: c.verifier(ctx), apiV3Key: c.cfg.APIv3Key}
 	res, err := nv.ParseNotify(h, body)
+	if err == nil {
+		if err = CheckNotifyMerchant(res, c.cfg.MchID, c.subMerchants); err != nil {
+			res = reconcile.Notification{}
+		}
+	}
 	if err != nil && ctx.Err() != nil && errors.Is(err, ErrBadSignature) {
 		// Cut short while the certificates were downloading: WeChat Pay will send it again.
 		return reconcile.Notification{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
@@ -269,6 +274,18 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 			Msg("wechatpay callback failed signature verification; refused")
 	}
 	return res, err
+}
+
+// CheckNotifyMerchant refuses, like a bad signature, a verified callback of merchant mchID
+// (a service provider's sp_mchid) about a merchant that is neither mchID itself nor one of
+// subMerchants (sub_mchids): the provider's keys sign and encrypt every sub-merchant's
+// callbacks, and a sub-merchant we do not reconcile is not ours to apply.
+func CheckNotifyMerchant(n reconcile.Notification, mchID string, subMerchants map[string]bool) error {
+	if m := n.MerchantID(); m != "" && m != mchID && !subMerchants[m] {
+		return platformclient.BadSignature(reconcile.WechatPay,
+			fmt.Sprintf("callback: for sub_mchid %s, which is not a configured sub-merchant of %s", m, mchID))
+	}
+	return nil
 }
 
 // DecryptResource opens an AEAD_AES_256_GCM resource: key is the API v3 key, the IV is the

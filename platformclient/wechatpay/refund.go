@@ -29,7 +29,10 @@ const codeRefundNotExists = "RESOURCE_NOT_EXISTS"
 // Refund is the refund object of query answers and of decrypted refund callbacks. The
 // query names its state status, the callback refund_status.
 type Refund struct {
-	MchID         string        `json:"mchid,omitempty"`
+	MchID string `json:"mchid,omitempty"`
+	// A service provider's refund callback names the provider and the sub-merchant instead.
+	SpMchID       string        `json:"sp_mchid,omitempty"`
+	SubMchID      string        `json:"sub_mchid,omitempty"`
 	OutTradeNo    string        `json:"out_trade_no"`
 	TransactionID string        `json:"transaction_id,omitempty"`
 	OutRefundNo   string        `json:"out_refund_no"`
@@ -78,9 +81,13 @@ func (r Refund) toRefundResult() (reconcile.RefundResult, error) {
 	if r.OutRefundNo == "" {
 		return reconcile.RefundResult{}, fmt.Errorf("refund without out_refund_no")
 	}
+	merchant := r.MchID
+	if r.SubMchID != "" {
+		merchant = r.SubMchID
+	}
 	res := reconcile.RefundResult{
 		Platform:         reconcile.WechatPay,
-		MerchantID:       r.MchID,
+		MerchantID:       merchant,
 		OutTradeNo:       r.OutTradeNo,
 		PlatformTradeNo:  r.TransactionID,
 		OutRefundNo:      r.OutRefundNo,
@@ -115,6 +122,9 @@ func (c *Client) QueryRefund(ctx context.Context, outTradeNo, outRefundNo string
 		return reconcile.RefundResult{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindPermanent, "", "empty out_refund_no", nil)
 	}
 	path := RefundPath + url.PathEscape(outRefundNo)
+	if c.subMchID != "" {
+		path += "?sub_mchid=" + url.QueryEscape(c.subMchID)
+	}
 	var res reconcile.RefundResult
 	err := c.policy.Do(ctx, "refund query", func(ctx context.Context) error {
 		a, err := c.call(ctx, http.MethodGet, path, nil)
@@ -143,7 +153,7 @@ func (c *Client) refundResult(ctx context.Context, a answer, wantOutTradeNo, wan
 		}
 		return reconcile.RefundResult{
 			Platform:    reconcile.WechatPay,
-			MerchantID:  c.cfg.MchID,
+			MerchantID:  c.MerchantID(),
 			OutTradeNo:  wantOutTradeNo,
 			OutRefundNo: wantOutRefundNo,
 			State:       reconcile.RefundStateNotFound,
@@ -164,9 +174,10 @@ func (c *Client) refundResult(ctx context.Context, a answer, wantOutTradeNo, wan
 	if res.OutRefundNo != wantOutRefundNo {
 		return reconcile.RefundResult{}, c.badSignature(a, fmt.Sprintf("answer names out_refund_no %q, asked for %q", res.OutRefundNo, wantOutRefundNo))
 	}
-	// Query answers name no mchid: the refund is the asking merchant's. An out_trade_no
-	// other than the one expected is left for the apply path, which records it.
-	res.MerchantID = c.cfg.MchID
+	// Query answers name no mchid: the refund is the asking merchant's (the sub-merchant's,
+	// whose sub_mchid the query named). An out_trade_no other than the one expected is left
+	// for the apply path, which records it.
+	res.MerchantID = c.MerchantID()
 	if res.OutTradeNo == "" {
 		res.OutTradeNo = wantOutTradeNo
 	}

@@ -24,8 +24,14 @@ const (
 
 // Transaction is the order object of query answers and of decrypted callbacks.
 type Transaction struct {
-	AppID          string  `json:"appid"`
-	MchID          string  `json:"mchid"`
+	AppID string `json:"appid"`
+	MchID string `json:"mchid"`
+	// The partner form (a service provider's sub-merchant) names the provider and the
+	// sub-merchant instead of appid and mchid.
+	SpAppID        string  `json:"sp_appid,omitempty"`
+	SpMchID        string  `json:"sp_mchid,omitempty"`
+	SubAppID       string  `json:"sub_appid,omitempty"`
+	SubMchID       string  `json:"sub_mchid,omitempty"`
 	OutTradeNo     string  `json:"out_trade_no"`
 	TransactionID  string  `json:"transaction_id,omitempty"`
 	TradeType      string  `json:"trade_type,omitempty"`
@@ -38,9 +44,12 @@ type Transaction struct {
 	Amount         *Amount `json:"amount,omitempty"`
 }
 
-// Payer identifies the buyer.
+// Payer identifies the buyer (by the provider's and the sub-merchant's app in the partner
+// form).
 type Payer struct {
-	OpenID string `json:"openid,omitempty"`
+	OpenID    string `json:"openid,omitempty"`
+	SpOpenID  string `json:"sp_openid,omitempty"`
+	SubOpenID string `json:"sub_openid,omitempty"`
 }
 
 // Amount is in fen: JSON integers, decoded as int64, never through float64.
@@ -86,6 +95,11 @@ func (t Transaction) toResult() (reconcile.Result, error) {
 		RawState:        t.TradeState,
 		SellerID:        t.AppID,
 	}
+	if t.SubMchID != "" {
+		// The order is the sub-merchant's; the app to check is its own (sub_appid), when
+		// it has one.
+		res.MerchantID, res.SellerID = t.SubMchID, t.SubAppID
+	}
 	if t.Amount != nil {
 		if t.Amount.Total != nil {
 			if *t.Amount.Total < 0 {
@@ -120,7 +134,7 @@ func (c *Client) queryResult(ctx context.Context, a answer, wantOutTradeNo strin
 			}
 			return reconcile.Result{
 				Platform:   reconcile.WechatPay,
-				MerchantID: c.cfg.MchID,
+				MerchantID: c.MerchantID(),
 				OutTradeNo: wantOutTradeNo,
 				State:      reconcile.StateNotFound,
 				RawState:   a.apiErr.Code,
@@ -142,8 +156,13 @@ func (c *Client) queryResult(ctx context.Context, a answer, wantOutTradeNo strin
 	if wantOutTradeNo != "" && res.OutTradeNo != wantOutTradeNo {
 		return reconcile.Result{}, c.badSignature(a, fmt.Sprintf("answer names out_trade_no %q, asked for %q", res.OutTradeNo, wantOutTradeNo))
 	}
+	if c.subMchID != "" && res.MerchantID != c.subMchID {
+		// A provider's signature covers every sub-merchant's answers: one about another
+		// sub-merchant's order must not be applied to this one's.
+		return reconcile.Result{}, c.badSignature(a, fmt.Sprintf("answer names sub_mchid %q, asked for %q", res.MerchantID, c.subMchID))
+	}
 	if res.MerchantID == "" {
-		res.MerchantID = c.cfg.MchID
+		res.MerchantID = c.MerchantID()
 	}
 	res.RawDigest = platformclient.Digest(a.raw)
 	return res, nil
