@@ -147,6 +147,30 @@ func NewPolicy(cfg PolicyConfig) *Policy {
 	return p
 }
 
+// Within is the policy for calls that also have a budget of their own inside this one's: a
+// service provider's sub-merchant, whose own QPS nests inside the provider's. Each call waits
+// for its own budget first and then for the provider's, so a sub-merchant held back by its
+// own budget takes nothing of the provider's meanwhile and slows no other sub-merchant. The
+// breaker, timeouts and retries stay the provider's. A nil own budget is p itself.
+func (p *Policy) Within(own Budget) *Policy {
+	if own == nil {
+		return p
+	}
+	q := *p
+	q.budget = nestedBudget{own: own, outer: p.budget}
+	return &q
+}
+
+// nestedBudget waits for own, then for outer.
+type nestedBudget struct{ own, outer Budget }
+
+func (b nestedBudget) Wait(ctx context.Context) error {
+	if err := b.own.Wait(ctx); err != nil {
+		return err
+	}
+	return b.outer.Wait(ctx)
+}
+
 // BreakerState reports "closed", "half-open" or "open", for metrics and health pages.
 func (p *Policy) BreakerState() string { return p.breaker.State().String() }
 

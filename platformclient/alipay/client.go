@@ -96,14 +96,16 @@ func (c *Client) MerchantID() string {
 // ForSubMerchant is a Client that calls for a merchant who authorised this app (a service
 // provider's third-party app): every call carries the merchant's app_auth_token and is
 // signed with the app's keys; results name the merchant (authAppID). It shares the app's
-// policy: its calls count against the app's budget and its circuit breaker.
-func (c *Client) ForSubMerchant(authAppID, appAuthToken string) (*Client, error) {
+// policy: its calls count against the app's budget and its circuit breaker, and, when own
+// is not nil, against the merchant's own budget first (platformclient.Policy.Within).
+func (c *Client) ForSubMerchant(authAppID, appAuthToken string, own platformclient.Budget) (*Client, error) {
 	authAppID, appAuthToken = strings.TrimSpace(authAppID), strings.TrimSpace(appAuthToken)
 	if authAppID == "" || appAuthToken == "" {
 		return nil, fmt.Errorf("alipay client: a sub-merchant of app %s needs its auth_app_id and its app_auth_token", c.cfg.AppID)
 	}
 	view := *c
 	view.subMerchant, view.appAuthToken, view.subMerchants = authAppID, authToken(appAuthToken), nil
+	view.policy = c.policy.Within(own)
 	view.log = c.log.With().Str("auth_app_id", authAppID).Logger()
 	return &view, nil
 }

@@ -69,7 +69,7 @@ func TestSubMerchantCallsCarryTheAppAuthToken(t *testing.T) {
 	srv := httptest.NewServer(g.serve(t))
 	defer srv.Close()
 	provider := newProvider(t, srv.URL)
-	sub, err := provider.ForSubMerchant(subApp, subToken)
+	sub, err := provider.ForSubMerchant(subApp, subToken, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +111,11 @@ func TestSubMerchantCallsCarryTheAppAuthToken(t *testing.T) {
 func TestSubMerchantViewNeedsItsIDAndTokenAndNeverPrintsTheToken(t *testing.T) {
 	provider := newProvider(t, "https://gateway.invalid/gateway.do")
 	for _, tc := range [][2]string{{"", subToken}, {subApp, " "}} {
-		if _, err := provider.ForSubMerchant(tc[0], tc[1]); err == nil {
+		if _, err := provider.ForSubMerchant(tc[0], tc[1], nil); err == nil {
 			t.Errorf("ForSubMerchant(%q, %q) accepted", tc[0], tc[1])
 		}
 	}
-	sub, err := provider.ForSubMerchant(subApp, subToken)
+	sub, err := provider.ForSubMerchant(subApp, subToken, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

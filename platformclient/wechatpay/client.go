@@ -77,15 +77,18 @@ func (c *Client) MerchantID() string {
 // ForSubMerchant is a Client for one of a service provider's sub-merchants (特约商户): its
 // queries, closes, refund queries and bills go through the partner APIs with sp_mchid (this
 // Client's mchid) and sub_mchid, signed with the provider's keys; results name the
-// sub-merchant. It shares the provider's policy and platform certificates. subAppID is
-// optional: when given, an answer's sub_appid is checked against it like an appid.
-func (c *Client) ForSubMerchant(subMchID, subAppID string) (*Client, error) {
+// sub-merchant. It shares the provider's policy (its budget, and first the sub-merchant's
+// own when own is not nil: platformclient.Policy.Within) and platform certificates.
+// subAppID (optional) is the sub-merchant's own app: results carry the answer's sub_appid
+// as their SellerID, for the apply path to hold to it as it holds a merchant's appid.
+func (c *Client) ForSubMerchant(subMchID, subAppID string, own platformclient.Budget) (*Client, error) {
 	subMchID = strings.TrimSpace(subMchID)
 	if subMchID == "" {
 		return nil, fmt.Errorf("wechatpay client: a sub-merchant of service provider %s needs its sub_mchid", c.cfg.MchID)
 	}
 	view := *c
 	view.subMchID, view.subAppID, view.subMerchants = subMchID, strings.TrimSpace(subAppID), nil
+	view.policy = c.policy.Within(own)
 	view.log = c.log.With().Str("sub_mchid", subMchID).Logger()
 	return &view, nil
 }

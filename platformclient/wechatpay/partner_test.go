@@ -64,7 +64,7 @@ func partnerClients(t *testing.T, url string) (provider, sub *Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sub, err = provider.ForSubMerchant(subMchID, subAppID); err != nil {
+	if sub, err = provider.ForSubMerchant(subMchID, subAppID, nil); err != nil {
 		t.Fatal(err)
 	}
 	return provider, sub
