@@ -88,9 +88,16 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 	}
 	appID := p.Get("app_id")
 	// The account is the app_id as sent, known or not, so per-account caps and faults apply
-	// before the gateway looks at credentials, as a throttle in front of it would.
+	// before the gateway looks at credentials, as a throttle in front of it would. A
+	// third-party app's call with a merchant's app_auth_token is that merchant's, within
+	// its provider's cap as well.
+	merchant, provider := appID, ""
+	token := p.Get("app_auth_token")
+	if sub := s.alipay.subMerchant(appID, token); sub != "" {
+		merchant, provider = sub, appID
+	}
 	refundNo := alipayRefundNo(method, p.Get("biz_content"))
-	rq := request{platform: reconcile.Alipay, merchant: appID, key: orderKey{reconcile.Alipay, outTradeNo},
+	rq := request{platform: reconcile.Alipay, merchant: merchant, provider: provider, key: orderKey{reconcile.Alipay, outTradeNo},
 		isQuery: method == alipay.MethodTradeQuery || method == alipay.MethodRefundQuery, refund: refundNo}
 	f, hasFault, throttled := s.admit(rq)
 	if hasFault && s.transportFault(w, r, f) {
@@ -119,16 +126,21 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		reply(e.node())
 		return
 	}
+	if token != "" && provider == "" {
+		// A token this app was never granted (or another app's): the gateway's own refusal.
+		reply(alipayErrors["aop.invalid-auth-token"].node())
+		return
+	}
 	if method == alipay.MethodBillDownloadURL {
-		reply(s.alipayBillNode(r, app, p.Get("biz_content")))
+		reply(s.alipayBillNode(r, app, merchant, p.Get("biz_content")))
 		return
 	}
 	if biz.OutTradeNo == "" && biz.TradeNo == "" {
 		reply(alipayErrors["ACQ.INVALID_PARAMETER"].node())
 		return
 	}
-	if outTradeNo != "" && s.alipay.owner(s.lookup(reconcile.Alipay, outTradeNo)) != app.AppID {
-		outTradeNo = "" // another app's trade: this app finds nothing
+	if outTradeNo != "" && s.alipay.owner(s.lookup(reconcile.Alipay, outTradeNo)) != merchant {
+		outTradeNo = "" // another merchant's trade: this call finds nothing
 	}
 	if method == alipay.MethodTradeClose {
 		reply(s.alipayCloseNode(outTradeNo, biz.OutTradeNo))

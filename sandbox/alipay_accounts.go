@@ -5,8 +5,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -34,6 +36,17 @@ type AlipayAccount struct {
 	PlatformKey *rsa.PrivateKey
 	// Cert holds the certificate files of an app in certificate mode; nil: public-key mode.
 	Cert *AlipayCertFiles
+	// SubMerchants are the merchants (their app ids, auth_app_id) that authorised this app
+	// as their third-party app: a service provider's. Their app_auth_tokens are
+	// AlipayAppAuthToken's, so thousands cost nothing to generate.
+	SubMerchants []string
+}
+
+// AlipayAppAuthToken is the app_auth_token the sandbox grants app for the merchant authAppID:
+// derived, not stored, and different for every pair.
+func AlipayAppAuthToken(appID, authAppID string) string {
+	sum := sha256.Sum256([]byte("payrecon-sandbox-app-auth-token:" + appID + ":" + authAppID))
+	return "202612BB" + hex.EncodeToString(sum[:12])
 }
 
 // AlipayCertFiles are an app's certificates as Alipay's console hands them out, plus the
@@ -238,12 +251,16 @@ type alipayApps struct {
 	byID      map[string]*alipayApp
 	order     []string // default first, then as configured
 	defaultID string
+	// providerOf maps a sub-merchant (auth_app_id) to the third-party app that calls for it;
+	// subByToken an app_auth_token to its sub-merchant.
+	providerOf, subByToken map[string]string
 }
 
 // initAlipayApps registers the default app (public-key mode, Keys and Identity) and the
 // extra accounts.
 func (s *Sandbox) initAlipayApps(extra []AlipayAccount) error {
-	s.alipay = &alipayApps{byID: map[string]*alipayApp{}, defaultID: s.id.AlipayAppID}
+	s.alipay = &alipayApps{byID: map[string]*alipayApp{}, defaultID: s.id.AlipayAppID,
+		providerOf: map[string]string{}, subByToken: map[string]string{}}
 	def := AlipayAccount{AppID: s.id.AlipayAppID, SellerID: s.id.AlipaySellerID, AppKey: s.keys.AlipayAppKey, PlatformKey: s.keys.AlipayPlatformKey}
 	if err := s.alipay.add(def, true); err != nil {
 		return err
@@ -268,9 +285,38 @@ func (r *alipayApps) add(a AlipayAccount, isDefault bool) error {
 		return err
 	}
 	app.isDefault = isDefault
+	for _, sub := range a.SubMerchants {
+		if _, dup := r.byID[sub]; dup || r.providerOf[sub] != "" || sub == a.AppID {
+			return fmt.Errorf("alipay account %s: sub-merchant %s played twice", a.AppID, sub)
+		}
+		r.providerOf[sub] = a.AppID
+		r.subByToken[AlipayAppAuthToken(a.AppID, sub)] = sub
+	}
 	r.byID[a.AppID] = app
 	r.order = append(r.order, a.AppID)
 	return nil
+}
+
+// subMerchant is the merchant a call of appID with token is for: the sub-merchant whose
+// app_auth_token it is, or "" (no such grant).
+func (r *alipayApps) subMerchant(appID, token string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if sub := r.subByToken[token]; sub != "" && r.providerOf[sub] == appID {
+		return sub
+	}
+	return ""
+}
+
+// signer is the app that answers and notifies for merchant: the merchant's own app, or the
+// third-party app that calls for it (nil: neither is played).
+func (r *alipayApps) signer(merchant string) *alipayApp {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if app := r.byID[merchant]; app != nil {
+		return app
+	}
+	return r.byID[r.providerOf[merchant]]
 }
 
 // newAlipayApp checks an account's material hangs together: the certificates carry the
@@ -396,7 +442,8 @@ func (s *Sandbox) AlipayAccountConfig(appID, baseURL string) (alipay.Config, err
 
 // WriteAlipayAccountFiles writes every app's key and certificate files into dir (created
 // 0700; private keys 0600) and returns one accounts-file entry per app, the default app
-// first, with the field names of the accounts file's alipay list.
+// first, with the field names of the accounts file's alipay list; a third-party app's entry
+// lists its sub_merchants, each with its app_auth_token in a file of its own (0600).
 func (s *Sandbox) WriteAlipayAccountFiles(dir, baseURL string) ([]map[string]any, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("alipay account files: %w", err)
@@ -427,6 +474,17 @@ func (s *Sandbox) WriteAlipayAccountFiles(dir, baseURL string) ([]map[string]any
 		}
 		if err := writeAccountFiles(entry, files); err != nil {
 			return nil, err
+		}
+		if len(a.SubMerchants) > 0 {
+			subs := make([]map[string]any, 0, len(a.SubMerchants))
+			for _, sub := range a.SubMerchants {
+				path := prefix + "-" + sub + ".token"
+				if err := writeFileMode(path, []byte(AlipayAppAuthToken(a.AppID, sub)+"\n"), 0o600); err != nil {
+					return nil, err
+				}
+				subs = append(subs, map[string]any{"auth_app_id": sub, "app_auth_token_file": path})
+			}
+			entry["sub_merchants"] = subs
 		}
 		entries = append(entries, entry)
 	}

@@ -205,10 +205,11 @@ func (s *Sandbox) PublishBillsEarly(on bool) {
 	s.billsEarly = on
 }
 
-// WriteAlipayBill writes an Alipay app's bill of day, as its download serves it (the zip),
-// spoils included.
+// WriteAlipayBill writes an Alipay merchant's bill of day, as its download serves it (the
+// zip), spoils included: an app's own, or a sub-merchant's (its provider asking with the
+// merchant's app_auth_token).
 func (s *Sandbox) WriteAlipayBill(w io.Writer, appID string, day time.Time) error {
-	app := s.alipay.get(appID)
+	app := s.alipay.signer(appID)
 	if app == nil {
 		return fmt.Errorf("sandbox: no Alipay app %q", appID)
 	}
@@ -262,7 +263,7 @@ func (s *Sandbox) takeBill(p reconcile.Platform, token string) ([]byte, bool) {
 }
 
 // alipayBillNode answers alipay.data.dataservice.bill.downloadurl.query for app.
-func (s *Sandbox) alipayBillNode(r *http.Request, app *alipayApp, bizContent string) []byte {
+func (s *Sandbox) alipayBillNode(r *http.Request, app *alipayApp, merchant, bizContent string) []byte {
 	var biz struct {
 		BillType string `json:"bill_type"`
 		BillDate string `json:"bill_date"`
@@ -272,14 +273,14 @@ func (s *Sandbox) alipayBillNode(r *http.Request, app *alipayApp, bizContent str
 	if biz.BillType != "trade" || err != nil {
 		return alipayErrors["ACQ.INVALID_PARAMETER"].node()
 	}
-	if !s.billPublished(day) || s.billSpoil(reconcile.Alipay, app.AppID).NotReady {
+	if !s.billPublished(day) || s.billSpoil(reconcile.Alipay, merchant).NotReady {
 		return alipayError{"40004", "Business Failed", "isp.bill_not_exist", "账单不存在"}.node()
 	}
 	var b bytes.Buffer
-	if err := s.WriteAlipayBill(&b, app.AppID, day); err != nil {
+	if err := s.WriteAlipayBill(&b, merchant, day); err != nil {
 		return alipayErrors["isp.unknow-error"].node()
 	}
-	token := s.issueBill(reconcile.Alipay, app.AppID, b.Bytes(), alipayBillURLLife)
+	token := s.issueBill(reconcile.Alipay, merchant, b.Bytes(), alipayBillURLLife)
 	userID, ymd := app.SellerID+"0156", day.Format("20060102")
 	q := url.Values{"bizType": {"trade"}, "userId": {userID}, "fileType": {"csv.zip"}, "bizDates": {ymd},
 		"downloadFileName": {userID + "_" + ymd + ".csv.zip"}, "token": {token}}

@@ -250,8 +250,9 @@ func (s *Sandbox) alipayCallback(cb Callback, sc Scenario) (outgoing, error) {
 	if cb.RawState != "" {
 		status = cb.RawState
 	}
-	// Sent as, and signed for, the app the order belongs to.
-	app := s.alipay.get(s.alipay.owner(sc))
+	// Sent as, and signed for, the app the order belongs to, or the third-party app that
+	// calls for its merchant.
+	app := s.alipay.signer(s.alipay.owner(sc))
 	if app == nil {
 		return outgoing{}, fmt.Errorf("callback for alipay %q: its app %s is not played by the sandbox", cb.OutTradeNo, sc.MerchantID)
 	}
@@ -267,8 +268,10 @@ func (s *Sandbox) alipayTradeForm(app *alipayApp, outTradeNo string, sc Scenario
 	f.Set("notify_time", china(now))
 	f.Set("notify_type", "trade_status_sync")
 	f.Set("notify_id", "2024"+randomAlnum(30))
+	// app_id is the app that was called (a provider's, for its merchant), auth_app_id the
+	// merchant whose trade it is.
 	f.Set("app_id", app.AppID)
-	f.Set("auth_app_id", app.AppID)
+	f.Set("auth_app_id", s.alipay.owner(sc))
 	f.Set("charset", "utf-8")
 	f.Set("version", "1.0")
 	f.Set("sign_type", "RSA2")
@@ -399,7 +402,7 @@ func (s *Sandbox) alipayRefundCallback(cb Callback, sc Scenario, ref Refund) (ou
 	if ref.Outcome != RefundSuccess {
 		return outgoing{}, fmt.Errorf("callback for refund %q: Alipay notifies successful refunds only, it is %s", cb.OutRefundNo, ref.Outcome)
 	}
-	app := s.alipay.get(s.alipay.owner(sc))
+	app := s.alipay.signer(s.alipay.owner(sc))
 	if app == nil {
 		return outgoing{}, fmt.Errorf("callback for refund %q: its app %s is not played by the sandbox", cb.OutRefundNo, sc.MerchantID)
 	}

@@ -330,7 +330,8 @@ func (s *Sandbox) resetLocked() {
 // request is what both protocol handlers learn about one call before answering.
 type request struct {
 	platform reconcile.Platform
-	merchant string // the account the request authenticates as (app_id, mchid)
+	merchant string // the account the request authenticates as (app_id, mchid), or the sub-merchant it calls for
+	provider string // the service provider calling for merchant ("" for a merchant's own call)
 	key      orderKey
 	isQuery  bool
 	// refund is the out_refund_no a refund query asks about (key is then its trade's, so
@@ -369,6 +370,9 @@ func (s *Sandbox) admit(rq request) (f Fault, hasFault, throttled bool) {
 	}
 	// Both caps are asked, so each bucket sees every request it governs.
 	if lim, ok := s.caps[acct]; ok && rq.merchant != "" && !lim.Allow() {
+		throttled = true
+	}
+	if lim, ok := s.caps[accountKey{rq.platform, rq.provider}]; ok && rq.provider != "" && !lim.Allow() {
 		throttled = true
 	}
 	if lim, ok := s.caps[accountKey{rq.platform, ""}]; ok && !lim.Allow() {
