@@ -181,6 +181,9 @@ func (s *Sandbox) ownerLocked(p reconcile.Platform, sc Scenario) string {
 	if p == reconcile.Alipay {
 		return s.alipay.owner(sc)
 	}
+	if sub := s.wechat.subOf(sc); sub != "" {
+		return sub
+	}
 	if m := s.wechat.owner(sc); m != nil {
 		return m.acct.MchID
 	}
@@ -222,6 +225,9 @@ func (s *Sandbox) WriteAlipayBill(w io.Writer, appID string, day time.Time) erro
 // included, and returns the SHA1 of the unzipped bytes.
 func (s *Sandbox) WriteWechatBill(w io.Writer, mchID string, day time.Time, gzip bool) (string, error) {
 	m := s.wechat.byID(mchID)
+	if m == nil {
+		m = s.wechat.providerOf[mchID] // a sub-merchant's bill, under its provider's app
+	}
 	if m == nil {
 		return "", fmt.Errorf("sandbox: no WeChat Pay merchant %q", mchID)
 	}
@@ -311,7 +317,7 @@ func (s *Sandbox) serveWechatTradeBill(w http.ResponseWriter, r *http.Request) {
 		s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", "参数错误"})
 		return
 	}
-	mchID := c.merchant.acct.MchID
+	mchID := c.account() // a provider asking with sub_mchid gets that sub-merchant's bill
 	sp := s.billSpoil(reconcile.WechatPay, mchID)
 	switch {
 	case !s.billPublished(day):

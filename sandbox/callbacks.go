@@ -327,7 +327,7 @@ func (s *Sandbox) wechatCallback(cb Callback, sc Scenario) (outgoing, error) {
 	if m == nil {
 		return outgoing{}, fmt.Errorf("callback for %q: the sandbox plays no WeChat Pay merchant %s", cb.OutTradeNo, sc.MerchantID)
 	}
-	plain := s.wechatTransaction(m.account(), cb.OutTradeNo, sc)
+	plain := s.wechatTransaction(m.account(), s.wechat.subOf(sc), cb.OutTradeNo, sc)
 	// WeChat Pay only notifies successful payments; other states are sent under their own
 	// event type so out-of-order plays can still be staged.
 	event, summary := "TRANSACTION.SUCCESS", "支付成功"
@@ -390,7 +390,7 @@ func (s *Sandbox) buildRefundCallback(cb Callback) (outgoing, error) {
 		if m == nil {
 			return outgoing{}, fmt.Errorf("callback for refund %q: the sandbox plays no WeChat Pay merchant %s", cb.OutRefundNo, sc.MerchantID)
 		}
-		return s.wechatOutgoing(cb, m, event, summary, "refund", wechatRefundResource(ref))
+		return s.wechatOutgoing(cb, m, event, summary, "refund", wechatRefundResource(ref, m.acct.MchID, s.wechat.subOf(sc)))
 	}
 	return s.alipayRefundCallback(cb, sc, ref)
 }

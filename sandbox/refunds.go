@@ -251,7 +251,7 @@ func (s *Sandbox) serveWechatRefundQuery(w http.ResponseWriter, r *http.Request)
 	if c == nil {
 		return
 	}
-	if !found || ref.MerchantID != c.merchant.account().MchID {
+	if !found || ref.MerchantID != c.account() {
 		s.writeWechatError(w, c, wechatErrors["RESOURCE_NOT_EXISTS"])
 		return
 	}
@@ -283,14 +283,18 @@ func wechatRefundAnswer(ref Refund) []byte {
 }
 
 // wechatRefundResource is a refund callback's decrypted resource.
-func wechatRefundResource(ref Refund) []byte {
+func wechatRefundResource(ref Refund, mchID, sub string) []byte {
 	var success any
 	if ref.Outcome == RefundSuccess {
 		success = ref.SucceededAt.In(platformclient.ChinaTime).Format(time.RFC3339)
 	}
-	return object(field{"mchid", ref.MerchantID}, field{"out_trade_no", ref.OutTradeNo}, field{"transaction_id", ref.TradeNo},
+	ids := []field{{"mchid", mchID}}
+	if sub != "" { // a service provider's sub-merchant: both named, as the partner form does
+		ids = []field{{"sp_mchid", mchID}, {"sub_mchid", sub}}
+	}
+	return object(append(ids, field{"out_trade_no", ref.OutTradeNo}, field{"transaction_id", ref.TradeNo},
 		field{"out_refund_no", ref.OutRefundNo}, field{"refund_id", ref.RefundID}, field{"refund_status", string(ref.Outcome)},
-		field{"success_time", success}, field{"user_received_account", "支付用户零钱"}, field{"amount", wechatRefundAmount(ref, false)})
+		field{"success_time", success}, field{"user_received_account", "支付用户零钱"}, field{"amount", wechatRefundAmount(ref, false)})...)
 }
 
 // alipayRefundNode builds alipay_trade_fastpay_refund_query_response: a successful refund

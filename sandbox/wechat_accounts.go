@@ -61,6 +61,10 @@ type WechatAccount struct {
 	// CallbackPublicKeyShare is the share of callbacks a migrating merchant gets signed with
 	// the public key, the rest with the certificate; zero means half (they alternate).
 	CallbackPublicKeyShare float64
+	// SubMerchants are the sub_mchids of a service provider (MchID is then its sp_mchid):
+	// it calls the partner APIs for them with its own keys, and their callbacks are sealed
+	// and signed as its own.
+	SubMerchants []string
 }
 
 // String never prints key material.
@@ -163,13 +167,15 @@ type wechatMerchant struct {
 type wechatMerchants struct {
 	byMchID map[string]*wechatMerchant
 	order   []*wechatMerchant
+	// providerOf maps a sub-merchant (sub_mchid) to its service provider.
+	providerOf map[string]*wechatMerchant
 }
 
 func newWechatMerchants(keys *Keys, id Identity, extra []WechatAccount) (*wechatMerchants, error) {
 	def := WechatAccount{MchID: id.WechatMchID, AppID: id.WechatAppID, MerchantKey: keys.WechatMerchantKey,
 		MerchantSerial: keys.WechatMerchantSerial, APIv3Key: keys.WechatAPIv3Key, Mode: WechatModePublicKey,
 		PublicKey: keys.WechatPlatformKey, PublicKeyID: keys.WechatPublicKeyID}
-	ms := &wechatMerchants{byMchID: map[string]*wechatMerchant{}}
+	ms := &wechatMerchants{byMchID: map[string]*wechatMerchant{}, providerOf: map[string]*wechatMerchant{}}
 	var errs []error
 	for i, a := range append([]WechatAccount{def}, extra...) {
 		if err := a.validate(); err != nil {
@@ -184,6 +190,15 @@ func newWechatMerchants(keys *Keys, id Identity, extra []WechatAccount) (*wechat
 		m := &wechatMerchant{acct: a}
 		ms.byMchID[a.MchID] = m
 		ms.order = append(ms.order, m)
+	}
+	for _, m := range ms.order {
+		for _, sub := range m.acct.SubMerchants {
+			if ms.byMchID[sub] != nil || ms.providerOf[sub] != nil {
+				errs = append(errs, fmt.Errorf("sandbox: WeChat Pay sub-merchant %s played twice", sub))
+				continue
+			}
+			ms.providerOf[sub] = m
+		}
 	}
 	return ms, errors.Join(errs...)
 }
@@ -216,12 +231,24 @@ func (ms *wechatMerchants) byID(mchID string) *wechatMerchant { return ms.byMchI
 // defaultMerchant is the one Keys and Identity describe.
 func (ms *wechatMerchants) defaultMerchant() *wechatMerchant { return ms.order[0] }
 
-// owner is the merchant an order belongs to (Scenario.MerchantID, empty: the default).
+// owner is the merchant whose keys serve an order (Scenario.MerchantID, empty: the default;
+// a sub-merchant's: its service provider).
 func (ms *wechatMerchants) owner(sc Scenario) *wechatMerchant {
 	if sc.MerchantID == "" {
 		return ms.defaultMerchant()
 	}
-	return ms.byID(sc.MerchantID)
+	if m := ms.byID(sc.MerchantID); m != nil {
+		return m
+	}
+	return ms.providerOf[sc.MerchantID]
+}
+
+// subOf is the sub-merchant an order belongs to, "" for a merchant's own order.
+func (ms *wechatMerchants) subOf(sc Scenario) string {
+	if ms.providerOf[sc.MerchantID] != nil {
+		return sc.MerchantID
+	}
+	return ""
 }
 
 func (ms *wechatMerchants) resetCounts() {
@@ -424,6 +451,16 @@ func (s *Sandbox) WriteWechatAccountFiles(dir, baseURL string) ([]map[string]any
 		}
 		if err := writeAccountFiles(e, files); err != nil {
 			return nil, err
+		}
+		if len(a.SubMerchants) > 0 {
+			// A service provider: named by sp_mchid, its sub-merchants listed.
+			e["sp_mchid"] = e["mchid"]
+			delete(e, "mchid")
+			subs := make([]map[string]any, len(a.SubMerchants))
+			for i, sub := range a.SubMerchants {
+				subs[i] = map[string]any{"sub_mchid": sub}
+			}
+			e["sub_merchants"] = subs
 		}
 		entries = append(entries, e)
 	}

@@ -54,7 +54,21 @@ type wechatCall struct {
 	merchant *wechatMerchant
 	// namesPublicKey: the request's Wechatpay-Serial is the merchant's public key id.
 	namesPublicKey bool
+	// sub is the sub-merchant a service provider's call is for (sub_mchid), "" for a
+	// merchant's own call.
+	sub string
 }
+
+// account is the merchant id the call acts for: the sub-merchant's, else the merchant's.
+func (c *wechatCall) account() string {
+	if c.sub != "" {
+		return c.sub
+	}
+	return c.merchant.acct.MchID
+}
+
+// partnerPath says whether a path is one of the partner (service provider) APIs.
+func partnerPath(path string) bool { return strings.HasPrefix(path, "/v3/pay/partner/") }
 
 // wechatAdmit runs what every API v3 request goes through: header checks, counting, the QPS
 // cap, faults and the merchant's signature. It answers and returns nil when the request ends
@@ -72,6 +86,20 @@ func (s *Sandbox) wechatAdmitAs(w http.ResponseWriter, r *http.Request, rq reque
 	}
 	c := &wechatCall{key: rq.key, body: body}
 	c.merchant, rq.merchant = s.wechatMerchantOf(r.Header.Get("Authorization"))
+	// A service provider names its sub-merchant in the query (queries, the refund query,
+	// the bill) or the body (the partner close): the call is then the sub-merchant's,
+	// counted, capped and faulted as it is, and within its provider's cap.
+	sub := r.URL.Query().Get("sub_mchid")
+	if sub == "" && partnerPath(r.URL.Path) {
+		var b struct {
+			SubMchID string `json:"sub_mchid"`
+		}
+		_ = json.Unmarshal(body, &b)
+		sub = b.SubMchID
+	}
+	if sub != "" && c.merchant != nil && s.wechat.providerOf[sub] == c.merchant {
+		c.sub, rq.provider, rq.merchant = sub, rq.merchant, sub
+	}
 	f, hasFault, throttled := s.admit(rq)
 	c.fault = f
 	if hasFault && s.transportFault(w, r, f) {
@@ -101,10 +129,18 @@ func (s *Sandbox) wechatAdmitAs(w http.ResponseWriter, r *http.Request, rq reque
 		}
 		c.namesPublicKey = publicKey
 	}
-	// The transaction queries name the merchant in the query string; the refund query names
-	// none (the Authorization's merchant asks).
-	if mchid := r.URL.Query().Get("mchid"); rq.isQuery && rq.refund == "" && mchid != c.merchant.acct.MchID {
-		s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", "mchid与Authorization中商户号不一致"})
+	// The transaction queries name the merchant in the query string (a provider's, sp_mchid
+	// and sub_mchid); the refund query names none (the Authorization's merchant asks).
+	param := "mchid"
+	if partnerPath(r.URL.Path) {
+		param = "sp_mchid"
+	}
+	if mchid := r.URL.Query().Get(param); rq.isQuery && rq.refund == "" && mchid != c.merchant.acct.MchID {
+		s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", param + "与Authorization中商户号不一致"})
+		return nil
+	}
+	if (sub != "" || partnerPath(r.URL.Path)) && c.sub == "" {
+		s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", "sub_mchid与sp_mchid不存在授权关系"})
 		return nil
 	}
 	return c
@@ -153,11 +189,11 @@ func (s *Sandbox) serveWechatQuery(w http.ResponseWriter, r *http.Request) {
 	if outTradeNo != "" {
 		sc = s.lookup(reconcile.WechatPay, outTradeNo)
 	}
-	if sc.State == StateNotFound || s.wechat.owner(sc) != c.merchant {
+	if sc.State == StateNotFound || s.wechat.owner(sc) != c.merchant || s.wechat.subOf(sc) != c.sub {
 		s.writeWechatError(w, c, wechatErrors["ORDER_NOT_EXIST"])
 		return
 	}
-	s.writeWechat(w, c, http.StatusOK, s.wechatTransaction(c.merchant.account(), outTradeNo, sc))
+	s.writeWechat(w, c, http.StatusOK, s.wechatTransaction(c.merchant.account(), c.sub, outTradeNo, sc))
 }
 
 // serveWechatCertificates answers GET /v3/certificates: the merchant's platform
@@ -186,13 +222,19 @@ func (s *Sandbox) serveWechatClose(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		MchID string `json:"mchid"`
+		MchID   string `json:"mchid"`
+		SpMchID string `json:"sp_mchid"`
 	}
-	if json.Unmarshal(c.body, &req) != nil || req.MchID != c.merchant.acct.MchID {
+	err := json.Unmarshal(c.body, &req)
+	mchID := req.MchID
+	if c.sub != "" {
+		mchID = req.SpMchID // the partner close names the provider and the sub-merchant
+	}
+	if err != nil || mchID != c.merchant.acct.MchID {
 		s.writeWechatError(w, c, wechatError{400, "PARAM_ERROR", "请求体mchid错误"})
 		return
 	}
-	if sc := s.lookup(reconcile.WechatPay, outTradeNo); sc.State != StateNotFound && s.wechat.owner(sc) != c.merchant {
+	if sc := s.lookup(reconcile.WechatPay, outTradeNo); sc.State != StateNotFound && (s.wechat.owner(sc) != c.merchant || s.wechat.subOf(sc) != c.sub) {
 		s.writeWechatError(w, c, wechatErrors["ORDER_NOT_EXIST"])
 		return
 	}
@@ -217,8 +259,10 @@ func wechatStateWord(sc Scenario) string {
 	}[sc.State]
 }
 
-// wechatTransaction is the query answer (and the callback plaintext) for an order.
-func (s *Sandbox) wechatTransaction(acct WechatAccount, outTradeNo string, sc Scenario) []byte {
+// wechatTransaction is the query answer (and the callback plaintext) for an order: the
+// merchant's form, or for a sub-merchant (sub) the partner form, which names the provider
+// (acct) and the sub-merchant and identifies the buyer by both apps.
+func (s *Sandbox) wechatTransaction(acct WechatAccount, sub, outTradeNo string, sc Scenario) []byte {
 	state := wechatStateWord(sc)
 	desc := map[string]string{
 		wechatpay.StateSuccess: "支付成功", wechatpay.StateNotPay: "未支付", wechatpay.StateClosed: "已关闭",
@@ -237,10 +281,22 @@ func (s *Sandbox) wechatTransaction(acct WechatAccount, outTradeNo string, sc Sc
 		successTime = sc.PaidAt.In(platformclient.ChinaTime).Format(time.RFC3339)
 		bank, tradeType = "OTHERS", "NATIVE"
 		payer = json.RawMessage(object(field{"openid", "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o"}))
+		if sub != "" {
+			payer = json.RawMessage(object(field{"sp_openid", "oUpF8uMuAJO_M2pxb1Q9zNjWeS6o"}, field{"sub_openid", "oUpF8uMuAJO_M2pxb1Q9zNjWeS6p"}))
+		}
 		amount = json.RawMessage(object(field{"total", sc.AmountMinor}, field{"payer_total", sc.AmountMinor},
 			field{"currency", currency}, field{"payer_currency", currency}))
 	} else {
 		amount = json.RawMessage(object(field{"total", sc.AmountMinor}, field{"currency", currency}, field{"payer_currency", currency}))
+	}
+	if sub != "" {
+		return object(
+			field{"amount", amount}, field{"attach", ""}, field{"bank_type", bank}, field{"out_trade_no", outTradeNo},
+			field{"payer", payer}, field{"promotion_detail", json.RawMessage("[]")}, field{"sp_appid", acct.AppID},
+			field{"sp_mchid", acct.MchID}, field{"sub_mchid", sub}, field{"success_time", successTime},
+			field{"trade_state", state}, field{"trade_state_desc", desc}, field{"trade_type", tradeType},
+			field{"transaction_id", txID},
+		)
 	}
 	return object(
 		field{"amount", amount}, field{"appid", acct.AppID}, field{"attach", ""}, field{"bank_type", bank},
