@@ -27,7 +27,12 @@ type WechatNotifyReader interface {
 type WechatVerifier struct {
 	mchID, publicKeyID string
 	verifier           *wechatpay.NotifyVerifier
+	subMerchants       map[string]bool // a service provider's sub_mchids, whose callbacks it reads too
 }
+
+// AcceptSubMerchants lets a service provider's callbacks name these sub-merchants (the
+// sub_mchids as keys); any other is refused like a bad signature. Call it before serving.
+func (v *WechatVerifier) AcceptSubMerchants(subMchIDs map[string]bool) { v.subMerchants = subMchIDs }
 
 // NewWechatVerifier reads mchID's callbacks signed by the public key publicKeyID names.
 func NewWechatVerifier(mchID, publicKeyID string, v *wechatpay.NotifyVerifier) *WechatVerifier {
@@ -48,7 +53,7 @@ func (v *WechatVerifier) KnowsSerial(_ context.Context, serial string) bool {
 func (v *WechatVerifier) ParseNotifyContext(_ context.Context, h http.Header, body []byte) (reconcile.Notification, error) {
 	n, err := v.verifier.ParseNotify(h, body)
 	if err == nil {
-		err = wechatpay.CheckNotifyMerchant(n, v.mchID, nil)
+		err = wechatpay.CheckNotifyMerchant(n, v.mchID, v.subMerchants)
 	}
 	if err != nil {
 		return reconcile.Notification{}, err

@@ -46,12 +46,11 @@ type App struct {
 // New connects to the database (and Redis), loads the platform keys and builds the apply
 // path. Key and setting problems are *config.Error (exit 2).
 func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*App, error) {
-	if n := cfg.Accounts.SubMerchantCount(); n > 0 {
-		// The accounts file's service providers are read and checked (config), but no
-		// platform call, callback or bill is made for a sub-merchant yet: refusing is
-		// better than a run that leaves their orders pending while it reports success.
+	if n := cfg.Accounts.SubMerchantCount(); n > MaxSubMerchants {
+		// A pass still runs one taking loop (and a client view) per account: that does not
+		// survive thousands. Refusing is better than a pass whose cost grows with the file.
 		return nil, &config.Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: fmt.Sprintf(
-			"%d sub-merchants of service providers (sub_merchants) are configured, but this release does not yet call the platforms for sub-merchants: remove them (and sp_mchid accounts) to run", n)}
+			"%d sub-merchants of service providers are configured; this release reconciles at most %d (one taking loop per account): split the file across deployments", n, MaxSubMerchants)}
 	}
 	a := &App{cfg: cfg, log: log, metrics: metrics.New(), alipay: map[string]httpapi.AlipayNotifyReader{}}
 	var claimer reconcile.Claimer
@@ -93,7 +92,12 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatfor
 		accounts[reconcile.AccountKey{Platform: reconcile.Alipay, MerchantID: x.AppID}] = reconcile.Account{SellerID: x.SellerID}
 	}
 	for _, x := range cfg.Accounts.WechatPay {
-		accounts[reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: x.MchID}] = reconcile.Account{SellerID: x.AppID}
+		if x.SpMchID == "" { // a service provider has no orders of its own
+			accounts[reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: x.MchID}] = reconcile.Account{SellerID: x.AppID}
+		}
+		for _, s := range x.SubMerchants {
+			accounts[reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: s.SubMchID}] = reconcile.Account{SellerID: s.SubAppID}
+		}
 	}
 	a.applier = reconcile.NewApplier(a.store, claimer, reconcile.ApplierSettings{
 		ClaimPrefix: cfg.ClaimPrefix, ClaimLease: cfg.ClaimLease, ClaimTTL: cfg.ClaimTTL,
@@ -184,6 +188,9 @@ func (a *App) buildPlatforms() error {
 		if err != nil {
 			return err
 		}
+		if err := a.addAlipaySubMerchants(c, acct); err != nil {
+			return err
+		}
 		a.alipay[acct.AppID] = c.ParseNotify
 		a.addClient(c, c.BreakerState)
 	}
@@ -200,8 +207,13 @@ func (a *App) buildPlatforms() error {
 		if err != nil {
 			return err
 		}
+		if err := a.addWechatSubMerchants(c, acct); err != nil {
+			return err
+		}
 		a.wechat = append(a.wechat, c)
-		a.addClient(c, c.BreakerState)
+		if acct.SpMchID == "" {
+			a.addClient(c, c.BreakerState)
+		}
 	}
 	return nil
 }
@@ -256,9 +268,9 @@ func (a *App) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error)
 	if err != nil {
 		return nil, err
 	}
-	cfg := wechatpay.Config{BaseURL: acct.BaseURL, MchID: acct.MchID, SerialNo: acct.SerialNo, PrivateKey: priv,
+	cfg := wechatpay.Config{BaseURL: acct.BaseURL, MchID: acct.ID(), SerialNo: acct.SerialNo, PrivateKey: priv,
 		APIv3Key: v3, AppID: acct.AppID, QPS: acct.QPS, Timeout: a.cfg.PlatformTimeout, Logger: a.log,
-		Tuning: a.tuning(reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: acct.MchID}, acct.QPS)}
+		Tuning: a.tuning(reconcile.AccountKey{Platform: reconcile.WechatPay, MerchantID: acct.ID()}, acct.QPS)}
 	// Without a public key the account verifies with platform certificates only; with one,
 	// certificates are still accepted (a merchant migrating to the public key).
 	if acct.PublicKeyFile != "" {
@@ -278,6 +290,15 @@ func (a *App) wechatClient(acct config.WechatAccount) (*wechatpay.Client, error)
 // With Redis, every process calling for the account takes from one budget held there;
 // without it, this shard paces at QPS/n so that n shards together stay within the budget.
 func (a *App) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuning {
+	return platformclient.Tuning{
+		Budget:     a.budget(acct, qps),
+		OnThrottle: a.metrics.OnThrottle(acct),
+	}
+}
+
+// budget is an account's call budget at qps, shared through Redis by every process (one
+// key per account), or this shard's share of it without Redis.
+func (a *App) budget(acct reconcile.AccountKey, qps float64) platformclient.Budget {
 	var budget platformclient.Budget
 	if a.rdb != nil {
 		budget = redis.NewBudget(a.rdb, redis.BudgetOptions{
@@ -287,10 +308,7 @@ func (a *App) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuni
 		share := qps / float64(max(1, a.cfg.Shard.Count))
 		budget = rate.NewLimiter(rate.Limit(share), reconcile.BudgetBurst(share))
 	}
-	return platformclient.Tuning{
-		Budget:     a.metrics.TimeBudget(acct, budget),
-		OnThrottle: a.metrics.OnThrottle(acct),
-	}
+	return a.metrics.TimeBudget(acct, budget)
 }
 
 // Runner builds the pass runner over the app's parts.

@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,18 +71,20 @@ func TestKeyFileReadableByOthersIsAWarning(t *testing.T) {
 	}
 }
 
-// TestSubMerchantsAreRefusedUntilCalledFor: an accounts file with service providers'
-// sub-merchants stops every worker command with a configuration error (exit 2) before it
-// connects anywhere, instead of a run that leaves the sub-merchants' orders pending while it
-// reports success.
-func TestSubMerchantsAreRefusedUntilCalledFor(t *testing.T) {
+// TestTooManySubMerchantsAreRefused: while a pass runs a taking loop per account, more
+// sub-merchants than MaxSubMerchants stop every worker command with a configuration error
+// (exit 2) before it connects anywhere, instead of a pass whose cost grows with the file.
+func TestTooManySubMerchantsAreRefused(t *testing.T) {
 	var cfg config.Config
-	cfg.Accounts.Alipay = []config.AlipayAccount{{AppID: "2021000000000009",
-		SubMerchants: []config.AlipaySubMerchant{{AuthAppID: "2021000000000101"}, {AuthAppID: "2021000000000102"}}}}
+	subs := make([]config.AlipaySubMerchant, MaxSubMerchants+1)
+	for i := range subs {
+		subs[i] = config.AlipaySubMerchant{AuthAppID: fmt.Sprintf("2021%012d", i)}
+	}
+	cfg.Accounts.Alipay = []config.AlipayAccount{{AppID: "2021000000000009", SubMerchants: subs}}
 	cfg.DatabaseURL = "postgres://nobody@127.0.0.1:1/none"
 	_, err := New(context.Background(), cfg, zerolog.Nop(), true)
 	if !config.IsConfigError(err) || !strings.Contains(err.Error(), "RECONCILER_ACCOUNTS_FILE") ||
-		!strings.Contains(err.Error(), "2 sub-merchants") {
-		t.Fatalf("New with sub-merchants: %v, want a configuration error naming them", err)
+		!strings.Contains(err.Error(), fmt.Sprintf("%d sub-merchants", MaxSubMerchants+1)) {
+		t.Fatalf("New with %d sub-merchants: %v, want a configuration error naming them", MaxSubMerchants+1, err)
 	}
 }

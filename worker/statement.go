@@ -61,6 +61,14 @@ func (a *App) BillAccounts(keep string) ([]statementrun.Account, error) {
 			return nil, err
 		}
 		add(reconcile.Alipay, acct.AppID, c)
+		// Each sub-merchant's own bill: the app asks with the merchant's app_auth_token.
+		views, err := a.alipaySubClients(c, acct)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range views {
+			add(reconcile.Alipay, v.MerchantID(), v)
+		}
 	}
 	for _, acct := range a.cfg.Accounts.WechatPay {
 		if acct.PrivateKeyFile == "" {
@@ -70,7 +78,17 @@ func (a *App) BillAccounts(keep string) ([]statementrun.Account, error) {
 		if err != nil {
 			return nil, err
 		}
-		add(reconcile.WechatPay, acct.MchID, c)
+		if acct.SpMchID == "" {
+			add(reconcile.WechatPay, acct.MchID, c)
+		}
+		// Each sub-merchant's own bill (sub_mchid), not the provider's of all of them.
+		views, err := a.wechatSubClients(c, acct)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range views {
+			add(reconcile.WechatPay, v.MerchantID(), v)
+		}
 	}
 	return out, nil
 }

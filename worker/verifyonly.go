@@ -32,10 +32,11 @@ func (a *App) alipayVerifier(acct config.AlipayAccount) (httpapi.AlipayNotifyRea
 			return nil, err
 		}
 	}
+	subs := subMerchantIDs(acct.SubMerchants, func(s config.AlipaySubMerchant) string { return s.AuthAppID })
 	return func(body []byte) (reconcile.Notification, error) {
 		n, err := alipay.ParseNotify(body, pub)
 		if err == nil {
-			err = alipay.CheckNotifyMerchant(n, acct.AppID, nil)
+			err = alipay.CheckNotifyMerchant(n, acct.AppID, subs)
 		}
 		if err != nil {
 			return reconcile.Notification{}, err
@@ -60,5 +61,7 @@ func (a *App) wechatVerifier(acct config.WechatAccount) (*httpapi.WechatVerifier
 	if err != nil {
 		return nil, fail("public_key_id", fmt.Sprintf("cannot verify callbacks: %v", err))
 	}
-	return httpapi.NewWechatVerifier(acct.MchID, acct.PublicKeyID, nv), nil
+	v := httpapi.NewWechatVerifier(acct.ID(), acct.PublicKeyID, nv)
+	v.AcceptSubMerchants(subMerchantIDs(acct.SubMerchants, func(s config.WechatSubMerchant) string { return s.SubMchID }))
+	return v, nil
 }

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/sandbox"
+)
+
+// The service providers of the provider tests: an Alipay third-party app and a WeChat Pay
+// service provider, two sub-merchants each. Generated once per test binary.
+var (
+	e2eProvidersOnce sync.Once
+	e2eProvidersSet  sandbox.Accounts
+	e2eProvidersErr  error
+)
+
+const (
+	e2eISVAppID = "2021000122609009"
+	e2eSPMchID  = "1900009109"
+)
+
+func e2eProviders(t *testing.T) sandbox.Accounts {
+	t.Helper()
+	e2eProvidersOnce.Do(func() {
+		isv, err := sandbox.GenerateAlipayAccount(e2eISVAppID, "2088621000009009", false, 2048)
+		if err != nil {
+			e2eProvidersErr = err
+			return
+		}
+		isv.SubMerchants = []string{"2021000122609101", "2021000122609102"}
+		sp, err := sandbox.GenerateWechatAccount(e2eSPMchID, "wx9999999999999991", sandbox.WechatModePublicKey, 2048)
+		if err != nil {
+			e2eProvidersErr = err
+			return
+		}
+		sp.SubMerchants = []string{"1900009201", "1900009202"}
+		e2eProvidersSet = sandbox.Accounts{Alipay: []sandbox.AlipayAccount{isv}, WechatPay: []sandbox.WechatAccount{sp}}
+	})
+	if e2eProvidersErr != nil {
+		t.Fatal(e2eProvidersErr)
+	}
+	return e2eProvidersSet
+}
+
+// TestE2EServiceProviderSubMerchants: a world configured through an accounts file that the
+// sandbox writes, with an Alipay third-party app and a WeChat Pay service provider calling
+// for two sub-merchants each. run repairs and closes the sub-merchants' orders through the
+// partner calls, each under its own merchant id; serve applies their provider-signed
+// callbacks; statement --merchant reconciles one sub-merchant's own bill.
+func TestE2EServiceProviderSubMerchants(t *testing.T) {
+	t.Parallel()
+	e := &e2eEnv{t: t, bin: e2eBinary(t), db: repotest.NewDB(t), redis: repotest.NewRedis(t)}
+	sb, err := sandbox.New(sandbox.Options{Keys: e2eKeys(t), Accounts: e2eProviders(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sb)
+	e.sb, e.sbURL = sb, srv.URL
+	t.Cleanup(func() {
+		for _, p := range e.procs {
+			p.kill()
+			if t.Failed() {
+				t.Logf("---- %s (exit %d)\nstderr:\n%s", p.name, p.exitCode(), e2eTail(p.stderr.String(), 6000))
+			}
+		}
+		sb.Close()
+		srv.Close()
+	})
+	accountsFile, err := sb.WriteAccountsFile(t.TempDir(), srv.URL, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.base = e.accountsBase(accountsFile, 4)
+	subs := []e2eAccount{
+		{reconcile.Alipay, "2021000122609101", "alipay sub-merchant"}, {reconcile.Alipay, "2021000122609102", "alipay sub-merchant"},
+		{reconcile.WechatPay, "1900009201", "wechatpay sub-merchant"}, {reconcile.WechatPay, "1900009202", "wechatpay sub-merchant"},
+	}
+	for i, a := range subs {
+		e.seedPaidFor(a, fmt.Sprintf("sub-run-%d", i), int64(1500+i), e2eAgo(10*time.Minute))
+		e.seedPaidFor(a, fmt.Sprintf("sub-cb-%d", i), int64(2500+i), e2eAgo(10*time.Second))
+		// Never paid and long expired: closed.
+		repotest.InsertOrder(t, e.db, repotest.Order{Platform: string(a.platform), MerchantID: a.merchant, OutTradeNo: fmt.Sprintf("sub-gone-%d", i),
+			AmountMinor: 700, Status: "PENDING", CreatedAgo: 5 * time.Hour})
+	}
+
+	e.run(nil, "run").expect(t, 0)
+	for i, a := range subs {
+		e.expectPaidOnce(a, fmt.Sprintf("sub-run-%d", i))
+		if r := e.order(a.platform, fmt.Sprintf("sub-gone-%d", i)); r.Status != "CLOSED" {
+			t.Errorf("%s's expired order is %s, want CLOSED", a.merchant, r.Status)
+		}
+		if n := sb.AccountQueryCount(a.platform, a.merchant); n == 0 {
+			t.Errorf("no query was made as sub-merchant %s", a.merchant)
+		}
+	}
+
+	serve, base := e.startServe()
+	var cbs []*sandbox.Delivery
+	for i, a := range subs {
+		d, err := sb.Deliver(context.Background(), sandbox.DeliveryOptions{URL: base + "/notify/" + string(a.platform), Copies: 3, TimeScale: 1000, MaxAttempts: 3},
+			sandbox.Callback{Platform: a.platform, OutTradeNo: fmt.Sprintf("sub-cb-%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cbs = append(cbs, d)
+	}
+	for i, d := range cbs {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		res, err := d.Wait(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if !r.Acked {
+				t.Errorf("%s's callback not acknowledged: status %d %s", subs[i].merchant, r.LastStatus, r.LastError)
+			}
+		}
+	}
+	serve.signal(t, syscall.SIGTERM)
+	serve.wait(t, 30*time.Second)
+	serve.expect(t, 0)
+	for i, a := range subs {
+		e.expectPaidOnce(a, fmt.Sprintf("sub-cb-%d", i))
+	}
+
+	// One sub-merchant's own bill, the day after.
+	sb.PublishBillsEarly(true)
+	day := time.Now().In(time.FixedZone("CST", 8*3600)).Format("2006-01-02")
+	st := e.run(nil, "statement", "--date", day, "--platform", "wechatpay", "--merchant", "1900009201")
+	st.expect(t, 0)
+	if !strings.Contains(st.stdout.String(), "wechatpay:1900009201") || strings.Contains(st.stdout.String(), "1900009202") {
+		t.Errorf("statement --merchant 1900009201 did not reconcile that sub-merchant alone:\n%s", st.stdout.String())
+	}
+	if n := e.count(`SELECT count(*) FROM statement_days WHERE merchant_id = '1900009201'`); n != 1 {
+		t.Errorf("%d statement days saved for the sub-merchant, want 1", n)
+	}
+}

@@ -1,0 +1,117 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/payrecon/payrecon/config"
+	"github.com/payrecon/payrecon/platformclient"
+	"github.com/payrecon/payrecon/platformclient/alipay"
+	"github.com/payrecon/payrecon/platformclient/wechatpay"
+	"github.com/payrecon/payrecon/reconcile"
+)
+
+// MaxSubMerchants is how many service providers' sub-merchants one deployment reconciles
+// while a pass runs a taking loop per account.
+const MaxSubMerchants = 100
+
+// addAlipaySubMerchants gives each sub-merchant of a third-party app a client of its own
+// (the app's keys, the merchant's app_auth_token, its own budget inside the app's) and lets
+// the app's notifications name them.
+func (a *App) addAlipaySubMerchants(c *alipay.Client, acct config.AlipayAccount) error {
+	views, err := a.alipaySubClients(c, acct)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(views))
+	for i, v := range views {
+		ids[i] = v.MerchantID()
+		a.addClient(v, v.BreakerState)
+	}
+	c.AcceptSubMerchants(ids)
+	return nil
+}
+
+// alipaySubClients are the third-party app c's views for its sub-merchants, each with the
+// merchant's app_auth_token (read from its file, a secret) and its own budget.
+func (a *App) alipaySubClients(c *alipay.Client, acct config.AlipayAccount) ([]*alipay.Client, error) {
+	views := make([]*alipay.Client, 0, len(acct.SubMerchants))
+	for i, s := range acct.SubMerchants {
+		field := fmt.Sprintf("sub_merchants[%d] (%s).app_auth_token_file", i, s.AuthAppID)
+		token, err := readKeyFile(a, acct.FieldError, field, s.AppAuthTokenFile, parseAppAuthToken)
+		if err != nil {
+			return nil, err
+		}
+		v, err := c.ForSubMerchant(s.AuthAppID, token, a.subBudget(reconcile.Alipay, s.AuthAppID, s.QPS))
+		if err != nil {
+			return nil, acct.FieldError(field, err.Error())
+		}
+		views = append(views, v)
+	}
+	return views, nil
+}
+
+// addWechatSubMerchants gives each sub-merchant of a service provider a partner-API client
+// of its own (the provider's keys, its own budget inside the provider's) and lets the
+// provider's callbacks name them.
+func (a *App) addWechatSubMerchants(c *wechatpay.Client, acct config.WechatAccount) error {
+	views, err := a.wechatSubClients(c, acct)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(views))
+	for i, v := range views {
+		ids[i] = v.MerchantID()
+		a.addClient(v, v.BreakerState)
+	}
+	c.AcceptSubMerchants(ids)
+	return nil
+}
+
+// wechatSubClients are the service provider c's partner-API views for its sub-merchants,
+// each with its own budget.
+func (a *App) wechatSubClients(c *wechatpay.Client, acct config.WechatAccount) ([]*wechatpay.Client, error) {
+	views := make([]*wechatpay.Client, 0, len(acct.SubMerchants))
+	for i, s := range acct.SubMerchants {
+		v, err := c.ForSubMerchant(s.SubMchID, s.SubAppID, a.subBudget(reconcile.WechatPay, s.SubMchID, s.QPS))
+		if err != nil {
+			return nil, acct.FieldError(fmt.Sprintf("sub_merchants[%d].sub_mchid", i), err.Error())
+		}
+		views = append(views, v)
+	}
+	return views, nil
+}
+
+// subBudget is a sub-merchant's own budget, nil when it has none (only its provider's).
+func (a *App) subBudget(p reconcile.Platform, id string, qps float64) platformclient.Budget {
+	if qps <= 0 {
+		return nil
+	}
+	return a.budget(reconcile.AccountKey{Platform: p, MerchantID: id}, qps)
+}
+
+// subMerchantIDs are the ids of an account's sub-merchants (auth_app_id or sub_mchid).
+func subMerchantIDs[S any](subs []S, id func(S) string) map[string]bool {
+	if len(subs) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(subs))
+	for _, s := range subs {
+		out[id(s)] = true
+	}
+	return out
+}
+
+// parseAppAuthToken reads an app_auth_token file: one token, surrounding space ignored.
+// The errors never quote the file.
+func parseAppAuthToken(b []byte) (string, error) {
+	t := strings.TrimSpace(string(b))
+	switch {
+	case t == "":
+		return "", errors.New("the token file is empty")
+	case strings.ContainsAny(t, " \t\r\n"):
+		return "", errors.New("the token file holds more than one token")
+	}
+	return t, nil
+}
