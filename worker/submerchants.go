@@ -16,11 +16,15 @@ import (
 // while a pass runs a taking loop per account.
 const MaxSubMerchants = 100
 
-// addAlipaySubMerchants gives each sub-merchant of a third-party app a client of its own
-// (the app's keys, the merchant's app_auth_token, its own budget inside the app's) and lets
-// the app's notifications name them.
-func (a *App) addAlipaySubMerchants(c *alipay.Client, acct config.AlipayAccount) error {
-	views, err := a.alipaySubClients(c, acct)
+// subMerchantView is a provider client's view for one of its sub-merchants.
+type subMerchantView interface {
+	reconcile.PlatformClient
+	BreakerState() string
+}
+
+// addSubMerchants puts a provider's sub-merchant views in the pass and lets the provider's
+// callbacks name them (accept).
+func addSubMerchants[V subMerchantView](a *App, views []V, err error, accept func([]string)) error {
 	if err != nil {
 		return err
 	}
@@ -29,8 +33,16 @@ func (a *App) addAlipaySubMerchants(c *alipay.Client, acct config.AlipayAccount)
 		ids[i] = v.MerchantID()
 		a.addClient(v, v.BreakerState)
 	}
-	c.AcceptSubMerchants(ids)
+	accept(ids)
 	return nil
+}
+
+// addAlipaySubMerchants gives each sub-merchant of a third-party app a client of its own
+// (the app's keys, the merchant's app_auth_token, its own budget inside the app's) and lets
+// the app's notifications name them.
+func (a *App) addAlipaySubMerchants(c *alipay.Client, acct config.AlipayAccount) error {
+	views, err := a.alipaySubClients(c, acct)
+	return addSubMerchants(a, views, err, c.AcceptSubMerchants)
 }
 
 // alipaySubClients are the third-party app c's views for its sub-merchants, each with the
@@ -57,16 +69,7 @@ func (a *App) alipaySubClients(c *alipay.Client, acct config.AlipayAccount) ([]*
 // provider's callbacks name them.
 func (a *App) addWechatSubMerchants(c *wechatpay.Client, acct config.WechatAccount) error {
 	views, err := a.wechatSubClients(c, acct)
-	if err != nil {
-		return err
-	}
-	ids := make([]string, len(views))
-	for i, v := range views {
-		ids[i] = v.MerchantID()
-		a.addClient(v, v.BreakerState)
-	}
-	c.AcceptSubMerchants(ids)
-	return nil
+	return addSubMerchants(a, views, err, c.AcceptSubMerchants)
 }
 
 // wechatSubClients are the service provider c's partner-API views for its sub-merchants,

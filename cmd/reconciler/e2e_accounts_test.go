@@ -58,14 +58,30 @@ type e2eAccount struct {
 // platform certificates, migrating).
 func newE2EAccountsEnv(t *testing.T) (*e2eEnv, []e2eAccount, string) {
 	t.Helper()
+	e, accountsFile := newE2EAccountsWorld(t, e2eExtraAccounts(t), 2000)
+	id := e.sb.Identity()
+	accounts := []e2eAccount{
+		{reconcile.Alipay, id.AlipayAppID, "public key"},
+		{reconcile.Alipay, sandbox.SecondAlipayAppID, "certificate"},
+		{reconcile.WechatPay, id.WechatMchID, "public key"},
+		{reconcile.WechatPay, sandbox.SecondWechatMchID, "platform certificates"},
+		{reconcile.WechatPay, e2eMigratingMchID, "migrating"},
+	}
+	return e, accounts, accountsFile
+}
+
+// newE2EAccountsWorld is a world configured only through the accounts file the sandbox
+// writes for its default accounts and extra, each with a budget of qps.
+func newE2EAccountsWorld(t *testing.T, extra sandbox.Accounts, qps float64) (*e2eEnv, string) {
+	t.Helper()
 	e := &e2eEnv{t: t, bin: e2eBinary(t), db: repotest.NewDB(t), redis: repotest.NewRedis(t)}
-	sb, err := sandbox.New(sandbox.Options{Keys: e2eKeys(t), Accounts: e2eExtraAccounts(t)})
+	sb, err := sandbox.New(sandbox.Options{Keys: e2eKeys(t), Accounts: extra})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(sb)
 	e.sb, e.sbURL = sb, srv.URL
-	accountsFile, err := sb.WriteAccountsFile(t.TempDir(), srv.URL, 2000)
+	accountsFile, err := sb.WriteAccountsFile(t.TempDir(), srv.URL, qps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,15 +101,7 @@ func newE2EAccountsEnv(t *testing.T) (*e2eEnv, []e2eAccount, string) {
 		sb.Close()
 		srv.Close()
 	})
-	id := sb.Identity()
-	accounts := []e2eAccount{
-		{reconcile.Alipay, id.AlipayAppID, "public key"},
-		{reconcile.Alipay, sandbox.SecondAlipayAppID, "certificate"},
-		{reconcile.WechatPay, id.WechatMchID, "public key"},
-		{reconcile.WechatPay, sandbox.SecondWechatMchID, "platform certificates"},
-		{reconcile.WechatPay, e2eMigratingMchID, "migrating"},
-	}
-	return e, accounts, accountsFile
+	return e, accountsFile
 }
 
 // accountsBase is the settings of a world configured only through an accounts file: the

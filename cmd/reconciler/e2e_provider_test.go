@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,28 +57,8 @@ func e2eProviders(t *testing.T) sandbox.Accounts {
 // callbacks; statement --merchant reconciles one sub-merchant's own bill.
 func TestE2EServiceProviderSubMerchants(t *testing.T) {
 	t.Parallel()
-	e := &e2eEnv{t: t, bin: e2eBinary(t), db: repotest.NewDB(t), redis: repotest.NewRedis(t)}
-	sb, err := sandbox.New(sandbox.Options{Keys: e2eKeys(t), Accounts: e2eProviders(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sb)
-	e.sb, e.sbURL = sb, srv.URL
-	t.Cleanup(func() {
-		for _, p := range e.procs {
-			p.kill()
-			if t.Failed() {
-				t.Logf("---- %s (exit %d)\nstderr:\n%s", p.name, p.exitCode(), e2eTail(p.stderr.String(), 6000))
-			}
-		}
-		sb.Close()
-		srv.Close()
-	})
-	accountsFile, err := sb.WriteAccountsFile(t.TempDir(), srv.URL, 200)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.base = e.accountsBase(accountsFile, 4)
+	e, _ := newE2EAccountsWorld(t, e2eProviders(t), 200)
+	sb := e.sb
 	subs := []e2eAccount{
 		{reconcile.Alipay, "2021000122609101", "alipay sub-merchant"}, {reconcile.Alipay, "2021000122609102", "alipay sub-merchant"},
 		{reconcile.WechatPay, "1900009201", "wechatpay sub-merchant"}, {reconcile.WechatPay, "1900009202", "wechatpay sub-merchant"},
