@@ -38,8 +38,9 @@ type demoOrder struct {
 	local      reconcile.Status
 	createdAgo time.Duration
 	platformSc sandbox.Scenario
-	callback   bool // delivered by the callback storm during the pass
-	second     bool // belongs to the platform's second account (the other credential mode)
+	callback   bool   // delivered by the callback storm during the pass
+	second     bool   // belongs to the platform's second account (the other credential mode)
+	sub        string // belongs to a service provider's sub-merchant (its id), reached through the provider
 }
 
 func demoOrders() []demoOrder {
@@ -65,6 +66,12 @@ func demoOrders() []demoOrder {
 	add(4, "callback storm", reconcile.WechatPay, 2000, reconcile.StatusPending, 10*time.Minute, paid, true)
 	add(1, "refunded at platform", reconcile.WechatPay, 7700, reconcile.StatusPaid, 6*time.Hour, sandbox.Scenario{State: sandbox.StateRefunded}, false)
 	add(1, storyBillOnly, reconcile.Alipay, 6800, reconcile.StatusPending, 40*time.Minute, sandbox.Scenario{State: sandbox.StatePaid, Fault: &billOnlyFault}, false)
+	// A merchant reached through a service provider: the provider's app (Alipay) or partner
+	// API (WeChat Pay) is asked for the sub-merchant's order.
+	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
+		add(1, "via provider", p, 3600, reconcile.StatusPending, 20*time.Minute, paid, false)
+		out[len(out)-1].sub = sandbox.ProviderSubMerchants[p][0]
+	}
 	return append(out, refundOrders()...)
 }
 
@@ -140,7 +147,11 @@ func startDemoSandbox(keysDir string, log zerolog.Logger, say func(string, ...an
 	if err != nil {
 		return nil, "", nil, err
 	}
-	sb, err := sandbox.New(sandbox.Options{Keys: keys, Logger: log, Accounts: second})
+	providers, err := sandbox.ProviderAccounts(0)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	sb, err := sandbox.New(sandbox.Options{Keys: keys, Logger: log, Accounts: second.Join(providers)})
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -158,8 +169,13 @@ func startDemoSandbox(keysDir string, log zerolog.Logger, say func(string, ...an
 	id := sb.Identity()
 	say("2. platform sandbox (Alipay + WeChat Pay v3, real signatures) on %s, two accounts per platform:\n"+
 		"   alipay    %s (public key), %s (certificate mode: app_cert_sn, alipay_root_cert_sn)\n"+
-		"   wechatpay %s (WeChat Pay public key), %s (platform certificates from /v3/certificates)",
-		sbURL, id.AlipayAppID, sandbox.SecondAlipayAppID, id.WechatMchID, sandbox.SecondWechatMchID)
+		"   wechatpay %s (WeChat Pay public key), %s (platform certificates from /v3/certificates)\n"+
+		"   and a service provider per platform calling for two sub-merchants each:\n"+
+		"   alipay    third-party app %s for %s (app_auth_token)\n"+
+		"   wechatpay sp_mchid %s for %s (partner APIs)",
+		sbURL, id.AlipayAppID, sandbox.SecondAlipayAppID, id.WechatMchID, sandbox.SecondWechatMchID,
+		sandbox.ProviderAlipayAppID, strings.Join(sandbox.ProviderSubMerchants[reconcile.Alipay], ", "),
+		sandbox.ProviderWechatMchID, strings.Join(sandbox.ProviderSubMerchants[reconcile.WechatPay], ", "))
 	return sb, accountsFile, stop, nil
 }
 
@@ -366,6 +382,8 @@ func serveLoopback(h http.Handler) (string, func(), error) {
 func (o demoOrder) merchant(sb *sandbox.Sandbox) string {
 	id := sb.Identity()
 	switch {
+	case o.sub != "":
+		return o.sub
 	case o.platform == reconcile.Alipay && o.second:
 		return sandbox.SecondAlipayAppID
 	case o.platform == reconcile.Alipay:

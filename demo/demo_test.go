@@ -71,8 +71,13 @@ func TestDemo(t *testing.T) {
 		// The refund made in the merchant portal: only the bill tells of it.
 		regexp.MustCompile(`(?m)^   \d+ +wechatpay +W-portal-refund-1 +PORTAL-W-1 +12\.00 SUCCESS +1$`),
 		regexp.MustCompile(`\(2 UNKNOWN_REFUND findings\)`),
-		// The four rows below, added up.
-		regexp.MustCompile(`(?m)^   the day in all: 25 payments 1369\.37 yuan, 4 refund\(s\) 177\.01 yuan, fees 7\.15416, net 1185\.20584 yuan; 29 lines: 22 matched, 1 repaired, 6 found$`),
+		// A service provider's sub-merchant on each platform, repaired by the pass through
+		// the provider's app or partner API, under its own merchant id.
+		regexp.MustCompile(`(?m)^  A-via-provider-1 +2021000122609101 +via provider +paid +PENDING +PAID +\* +1 +1$`),
+		regexp.MustCompile(`(?m)^  W-via-provider-1 +1900009201 +via provider +paid +PENDING +PAID +\* +1 +1$`),
+		regexp.MustCompile(`statement run over 9 accounts' bills`),
+		// The rows below, added up.
+		regexp.MustCompile(`(?m)^   the day in all: 27 payments 1441\.39 yuan, 4 refund\(s\) 177\.01 yuan, fees 7\.58628, net 1256\.79372 yuan; 31 lines: 24 matched, 1 repaired, 6 found$`),
 	} {
 		if !want.MatchString(text) {
 			t.Errorf("demo output lacks %s:\n%s", want, text)
@@ -99,6 +104,13 @@ func checkFigures(t *testing.T, stmt string) {
 		"wechatpay:1900000001": "9 615.10 2 107.01 508.09 3.04854 505.04146 11 9 0 2 0 0 1 0",
 		// The portal refund found.
 		"wechatpay:1900000002": "4 134.08 1 12.00 122.08 0.73248 121.34752 5 4 0 1 0 0 1 0",
+		// Each provider's first sub-merchant: its own bill (asked with its app_auth_token or
+		// sub_mchid), its one payment matched; the provider's Alipay app and the second
+		// sub-merchants had no trades: a day of zeros, saved as such.
+		"alipay:2021000122609101": "1 36.01 0 0.00 36.01 0.21606 35.79394 1 1 0 0 0 0 0 0",
+		"wechatpay:1900009201":    "1 36.01 0 0.00 36.01 0.21606 35.79394 1 1 0 0 0 0 0 0",
+		"alipay:2021000122609009": "0 0.00 0 0.00 0.00 0.00000 0.00000 0 0 0 0 0 0 0 0",
+		"wechatpay:1900009202":    "0 0.00 0 0.00 0.00 0.00000 0.00000 0 0 0 0 0 0 0 0",
 	}
 	day := time.Now().In(mustChina(t)).Format(time.DateOnly)
 	got := map[string]string{}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // Accounts are the extra merchant accounts a Sandbox plays, beside each platform's default
@@ -36,6 +38,43 @@ func SecondAccounts(bits int) (Accounts, error) {
 		return Accounts{}, err
 	}
 	return Accounts{Alipay: []AlipayAccount{ali}, WechatPay: []WechatAccount{wx}}, nil
+}
+
+// The service providers the sandbox plays beside the merchants' own accounts: an Alipay
+// third-party app and a WeChat Pay service provider (sp_mchid), each calling for two
+// sub-merchants.
+const (
+	ProviderAlipayAppID = "2021000122609009"
+	ProviderWechatMchID = "1900009109"
+)
+
+// ProviderSubMerchants are the providers' sub-merchants: the Alipay app's auth_app_ids and
+// the WeChat Pay provider's sub_mchids.
+var ProviderSubMerchants = map[reconcile.Platform][]string{
+	reconcile.Alipay:    {"2021000122609101", "2021000122609102"},
+	reconcile.WechatPay: {"1900009201", "1900009202"},
+}
+
+// ProviderAccounts generates the two service providers with their sub-merchants (bits as
+// for GenerateKeys).
+func ProviderAccounts(bits int) (Accounts, error) {
+	isv, err := GenerateAlipayAccount(ProviderAlipayAppID, "2088621000009009", false, bits)
+	if err != nil {
+		return Accounts{}, err
+	}
+	isv.SubMerchants = append([]string(nil), ProviderSubMerchants[reconcile.Alipay]...)
+	sp, err := GenerateWechatAccount(ProviderWechatMchID, "wx9999999999999991", WechatModePublicKey, bits)
+	if err != nil {
+		return Accounts{}, err
+	}
+	sp.SubMerchants = append([]string(nil), ProviderSubMerchants[reconcile.WechatPay]...)
+	return Accounts{Alipay: []AlipayAccount{isv}, WechatPay: []WechatAccount{sp}}, nil
+}
+
+// Join is a and b's accounts together.
+func (a Accounts) Join(b Accounts) Accounts {
+	return Accounts{Alipay: append(append([]AlipayAccount(nil), a.Alipay...), b.Alipay...),
+		WechatPay: append(append([]WechatAccount(nil), a.WechatPay...), b.WechatPay...)}
 }
 
 // AccountsFileName is the accounts file WriteAccountsFile writes.

@@ -66,7 +66,11 @@ func Run(ctx context.Context, opts RunOptions) error {
 	if err != nil {
 		return err
 	}
-	sb, err := New(Options{Keys: keys, Identity: id, Logger: opts.Logger, Accounts: second})
+	providers, err := ProviderAccounts(0)
+	if err != nil {
+		return err
+	}
+	sb, err := New(Options{Keys: keys, Identity: id, Logger: opts.Logger, Accounts: second.Join(providers)})
 	if err != nil {
 		return err
 	}
@@ -115,7 +119,7 @@ func printSettings(w io.Writer, base, keysDir string, generated bool, all, defau
 	}
 	fmt.Fprintf(w, "sandbox listening on %s (keys %s %s)\n", base, verb, keysDir)
 	fmt.Fprintf(w, "control API: %s/sandbox/\n", base)
-	fmt.Fprintf(w, "settings for a reconciler, every account (two per platform, one in each credential mode):\n")
+	fmt.Fprintf(w, "settings for a reconciler, every account (two per platform, one in each credential mode, and a service provider per platform with two sub-merchants):\n")
 	for _, kv := range all {
 		fmt.Fprintf(w, "  %s\n", kv)
 	}
