@@ -27,6 +27,7 @@ type Metrics struct {
 	throttles    *prometheus.CounterVec   // platform, merchant_id
 	budgetWait   *prometheus.CounterVec   // platform, merchant_id
 	unconfigured *prometheus.GaugeVec     // platform, merchant_id
+	subMerchants *prometheus.GaugeVec     // platform, merchant_id, provider
 	oldestAge    prometheus.Gauge
 	lastSuccess  prometheus.Gauge
 	runCounts    *prometheus.GaugeVec // counter
@@ -59,6 +60,9 @@ func New() *Metrics {
 	m.unconfigured = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_unconfigured_pending_orders",
 		Help: "PENDING orders in the last pass's window whose merchant account is not configured: no pass checks them."},
 		[]string{"platform", "merchant_id"})
+	m.subMerchants = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_sub_merchant_info",
+		Help: "1 for each service provider's sub-merchant this process reconciles: merchant_id is the sub-merchant (as every other metric names it), provider the third-party app or sp_mchid that calls for it. Join on (platform, merchant_id) to group any account metric by provider."},
+		[]string{"platform", "merchant_id", "provider"})
 	m.oldestAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_oldest_pending_order_age_seconds",
 		Help: "Age of the oldest PENDING order inside the lookback window."})
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_last_success_timestamp_seconds",
@@ -69,7 +73,7 @@ func New() *Metrics {
 	m.takenOver = prometheus.NewCounter(prometheus.CounterOpts{Name: "payrecon_runs_taken_over_total",
 		Help: "Runs of dead processes (lock session gone, row still running) whose leases a pass freed at once and marked interrupted."})
 	m.reg.MustRegister(m.takenOver, m.checks, m.findings, m.callbacks, m.platformDur, m.platformErrs, m.throttles, m.budgetWait,
-		m.unconfigured, m.oldestAge, m.runCounts,
+		m.unconfigured, m.subMerchants, m.oldestAge, m.runCounts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -87,6 +91,12 @@ func (m *Metrics) WatchBreaker(p reconcile.Platform, merchantID string, state fu
 		}
 		return 0
 	}))
+}
+
+// SubMerchant records that merchantID is reached through provider: the metrics keep naming
+// the sub-merchant by its own id, and payrecon_sub_merchant_info names its provider.
+func (m *Metrics) SubMerchant(p reconcile.Platform, merchantID, provider string) {
+	m.subMerchants.WithLabelValues(string(p), merchantID, provider).Set(1)
 }
 
 // ClaimStore is the Redis claimer, as far as its failures go.

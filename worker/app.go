@@ -175,6 +175,7 @@ func exposedKeyFile(path string) (fs.FileMode, bool) {
 }
 
 func (a *App) buildPlatforms() error {
+	a.noteSubMerchants()
 	for _, acct := range a.cfg.Accounts.Alipay {
 		if acct.PrivateKeyFile == "" { // allowed only when serve only verifies callbacks
 			read, err := a.alipayVerifier(acct)

@@ -37,6 +37,21 @@ func addSubMerchants[V subMerchantView](a *App, views []V, err error, accept fun
 	return nil
 }
 
+// noteSubMerchants names each configured sub-merchant's provider in the metrics, whether
+// this process calls for it or only reads its callbacks.
+func (a *App) noteSubMerchants() {
+	for _, acct := range a.cfg.Accounts.Alipay {
+		for _, s := range acct.SubMerchants {
+			a.metrics.SubMerchant(reconcile.Alipay, s.AuthAppID, acct.AppID)
+		}
+	}
+	for _, acct := range a.cfg.Accounts.WechatPay {
+		for _, s := range acct.SubMerchants {
+			a.metrics.SubMerchant(reconcile.WechatPay, s.SubMchID, acct.SpMchID)
+		}
+	}
+}
+
 // addAlipaySubMerchants gives each sub-merchant of a third-party app a client of its own
 // (the app's keys, the merchant's app_auth_token, its own budget inside the app's) and lets
 // the app's notifications name them.

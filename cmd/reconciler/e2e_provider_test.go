@@ -83,6 +83,12 @@ func TestE2EServiceProviderSubMerchants(t *testing.T) {
 	}
 
 	serve, base := e.startServe()
+	// The metrics name each sub-merchant's provider.
+	if code, body := getAs(t, serve.admin+"/metrics", ""); code != 200 ||
+		!strings.Contains(body, `payrecon_sub_merchant_info{merchant_id="1900009201",platform="wechatpay",provider="`+sandbox.ProviderWechatMchID+`"} 1`) ||
+		!strings.Contains(body, `payrecon_sub_merchant_info{merchant_id="2021000122609101",platform="alipay",provider="`+sandbox.ProviderAlipayAppID+`"} 1`) {
+		t.Errorf("serve's metrics (HTTP %d) do not name the sub-merchants' providers:\n%s", code, grepLines(body, "payrecon_sub_merchant_info"))
+	}
 	var cbs []*sandbox.Delivery
 	for i, a := range subs {
 		d, err := sb.Deliver(context.Background(), sandbox.DeliveryOptions{URL: base + "/notify/" + string(a.platform), Copies: 3, TimeScale: 1000, MaxAttempts: 3},
@@ -123,4 +129,15 @@ func TestE2EServiceProviderSubMerchants(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM statement_days WHERE merchant_id = '1900009201'`); n != 1 {
 		t.Errorf("%d statement days saved for the sub-merchant, want 1", n)
 	}
+}
+
+// grepLines is the lines of s that hold word.
+func grepLines(s, word string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
