@@ -76,29 +76,10 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.Form
-	method := p.Get("method")
-	var biz struct {
-		OutTradeNo string `json:"out_trade_no"`
-		TradeNo    string `json:"trade_no"`
-	}
-	_ = json.Unmarshal([]byte(p.Get("biz_content")), &biz)
-	outTradeNo := biz.OutTradeNo
-	if biz.TradeNo != "" { // trade_no wins when both are given
-		outTradeNo, _ = s.outTradeNoOf(reconcile.Alipay, biz.TradeNo)
-	}
-	appID := p.Get("app_id")
-	// The account is the app_id as sent, known or not, so per-account caps and faults apply
-	// before the gateway looks at credentials, as a throttle in front of it would. A
-	// third-party app's call with a merchant's app_auth_token is that merchant's, within
-	// its provider's cap as well.
-	merchant, provider := appID, ""
-	token := p.Get("app_auth_token")
-	if sub := s.alipay.subMerchant(appID, token); sub != "" {
-		merchant, provider = sub, appID
-	}
-	refundNo := alipayRefundNo(method, p.Get("biz_content"))
-	rq := request{platform: reconcile.Alipay, merchant: merchant, provider: provider, key: orderKey{reconcile.Alipay, outTradeNo},
-		isQuery: method == alipay.MethodTradeQuery || method == alipay.MethodRefundQuery, refund: refundNo}
+	method, appID, token := p.Get("method"), p.Get("app_id"), p.Get("app_auth_token")
+	biz, outTradeNo := s.alipayBiz(p.Get("biz_content"))
+	rq := s.alipayRequest(method, appID, token, outTradeNo, alipayRefundNo(method, p.Get("biz_content")))
+	merchant, provider, refundNo := rq.merchant, rq.provider, rq.refund
 	f, hasFault, throttled := s.admit(rq)
 	if hasFault && s.transportFault(w, r, f) {
 		return
@@ -151,6 +132,37 @@ func (s *Sandbox) serveAlipay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(s.alipayQueryNode(outTradeNo, biz.OutTradeNo))
+}
+
+// alipayBizContent is the part of biz_content the gateway routes on.
+type alipayBizContent struct {
+	OutTradeNo string `json:"out_trade_no"`
+	TradeNo    string `json:"trade_no"`
+}
+
+// alipayBiz reads biz_content and the out_trade_no it asks about (trade_no wins when both
+// are given).
+func (s *Sandbox) alipayBiz(bizContent string) (alipayBizContent, string) {
+	var biz alipayBizContent
+	_ = json.Unmarshal([]byte(bizContent), &biz)
+	outTradeNo := biz.OutTradeNo
+	if biz.TradeNo != "" {
+		outTradeNo, _ = s.outTradeNoOf(reconcile.Alipay, biz.TradeNo)
+	}
+	return biz, outTradeNo
+}
+
+// alipayRequest is the gateway call as admit counts it. The account is the app_id as sent,
+// known or not, so per-account caps and faults apply before the gateway looks at
+// credentials, as a throttle in front of it would; a third-party app's call with a
+// merchant's app_auth_token is that merchant's, within its provider's cap as well.
+func (s *Sandbox) alipayRequest(method, appID, token, outTradeNo, refundNo string) request {
+	rq := request{platform: reconcile.Alipay, merchant: appID, key: orderKey{reconcile.Alipay, outTradeNo},
+		isQuery: method == alipay.MethodTradeQuery || method == alipay.MethodRefundQuery, refund: refundNo}
+	if sub := s.alipay.subMerchant(appID, token); sub != "" {
+		rq.merchant, rq.provider = sub, appID
+	}
+	return rq
 }
 
 // alipayRefusal is the gateway's own refusal of a call, before any business logic: a
