@@ -119,6 +119,7 @@ func TestAlipayPartnerMode(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d notifications, want 1", len(got))
 	}
+	isv.AcceptSubMerchants([]string{subB})
 	if _, err := isv.ParseNotify(got[0]); !errors.Is(err, alipay.ErrBadSignature) {
 		t.Errorf("read by a provider that does not accept the merchant: %v, want refused", err)
 	}

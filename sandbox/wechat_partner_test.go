@@ -101,6 +101,7 @@ func TestWechatPartnerMode(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d callbacks, want 1", len(got))
 	}
+	provider.AcceptSubMerchants([]string{subMchB})
 	if _, err := provider.ParseNotify(got[0].Header, bodies[0]); !errors.Is(err, wechatpay.ErrBadSignature) {
 		t.Errorf("read by a provider that does not accept the sub-merchant: %v, want refused", err)
 	}

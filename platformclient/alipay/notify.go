@@ -95,12 +95,14 @@ func (c *Client) parseNotify(body []byte) (reconcile.Notification, error) {
 	return n, nil
 }
 
-// CheckNotifyMerchant refuses, like a bad signature, a verified notification of app appID
-// for a merchant that is neither the app itself nor one of subMerchants (auth_app_ids): a
-// service provider's app serves many merchants, not all of them ours to apply, however well
-// the notification is signed.
+// CheckNotifyMerchant refuses, like a bad signature, a verified notification of a service
+// provider's app appID (one with subMerchants, auth_app_ids) for a merchant that is neither
+// the app itself nor one of them: the app serves many merchants, not all of them ours to
+// apply, however well the notification is signed. An app configured without sub-merchants
+// refuses nothing here: its notifications name itself (auth_app_id = app_id) in practice,
+// and any other merchant they name is the apply path's to classify.
 func CheckNotifyMerchant(n reconcile.Notification, appID string, subMerchants map[string]bool) error {
-	if m := n.MerchantID(); m != "" && m != appID && !subMerchants[m] {
+	if m := n.MerchantID(); len(subMerchants) > 0 && m != "" && m != appID && !subMerchants[m] {
 		return platformclient.BadSignature(reconcile.Alipay,
 			fmt.Sprintf("notification for auth_app_id %s, which is not a configured sub-merchant of app %s", m, appID))
 	}

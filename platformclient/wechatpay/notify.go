@@ -276,12 +276,13 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 	return res, err
 }
 
-// CheckNotifyMerchant refuses, like a bad signature, a verified callback of merchant mchID
-// (a service provider's sp_mchid) about a merchant that is neither mchID itself nor one of
-// subMerchants (sub_mchids): the provider's keys sign and encrypt every sub-merchant's
-// callbacks, and a sub-merchant we do not reconcile is not ours to apply.
+// CheckNotifyMerchant refuses, like a bad signature, a verified callback of a service
+// provider mchID (its sp_mchid, with subMerchants, sub_mchids) about a merchant that is
+// neither mchID itself nor one of them: the provider's keys sign and encrypt every
+// sub-merchant's callbacks, and a sub-merchant we do not reconcile is not ours to apply. A
+// merchant configured without sub-merchants refuses nothing here, as before.
 func CheckNotifyMerchant(n reconcile.Notification, mchID string, subMerchants map[string]bool) error {
-	if m := n.MerchantID(); m != "" && m != mchID && !subMerchants[m] {
+	if m := n.MerchantID(); len(subMerchants) > 0 && m != "" && m != mchID && !subMerchants[m] {
 		return platformclient.BadSignature(reconcile.WechatPay,
 			fmt.Sprintf("callback: for sub_mchid %s, which is not a configured sub-merchant of %s", m, mchID))
 	}

@@ -150,7 +150,7 @@ func TestPartnerCalls(t *testing.T) {
 
 // TestPartnerCallbacks: a provider's callback names the sub-merchant (sub_mchid), which
 // picks the order; one for a sub-merchant the provider does not accept is refused like a
-// bad signature, and so is a merchant's own callback naming anyone else.
+// bad signature.
 func TestPartnerCallbacks(t *testing.T) {
 	provider, _ := partnerClients(t, "https://api.mch.weixin.invalid")
 	provider.AcceptSubMerchants([]string{subMchID})
