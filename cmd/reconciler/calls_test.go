@@ -59,6 +59,9 @@ func (rec *callRecorder) queryAccount(r *http.Request) (string, bool) {
 			form[k] = append(form[k], v...)
 		}
 		return form.Get("app_id"), form.Get("method") == alipay.MethodTradeQuery
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v3/pay/partner/transactions/"):
+		// A service provider's call for its sub-merchant: the sub-merchant's query.
+		return r.URL.Query().Get("sub_mchid"), true
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v3/pay/transactions/"):
 		m := wechatMchID.FindStringSubmatch(r.Header.Get("Authorization"))
 		if m == nil {
@@ -170,4 +173,18 @@ func (s callSeries) longestGap() time.Duration {
 		gap = max(gap, s[i].at.Sub(s[i-1].at))
 	}
 	return gap
+}
+
+// rateBetween is calls per second in [from, to).
+func (s callSeries) rateBetween(from, to time.Time) float64 {
+	if !to.After(from) {
+		return 0
+	}
+	n := 0
+	for _, c := range s {
+		if !c.at.Before(from) && c.at.Before(to) {
+			n++
+		}
+	}
+	return float64(n) / to.Sub(from).Seconds()
 }

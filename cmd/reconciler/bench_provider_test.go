@@ -1,0 +1,207 @@
+package main
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo/repotest"
+	"github.com/payrecon/payrecon/sandbox"
+)
+
+// nestedCase is one measurement of nested budgets: a WeChat Pay service provider with a
+// budget of qps over len(subQPS) sub-merchants, sub-merchant i with its own budget subQPS[i]
+// (0: none but the provider's), each with orders due, worked by procs processes.
+type nestedCase struct {
+	name         string
+	procs        int
+	qps          float64
+	subQPS       []float64
+	ordersPerSub int
+	orders       []int // per sub-merchant, when they differ
+}
+
+func (c nestedCase) ordersOf(i int) int {
+	if c.orders != nil {
+		return c.orders[i]
+	}
+	return c.ordersPerSub
+}
+
+// attainable is the most calls per second the budgets allow together: the provider's, or
+// less when every sub-merchant has a budget of its own and they add up to less.
+func (c nestedCase) attainable() float64 {
+	sum := 0.0
+	for _, q := range c.subQPS {
+		if q == 0 {
+			return c.qps
+		}
+		sum += q
+	}
+	return min(sum, c.qps)
+}
+
+const benchSPMchID = "1900008109"
+
+// runNestedCase runs the case and returns each sub-merchant's calls and all of them, as the
+// platform received them.
+func runNestedCase(b *testing.B, c nestedCase) (perSub []callSeries, all callSeries) {
+	bin := benchBinary(b)
+	db := repotest.NewDB(b)
+	rd := repotest.NewRedis(b)
+	subs := make([]string, len(c.subQPS))
+	for i := range subs {
+		subs[i] = fmt.Sprintf("19000083%02d", i)
+	}
+	sp, err := sandbox.GenerateWechatAccount(benchSPMchID, "wx0000000000008109", sandbox.WechatModePublicKey, 2048)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp.SubMerchants = subs
+	sb, err := sandbox.New(sandbox.Options{Keys: benchKeys, Accounts: sandbox.Accounts{WechatPay: []sandbox.WechatAccount{sp}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(sb.Close)
+	rec := &callRecorder{next: sb}
+	srv := httptest.NewServer(rec)
+	b.Cleanup(srv.Close)
+	file := nestedAccountsFile(b, sb, srv.URL, c)
+	// The platform holds both budgets too: a call over either is throttled (and counted).
+	sb.SetAccountQPSCap(reconcile.WechatPay, benchSPMchID, c.qps)
+	for i, sub := range subs {
+		if c.subQPS[i] > 0 {
+			sb.SetAccountQPSCap(reconcile.WechatPay, sub, c.subQPS[i])
+		}
+		for n := 0; n < c.ordersOf(i); n++ {
+			sb.SetScenario(reconcile.WechatPay, fmt.Sprintf("NB%d-%d", i, n), sandbox.Scenario{MerchantID: sub, State: sandbox.StatePaid, AmountMinor: 1000 + int64(n%500)})
+		}
+		db.MustExec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
+			SELECT 'wechatpay', $1, $2 || '-' || g, 1000 + g % 500, 'PENDING', now() - interval '10 minutes'
+			FROM generate_series(0, $3 - 1) g`, sub, fmt.Sprintf("NB%d", i), c.ordersOf(i))
+	}
+	db.MustExec(`VACUUM ANALYZE payment_orders`)
+
+	env := append(os.Environ(), sandbox.AccountsEnv(file)...)
+	env = append(env, "RECONCILER_DATABASE_URL="+db.URL, "RECONCILER_REDIS_URL="+rd.URL,
+		"RECONCILER_CLAIM_PREFIX="+rd.Prefix, "RECONCILER_RATE_PREFIX="+rd.Prefix+"rate:",
+		"RECONCILER_LOG_FORMAT=json", "RECONCILER_CONCURRENCY=16")
+	cmds := make([]*exec.Cmd, c.procs)
+	for i := range cmds {
+		cmds[i] = exec.Command(bin, "run", "--shard", fmt.Sprintf("%d/%d", i, c.procs))
+		cmds[i].Env = env
+		if err := cmds[i].Start(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("run shard %d/%d: %v", i, c.procs, err)
+		}
+	}
+	var paid, want int
+	db.Get(&paid, `SELECT count(*) FROM payment_orders WHERE status = 'PAID'`) //nolint:errcheck
+	for i := range subs {
+		want += c.ordersOf(i)
+	}
+	if paid != want {
+		b.Fatalf("%d of %d orders repaired", paid, want)
+	}
+	for _, sub := range subs {
+		perSub = append(perSub, rec.account(sub))
+	}
+	return perSub, rec.account("")
+}
+
+// nestedAccountsFile is the sandbox's accounts file with the provider's qps and each
+// sub-merchant's own.
+func nestedAccountsFile(b *testing.B, sb *sandbox.Sandbox, url string, c nestedCase) string {
+	path, err := sb.WriteAccountsFile(b.TempDir(), url, c.qps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var doc map[string][]map[string]any
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		b.Fatal(err)
+	}
+	for _, acct := range doc["wechatpay"] {
+		if acct["sp_mchid"] != benchSPMchID {
+			continue
+		}
+		subs, _ := acct["sub_merchants"].([]any)
+		for i, s := range subs {
+			if q := c.subQPS[i]; q > 0 {
+				s.(map[string]any)["qps"] = q
+			}
+		}
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkNestedBudgets measures a service provider's budget over its sub-merchants as the
+// platform sees it: reached together (steady calls/s while every sub-merchant has work, as a
+// share of what the budgets allow: the provider's QPS, or the sub-merchants' own budgets
+// when those add up to less; target >= 0.90) and held (the busiest 10 s of the provider and
+// of each sub-merchant with a budget of its own, target <= 1.05 of it), with a sub-merchant
+// held back by its own budget slowing no other. Run with `make bench` (-benchtime 1x).
+func BenchmarkNestedBudgets(b *testing.B) {
+	cases := []nestedCase{
+		{name: "Q200-4subs", procs: 1, qps: 200, subQPS: []float64{0, 0, 0, 0}, ordersPerSub: 700},
+		{name: "Q200-4subs-own40", procs: 2, qps: 200, subQPS: []float64{40, 40, 40, 40}, ordersPerSub: 600},
+		{name: "Q200-one-held-at-10", procs: 2, qps: 200, subQPS: []float64{10, 0, 0, 0}, orders: []int{150, 700, 700, 700}},
+	}
+	fmt.Printf("\n%-20s %5s %6s %7s %9s %7s %9s %s\n", "case", "procs", "qps", "calls", "steady/s", "share", "peak10s/Q", "sub-merchants: steady/s (own qps, peak10s/own)")
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				perSub, all := runNestedCase(b, c)
+				steady, from, to := all.steadyRate(time.Second)
+				// The provider's budget is judged while every sub-merchant still had work.
+				if end := earliestEnd(perSub); end.Before(to) {
+					steady = all.rateBetween(from, end)
+				}
+				share, peak := steady/c.attainable(), float64(all.maxInWindow(10*time.Second))/(10*c.qps)
+				line := ""
+				for j, s := range perSub {
+					r, _, _ := s.steadyRate(time.Second)
+					if q := c.subQPS[j]; q > 0 {
+						line += fmt.Sprintf(" %.1f (%g, %.3f)", r, q, float64(s.maxInWindow(10*time.Second))/(10*q))
+					} else {
+						line += fmt.Sprintf(" %.1f", r)
+					}
+				}
+				fmt.Printf("%-20s %5d %6.0f %7d %9.1f %7.3f %9.3f%s\n", c.name, c.procs, c.qps, len(all), steady, share, peak, line)
+				b.ReportMetric(share, "share")
+				b.ReportMetric(peak, "peak10s/Q")
+			}
+		})
+	}
+}
+
+// earliestEnd is when the first sub-merchant ran out of work (its last call).
+func earliestEnd(perSub []callSeries) time.Time {
+	var end time.Time
+	for _, s := range perSub {
+		if len(s) > 0 && (end.IsZero() || s[len(s)-1].at.Before(end)) {
+			end = s[len(s)-1].at
+		}
+	}
+	return end
+}
