@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,5 +137,60 @@ func TestResumeAcrossAccountsSkipsNothing(t *testing.T) {
 		if q := p.ali.count(p.ali.queries, fmt.Sprintf("A-%02d", i)) + other.count(other.queries, fmt.Sprintf("W-%02d", i)); q != 2 {
 			t.Errorf("orders A-%02d and W-%02d were asked %d times in all, want once each", i, i, q)
 		}
+	}
+}
+
+// countingQueue counts the takes of each account on top of the real queue.
+type countingQueue struct {
+	reconcile.WorkQueue
+	mu    sync.Mutex
+	takes map[reconcile.AccountKey]int
+}
+
+func (q *countingQueue) Take(ctx context.Context, tq reconcile.TakeQuery) ([]reconcile.Order, error) {
+	q.mu.Lock()
+	q.takes[tq.Account]++
+	q.mu.Unlock()
+	return q.WorkQueue.Take(ctx, tq)
+}
+
+// TestIdleAccountsGetNoLoop: with thousands of configured accounts (a service provider's
+// sub-merchants) and work due for three, a pass takes for those three only; with work due
+// for more accounts than run at once (reconcile.MaxActiveAccounts), every one drains.
+func TestIdleAccountsGetNoLoop(t *testing.T) {
+	t.Parallel()
+	p := setupPass(t, func(s *reconcile.RunnerSettings) { s.Concurrency = 2 })
+	const configured = 3000
+	clients := make([]reconcile.PlatformClient, configured)
+	scripted := make([]*scriptedPlatform, configured)
+	for i := range clients {
+		scripted[i] = newScripted(reconcile.WechatPay, fmt.Sprintf("19%08d", i))
+		clients[i] = scripted[i]
+	}
+	due := func(i int, otn string) {
+		p.order(orderSpec{otn: otn, platform: reconcile.WechatPay, merchant: scripted[i].merchant, createdAgo: 30 * time.Minute})
+		scripted[i].set(otn, reconcile.StatePaid, "T-"+otn, 8880)
+	}
+	for _, i := range []int{7, 1500, 2999} {
+		due(i, fmt.Sprintf("FEW-%d", i))
+	}
+	q := &countingQueue{WorkQueue: p.store, takes: map[reconcile.AccountKey]int{}}
+	runner := reconcile.NewRunner(p.applier, q, p.store.Runs(), p.store.Locker(), clients, p.rs, nil, zerolog.Nop())
+	run, err := runner.Pass(context.Background(), reconcile.PassSpec{Mode: reconcile.ModeOnce})
+	if err != nil || run.Counts.Repaired != 3 {
+		t.Fatalf("pass: %+v, %v; want the three due orders repaired", run.Counts, err)
+	}
+	if len(q.takes) != 3 {
+		t.Fatalf("takes for %d accounts, want the 3 with due work (of %d configured)", len(q.takes), configured)
+	}
+
+	// More accounts with work than run at once: all drain.
+	n := reconcile.MaxActiveAccounts + 44
+	for i := range n {
+		due(i, fmt.Sprintf("MANY-%d", i))
+	}
+	run, err = runner.Pass(context.Background(), reconcile.PassSpec{Mode: reconcile.ModeOnce})
+	if err != nil || run.Counts.Repaired != int64(n) {
+		t.Fatalf("pass over %d accounts with work: %+v, %v", n, run.Counts, err)
 	}
 }

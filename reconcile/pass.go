@@ -395,10 +395,17 @@ func (p *pass) resumeCursorLocked(start Cursors, marks map[AccountKey]*watermark
 	return out
 }
 
-// loop runs one taking loop per account, each with its own workers, so that one account's
-// latency, throttling or failures never hold the workers another account needs. It returns
-// when every account has drained, the context ends (drain, then ErrInterrupted) or a fatal
-// error stops all of them.
+// MaxActiveAccounts is how many accounts' taking loops a pass runs at once. Each has its own
+// workers, so up to this many accounts never wait for one another; past it (a service
+// provider's thousands of sub-merchants, all with work due) an account's loop starts when
+// another's has drained, and the pass's goroutines stay bounded.
+const MaxActiveAccounts = 256
+
+// loop runs one taking loop per account with due work, each with its own workers, so that
+// one account's latency, throttling or failures never hold the workers another account
+// needs; an account with nothing due gets no loop at all. It returns when every account
+// has drained, the context ends (drain, then ErrInterrupted) or a fatal error stops all of
+// them.
 func (p *pass) loop(ctx context.Context) error {
 	// Workers run on their own context: a signal stops the taking at once but lets
 	// in-flight checks finish, for DrainTimeout at most.
@@ -418,12 +425,26 @@ func (p *pass) loop(ctx context.Context) error {
 		}
 	}()
 
+	due, err := p.dueAccounts(ctx)
+	if err != nil {
+		return err
+	}
 	f := &fatalLatch{stop: make(chan struct{})}
 	var wg sync.WaitGroup
-	for _, k := range p.accounts {
+	active := make(chan struct{}, MaxActiveAccounts)
+start:
+	for _, k := range due {
+		select {
+		case active <- struct{}{}:
+		case <-ctx.Done():
+			break start
+		case <-f.stop:
+			break start
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-active }()
 			p.takeLoop(ctx, workCtx, k, f)
 		}()
 	}
@@ -435,6 +456,28 @@ func (p *pass) loop(ctx context.Context) error {
 		return ErrInterrupted
 	}
 	return nil
+}
+
+// dueAccounts are the configured accounts with due work in this pass's mode, window and
+// shard, in configuration order.
+func (p *pass) dueAccounts(ctx context.Context) ([]AccountKey, error) {
+	s, run := p.settings, p.run
+	keys, err := p.queue.DueAccounts(ctx, TakeQuery{Mode: run.Mode, Now: s.Now(), Grace: s.Grace, Lookback: s.Lookback,
+		From: run.WindowFrom, To: run.WindowTo, Shard: run.Shard})
+	if err != nil {
+		return nil, fmt.Errorf("list the accounts with due work: %w", err)
+	}
+	has := make(map[AccountKey]bool, len(keys))
+	for _, k := range keys {
+		has[k] = true
+	}
+	out := make([]AccountKey, 0, len(keys))
+	for _, k := range p.accounts {
+		if has[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // fatalLatch keeps the first error that must stop the whole pass.

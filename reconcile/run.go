@@ -273,6 +273,11 @@ type WorkQueue interface {
 	// Unconfigured counts the PENDING orders created in [from, to) of this shard whose
 	// account is not among the given ones: orders no pass of this process can check.
 	Unconfigured(ctx context.Context, from, to time.Time, shard Shard, configured []AccountKey) ([]AccountCount, error)
+	// DueAccounts lists the accounts with orders or refunds that a take of q's mode, window
+	// and shard may return (q's account, cursor and limit aside; leases and next checks
+	// not looked at: a superset), read from the due work itself, so that what a pass
+	// costs to start follows its work, not how many accounts are configured.
+	DueAccounts(ctx context.Context, q TakeQuery) ([]AccountKey, error)
 }
 
 // AccountKey names one merchant account: an order's (platform, merchant_id).

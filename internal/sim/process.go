@@ -144,6 +144,14 @@ func (s *ProcessStore) Take(ctx context.Context, q reconcile.TakeQuery) ([]recon
 	return s.p.store.Take(ctx, q)
 }
 
+// DueAccounts implements reconcile.WorkQueue.
+func (s *ProcessStore) DueAccounts(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.AccountKey, error) {
+	if s.p.dead() {
+		return nil, ErrCrashed
+	}
+	return s.p.store.DueAccounts(ctx, q)
+}
+
 // Checked implements reconcile.WorkQueue.
 func (s *ProcessStore) Checked(ctx context.Context, c reconcile.CheckRecord) error {
 	if s.p.dead() {

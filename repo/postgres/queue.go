@@ -99,6 +99,50 @@ func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Or
 	return out, nil
 }
 
+// dueAccountsSQL are the accounts with orders or refunds a take may return, by mode: the
+// take's filters without the cursor, the leases and the next checks, read from the due
+// indexes (payment_orders_due, payment_refunds_due) for a run and from the window's orders
+// for a backfill. $1/$2 the window, $3/$4 the shard.
+var dueAccountsSQL = map[reconcile.RunMode]string{
+	reconcile.ModeBackfill: `
+		SELECT platform, merchant_id FROM payment_orders
+		WHERE created_at >= $1 AND created_at < $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
+		UNION
+		SELECT platform, merchant_id FROM payment_refunds
+		WHERE order_created_at >= $1 AND order_created_at < $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id`,
+	reconcile.ModeOnce: `
+		SELECT platform, merchant_id FROM payment_orders
+		WHERE status = 'PENDING' AND created_at >= $1 AND created_at <= $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
+		UNION
+		SELECT platform, merchant_id FROM payment_refunds
+		WHERE status IN ('PROCESSING', 'ABNORMAL') AND created_at >= $1 AND created_at <= $2 AND shard_hash % $3 = $4
+		GROUP BY platform, merchant_id`,
+}
+
+// DueAccounts implements reconcile.WorkQueue.
+func (s *Store) DueAccounts(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.AccountKey, error) {
+	query, from, to := dueAccountsSQL[reconcile.ModeOnce], q.Now.Add(-q.Lookback), q.Now.Add(-q.Grace)
+	if q.Mode == reconcile.ModeBackfill {
+		query, from, to = dueAccountsSQL[reconcile.ModeBackfill], q.From, q.To
+	}
+	shard := q.Shard
+	if shard.Count == 0 {
+		shard = reconcile.Shard{Index: 0, Count: 1}
+	}
+	var rows []struct {
+		Platform   string `db:"platform"`
+		MerchantID string `db:"merchant_id"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, query, from, to, shard.Count, shard.Index); err != nil {
+		return nil, fmt.Errorf("list the accounts with due work: %w", err)
+	}
+	out := make([]reconcile.AccountKey, len(rows))
+	for i, r := range rows {
+		out[i] = reconcile.AccountKey{Platform: reconcile.Platform(r.Platform), MerchantID: r.MerchantID}
+	}
+	return out, nil
+}
+
 // Unconfigured implements reconcile.WorkQueue: one grouped count over the pending orders of
 // the window and shard, leaving out the configured accounts.
 func (s *Store) Unconfigured(ctx context.Context, from, to time.Time, shard reconcile.Shard, configured []reconcile.AccountKey) ([]reconcile.AccountCount, error) {
