@@ -55,7 +55,11 @@ demo:
 #                     (Q=250, L=20ms, C=64 twice: orders only, then half the due work refunds)
 #   RecheckSchedule:  24h of 5-minute passes: platform calls with the re-check schedule
 #   Budget:           k = 1, 2, 4, 8 processes sharing one account's QPS, a fast account beside
-#                     a 2 s one, and four processes against a separate sandbox process
+#                     a 2 s one, and four processes against a separate sandbox process;
+#                     NestedBudgets: a service provider's QPS over four sub-merchants, with
+#                     and without budgets of their own
+#   ProviderScale:    10,000 sub-merchants configured: work due for 20 (RSS, time) and for
+#                     all of them (share of the provider's QPS)
 #   WorkerCPU:        CPU per order of a budget-paced pass vs an unthrottled one, in-process
 #                     (profile it: -bench WorkerCPU -cpuprofile cpu.out ./cmd/reconciler/)
 #   RelayThroughput:  100,000 outbox rows: relay msg/s next to bare JetStream async publish
@@ -70,7 +74,7 @@ demo:
 bench:
 	$(SERVICES) sh -c '$(GO) test -run "^$$" -bench "ApplyResult" -benchmem -count=1 ./reconcile/ && \
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./sandbox/ && \
-	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
+	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU|ProviderScale" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
 	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/ && \
 	  $(GO) test -run "^$$" -bench "Read" -benchtime 3x -benchmem -count=1 ./statement/ && \
 	  $(GO) test -run "^$$" -bench "Statement" -benchtime 3x -count=1 -timeout 30m -v ./statementrun/ -statement.lines 1000000 && \

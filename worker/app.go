@@ -214,6 +214,10 @@ func (a *App) buildPlatforms() error {
 		a.wechat = append(a.wechat, c)
 		if acct.SpMchID == "" {
 			a.addClient(c, c.BreakerState)
+		} else {
+			// No orders of its own, so no place in the pass; its breaker is its
+			// sub-merchants'.
+			a.metrics.WatchBreaker(reconcile.WechatPay, acct.SpMchID, c.BreakerState)
 		}
 	}
 	return nil

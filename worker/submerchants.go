@@ -12,9 +12,10 @@ import (
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// MaxSubMerchants is how many service providers' sub-merchants one deployment reconciles
-// while a pass runs a taking loop per account.
-const MaxSubMerchants = 100
+// MaxSubMerchants is how many service providers' sub-merchants one deployment reconciles:
+// a pass starts a loop only for an account with due work, but every sub-merchant still has
+// a client view (a few hundred bytes) and its place in the account list from the start.
+const MaxSubMerchants = 50000
 
 // subMerchantView is a provider client's view for one of its sub-merchants.
 type subMerchantView interface {
@@ -23,7 +24,9 @@ type subMerchantView interface {
 }
 
 // addSubMerchants puts a provider's sub-merchant views in the pass and lets the provider's
-// callbacks name them (accept).
+// callbacks name them (accept). The views share the provider's circuit breaker, which is
+// watched once, under the provider's id (buildPlatforms): thousands of sub-merchants do not
+// make thousands of gauges.
 func addSubMerchants[V subMerchantView](a *App, views []V, err error, accept func([]string)) error {
 	if err != nil {
 		return err
@@ -31,7 +34,7 @@ func addSubMerchants[V subMerchantView](a *App, views []V, err error, accept fun
 	ids := make([]string, len(views))
 	for i, v := range views {
 		ids[i] = v.MerchantID()
-		a.addClient(v, v.BreakerState)
+		a.clients = append(a.clients, a.metrics.Instrument(v))
 	}
 	accept(ids)
 	return nil

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,4 +207,104 @@ func earliestEnd(perSub []callSeries) time.Time {
 		}
 	}
 	return end
+}
+
+// scaleCase is a WeChat Pay service provider with subs sub-merchants configured, of which
+// the first due have one order each due, at a provider budget of qps.
+type scaleCase struct {
+	name       string
+	subs, due  int
+	ordersEach int
+	qps        float64
+}
+
+// BenchmarkProviderScale measures what a pass costs when a service provider lists thousands
+// of sub-merchants: with work due for a few, the process's peak RSS and time (target: under
+// 100 MiB, cost following the due work, not the file); with work spread evenly over all of
+// them, how much of the provider's budget the pass reaches (target >= 0.90). Run with
+// `make bench` (-benchtime 1x).
+func BenchmarkProviderScale(b *testing.B) {
+	cases := []scaleCase{
+		{name: "10k-subs-20-due", subs: 10000, due: 20, ordersEach: 5, qps: 200},
+		{name: "10k-subs-all-due", subs: 10000, due: 10000, ordersEach: 1, qps: 400},
+	}
+	fmt.Printf("\n%-18s %6s %5s %7s %9s %7s %9s %9s %9s\n", "case", "subs", "due", "orders", "steady/s", "share", "wall", "rss MiB", "cpu/order")
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				runScaleCase(b, c)
+			}
+		})
+	}
+}
+
+func runScaleCase(b *testing.B, c scaleCase) {
+	bin := benchBinary(b)
+	db := repotest.NewDB(b)
+	rd := repotest.NewRedis(b)
+	subs := make([]string, c.subs)
+	for i := range subs {
+		subs[i] = fmt.Sprintf("18%08d", i)
+	}
+	sp, err := sandbox.GenerateWechatAccount(benchSPMchID, "wx0000000000008109", sandbox.WechatModePublicKey, 2048)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp.SubMerchants = subs
+	sb, err := sandbox.New(sandbox.Options{Keys: benchKeys, Accounts: sandbox.Accounts{WechatPay: []sandbox.WechatAccount{sp}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(sb.Close)
+	rec := &callRecorder{next: sb}
+	srv := httptest.NewServer(rec)
+	b.Cleanup(srv.Close)
+	file, err := sb.WriteAccountsFile(b.TempDir(), srv.URL, c.qps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sb.SetAccountQPSCap(reconcile.WechatPay, benchSPMchID, c.qps)
+	for i := 0; i < c.due; i++ {
+		for n := 0; n < c.ordersEach; n++ {
+			sb.SetScenario(reconcile.WechatPay, fmt.Sprintf("SC%d-%d", i, n), sandbox.Scenario{MerchantID: subs[i], State: sandbox.StatePaid, AmountMinor: 1000 + int64(n)})
+		}
+	}
+	db.MustExec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
+		SELECT 'wechatpay', '18' || lpad(s::text, 8, '0'), 'SC' || s || '-' || n, 1000 + n, 'PENDING', now() - interval '10 minutes'
+		FROM generate_series(0, $1 - 1) s, generate_series(0, $2 - 1) n`, c.due, c.ordersEach)
+	db.MustExec(`VACUUM ANALYZE payment_orders`)
+
+	cmd := exec.Command(bin, "run")
+	cmd.Env = append(append(os.Environ(), sandbox.AccountsEnv(file)...), "RECONCILER_DATABASE_URL="+db.URL, "RECONCILER_REDIS_URL="+rd.URL,
+		"RECONCILER_CLAIM_PREFIX="+rd.Prefix, "RECONCILER_RATE_PREFIX="+rd.Prefix+"rate:", "RECONCILER_LOG_FORMAT=json", "RECONCILER_CONCURRENCY=16")
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("run: %v\n%s", err, tail(logs.String(), 20))
+	}
+	wall := time.Since(start)
+	var rssKiB, cpu float64
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["message"] == "process stats" {
+			rssKiB, _ = m["peak_rss_kib"].(float64)
+			cpu, _ = m["cpu_seconds"].(float64)
+		}
+	}
+	var paid int
+	db.Get(&paid, `SELECT count(*) FROM payment_orders WHERE status = 'PAID'`) //nolint:errcheck
+	orders := c.due * c.ordersEach
+	if paid != orders {
+		b.Fatalf("%d of %d orders repaired", paid, orders)
+	}
+	all := rec.account("")
+	rate, share := "-", "-" // too few calls for a steady rate
+	if steady, _, _ := all.steadyRate(time.Second); all.busy() > 5*time.Second {
+		rate, share = fmt.Sprintf("%.1f", steady), fmt.Sprintf("%.3f", steady/c.qps)
+		b.ReportMetric(steady/c.qps, "share")
+	}
+	fmt.Printf("%-18s %6d %5d %7d %9s %7s %9s %9.1f %9s\n", c.name, c.subs, c.due, orders, rate, share,
+		wall.Round(10*time.Millisecond), rssKiB/1024, (time.Duration(cpu*float64(time.Second)) / time.Duration(orders)).Round(time.Microsecond))
+	b.ReportMetric(rssKiB/1024, "rssMiB")
 }
