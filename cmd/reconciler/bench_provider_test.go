@@ -58,24 +58,8 @@ func runNestedCase(b *testing.B, c nestedCase) (perSub []callSeries, all callSer
 	bin := benchBinary(b)
 	db := repotest.NewDB(b)
 	rd := repotest.NewRedis(b)
-	subs := make([]string, len(c.subQPS))
-	for i := range subs {
-		subs[i] = fmt.Sprintf("19000083%02d", i)
-	}
-	sp, err := sandbox.GenerateWechatAccount(benchSPMchID, "wx0000000000008109", sandbox.WechatModePublicKey, 2048)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sp.SubMerchants = subs
-	sb, err := sandbox.New(sandbox.Options{Keys: benchKeys, Accounts: sandbox.Accounts{WechatPay: []sandbox.WechatAccount{sp}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(sb.Close)
-	rec := &callRecorder{next: sb}
-	srv := httptest.NewServer(rec)
-	b.Cleanup(srv.Close)
-	file := nestedAccountsFile(b, sb, srv.URL, c)
+	subs, sb, rec, url := providerPlatform(b, len(c.subQPS), "19000083%02d")
+	file := nestedAccountsFile(b, sb, url, c)
 	// The platform holds both budgets too: a call over either is throttled (and counted).
 	sb.SetAccountQPSCap(reconcile.WechatPay, benchSPMchID, c.qps)
 	for i, sub := range subs {
@@ -120,6 +104,28 @@ func runNestedCase(b *testing.B, c nestedCase) (perSub []callSeries, all callSer
 		perSub = append(perSub, rec.account(sub))
 	}
 	return perSub, rec.account("")
+}
+
+// providerPlatform is an in-process sandbox behind a call recorder, playing a WeChat Pay
+// service provider (benchSPMchID) with n sub-merchants named by format.
+func providerPlatform(b *testing.B, n int, format string) (subs []string, sb *sandbox.Sandbox, rec *callRecorder, url string) {
+	subs = make([]string, n)
+	for i := range subs {
+		subs[i] = fmt.Sprintf(format, i)
+	}
+	sp, err := sandbox.GenerateWechatAccount(benchSPMchID, "wx0000000000008109", sandbox.WechatModePublicKey, 2048)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp.SubMerchants = subs
+	if sb, err = sandbox.New(sandbox.Options{Keys: benchKeys, Accounts: sandbox.Accounts{WechatPay: []sandbox.WechatAccount{sp}}}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(sb.Close)
+	rec = &callRecorder{next: sb}
+	srv := httptest.NewServer(rec)
+	b.Cleanup(srv.Close)
+	return subs, sb, rec, srv.URL
 }
 
 // nestedAccountsFile is the sandbox's accounts file with the provider's qps and each
@@ -242,24 +248,8 @@ func runScaleCase(b *testing.B, c scaleCase) {
 	bin := benchBinary(b)
 	db := repotest.NewDB(b)
 	rd := repotest.NewRedis(b)
-	subs := make([]string, c.subs)
-	for i := range subs {
-		subs[i] = fmt.Sprintf("18%08d", i)
-	}
-	sp, err := sandbox.GenerateWechatAccount(benchSPMchID, "wx0000000000008109", sandbox.WechatModePublicKey, 2048)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sp.SubMerchants = subs
-	sb, err := sandbox.New(sandbox.Options{Keys: benchKeys, Accounts: sandbox.Accounts{WechatPay: []sandbox.WechatAccount{sp}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(sb.Close)
-	rec := &callRecorder{next: sb}
-	srv := httptest.NewServer(rec)
-	b.Cleanup(srv.Close)
-	file, err := sb.WriteAccountsFile(b.TempDir(), srv.URL, c.qps)
+	subs, sb, rec, url := providerPlatform(b, c.subs, "18%08d")
+	file, err := sb.WriteAccountsFile(b.TempDir(), url, c.qps)
 	if err != nil {
 		b.Fatal(err)
 	}
