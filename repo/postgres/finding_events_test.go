@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/postgres"
@@ -135,5 +136,46 @@ func TestAFindingEventCommitsWithItsMove(t *testing.T) {
 	}
 	if got := findingEvents(t, db, id); len(got) != before {
 		t.Fatalf("after the rollback: events %v, want the %d from before", eventKinds(got), before)
+	}
+}
+
+// TestAnOutboxBatchHoldsOneRowPerFinding: a finding's later message is not taken while its
+// earlier one is undispatched (the finding's NOT EXISTS in the take, as an order's), so
+// relays working in parallel can never publish a finding's moves out of order; once the
+// first is dispatched, the next is taken.
+func TestAnOutboxBatchHoldsOneRowPerFinding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := repotest.NewDB(t)
+	store := postgres.NewStore(db.DB)
+	first := insertFinding(t, db, seedFinding{otn: "ORDERED-1"})
+	second := insertFinding(t, db, seedFinding{otn: "ORDERED-2"})
+	for _, id := range []int64{first, second} {
+		db.MustExec(`SELECT payrecon_review_acknowledge($1, 'ann@example.com', '', 0, '')`, id)
+	}
+	take := func() map[int64][]string {
+		t.Helper()
+		b, err := store.TakeOutbox(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[int64][]string{}
+		var ids []int64
+		for _, r := range b.Rows {
+			got[r.FindingID] = append(got[r.FindingID], r.Kind)
+			ids = append(ids, r.ID)
+		}
+		if err := b.Dispatched(ctx, ids, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for round, want := range []string{"finding.opened", "finding.acknowledged"} {
+		got := take()
+		for _, id := range []int64{first, second} {
+			if len(got[id]) != 1 || got[id][0] != want {
+				t.Fatalf("take %d: finding %d's rows %v, want only %s", round+1, id, got[id], want)
+			}
+		}
 	}
 }
