@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -214,17 +213,9 @@ func runBudgetCase(b *testing.B, c budgetCase) budgetFigures {
 		if err := cmd.Wait(); err != nil {
 			b.Fatalf("run shard %d/%d: %v\n%s", i, c.procs, err, tail(logs[i].String(), 20))
 		}
-		sc := bufio.NewScanner(logs[i])
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			var line map[string]any
-			if json.Unmarshal(sc.Bytes(), &line) != nil || line["message"] != "process stats" {
-				continue
-			}
-			v, _ := line["cpu_seconds"].(float64)
-			n, _ := line["scanned"].(float64)
-			cpu += time.Duration(v * float64(time.Second))
-			scanned += int64(n)
+		for _, st := range processStats(logs[i]) {
+			cpu += st.cpu()
+			scanned += int64(st.num("scanned"))
 		}
 	}
 	var paid int

@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -274,13 +272,10 @@ func runScaleCase(b *testing.B, c scaleCase) {
 		b.Fatalf("run: %v\n%s", err, tail(logs.String(), 20))
 	}
 	wall := time.Since(start)
-	var rssKiB, cpu float64
-	for _, line := range strings.Split(logs.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["message"] == "process stats" {
-			rssKiB, _ = m["peak_rss_kib"].(float64)
-			cpu, _ = m["cpu_seconds"].(float64)
-		}
+	var rssKiB float64
+	var cpu time.Duration
+	for _, st := range processStats(&logs) {
+		rssKiB, cpu = st.num("peak_rss_kib"), st.cpu()
 	}
 	var paid int
 	db.Get(&paid, `SELECT count(*) FROM payment_orders WHERE status = 'PAID'`) //nolint:errcheck
@@ -295,6 +290,6 @@ func runScaleCase(b *testing.B, c scaleCase) {
 		b.ReportMetric(steady/c.qps, "share")
 	}
 	fmt.Printf("%-18s %6d %5d %7d %9s %7s %9s %9.1f %9s\n", c.name, c.subs, c.due, orders, rate, share,
-		wall.Round(10*time.Millisecond), rssKiB/1024, (time.Duration(cpu*float64(time.Second)) / time.Duration(orders)).Round(time.Microsecond))
+		wall.Round(10*time.Millisecond), rssKiB/1024, (cpu / time.Duration(orders)).Round(time.Microsecond))
 	b.ReportMetric(rssKiB/1024, "rssMiB")
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -122,19 +123,12 @@ func runPassBench(b *testing.B, n int, latency time.Duration, qps float64, concu
 	after := xacts()
 
 	f := passFigures{wall: wall, platformCall: sb.PlatformQueryCount(reconcile.Alipay) + sb.PlatformQueryCount(reconcile.WechatPay)}
-	sc := bufio.NewScanner(&stderr)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line["message"] != "process stats" {
-			continue
-		}
-		num := func(k string) float64 { v, _ := line[k].(float64); return v }
-		f.orders = int64(num("scanned"))
-		f.cpu = time.Duration(num("cpu_seconds") * float64(time.Second))
-		f.peakRSSKiB = int64(num("peak_rss_kib"))
-		f.p50 = time.Duration(num("overhead_p50_us")) * time.Microsecond
-		f.p99 = time.Duration(num("overhead_p99_us")) * time.Microsecond
+	for _, st := range processStats(&stderr) {
+		f.orders = int64(st.num("scanned"))
+		f.cpu = st.cpu()
+		f.peakRSSKiB = int64(st.num("peak_rss_kib"))
+		f.p50 = time.Duration(st.num("overhead_p50_us")) * time.Microsecond
+		f.p99 = time.Duration(st.num("overhead_p99_us")) * time.Microsecond
 	}
 	if f.orders != int64(n) {
 		b.Fatalf("worker checked %d of %d orders and refunds\n%s", f.orders, n, tail(stderr.String(), 20))
@@ -300,4 +294,27 @@ func BenchmarkPass(b *testing.B) {
 	})
 	one(passCase{"L0-C16-N10k", 10000, 0, 100000, 16, false})
 	one(passCase{fmt.Sprintf("L0-C16-N%dk", large/1000), large, 0, 100000, 16, false})
+}
+
+// processStat is one "process stats" line a worker logs at the end of a pass (JSON logs).
+type processStat map[string]any
+
+func (s processStat) num(key string) float64 { v, _ := s[key].(float64); return v }
+
+func (s processStat) cpu() time.Duration {
+	return time.Duration(s.num("cpu_seconds") * float64(time.Second))
+}
+
+// processStats reads the "process stats" lines of a worker's JSON log.
+func processStats(log io.Reader) []processStat {
+	var out []processStat
+	sc := bufio.NewScanner(log)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line processStat
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line["message"] == "process stats" {
+			out = append(out, line)
+		}
+	}
+	return out
 }
