@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -97,36 +94,15 @@ func TestAlipayPartnerMode(t *testing.T) {
 	}
 
 	// The notification: app_id the provider's, auth_app_id the merchant's.
-	var mu sync.Mutex
-	var got [][]byte
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, b)
-		mu.Unlock()
-		_, _ = io.WriteString(w, "success")
-	}))
-	defer hook.Close()
-	d, err := sb.Deliver(ctx, sandbox.DeliveryOptions{URL: hook.URL}, sandbox.Callback{Platform: reconcile.Alipay, OutTradeNo: "SUB-A-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 {
-		t.Fatalf("%d notifications, want 1", len(got))
-	}
+	_, body := deliverOne(t, sb, sandbox.Callback{Platform: reconcile.Alipay, OutTradeNo: "SUB-A-1"})
 	isv.AcceptSubMerchants([]string{subB})
-	if _, err := isv.ParseNotify(got[0]); !errors.Is(err, alipay.ErrBadSignature) {
+	if _, err := isv.ParseNotify(body); !errors.Is(err, alipay.ErrBadSignature) {
 		t.Errorf("read by a provider that does not accept the merchant: %v, want refused", err)
 	}
 	isv.AcceptSubMerchants([]string{subA})
-	n, err := isv.ParseNotify(got[0])
-	if err != nil || n.Payment == nil || n.Payment.MerchantID != subA || !bytes.Contains(got[0], []byte("app_id="+isvAppID)) {
-		t.Fatalf("the sub-merchant's notification: %+v, %v\n%s", n, err, got[0])
+	n, err := isv.ParseNotify(body)
+	if err != nil || n.Payment == nil || n.Payment.MerchantID != subA || !bytes.Contains(body, []byte("app_id="+isvAppID)) {
+		t.Fatalf("the sub-merchant's notification: %+v, %v\n%s", n, err, body)
 	}
 
 	// The accounts file's entry lists the sub-merchants with their tokens' files.

@@ -1,10 +1,15 @@
 package sandbox_test
 
 import (
+	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 
+	"github.com/payrecon/payrecon/platformclient/alipay"
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/sandbox"
 )
 
@@ -37,4 +42,39 @@ func newSandbox(t testing.TB) (*sandbox.Sandbox, string) {
 		srv.Close()
 	})
 	return sb, srv.URL
+}
+
+// deliverOne delivers cb once to an endpoint that keeps it and acknowledges it as its
+// platform wants, and returns the callback's headers and body as they arrived.
+func deliverOne(t *testing.T, sb *sandbox.Sandbox, cb sandbox.Callback) (http.Header, []byte) {
+	t.Helper()
+	var mu sync.Mutex
+	var headers []http.Header
+	var bodies [][]byte
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		headers, bodies = append(headers, r.Header), append(bodies, b)
+		mu.Unlock()
+		if cb.Platform == reconcile.Alipay {
+			_, _ = io.WriteString(w, alipay.NotifySuccess)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer hook.Close()
+	ctx := context.Background()
+	d, err := sb.Deliver(ctx, sandbox.DeliveryOptions{URL: hook.URL}, cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 {
+		t.Fatalf("%d deliveries of %s %s, want 1", len(bodies), cb.Platform, cb.OutTradeNo)
+	}
+	return headers[0], bodies[0]
 }

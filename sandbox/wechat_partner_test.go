@@ -3,10 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,35 +75,13 @@ func TestWechatPartnerMode(t *testing.T) {
 	}
 
 	// The callback: sealed and signed as the provider's, naming the sub-merchant.
-	var mu sync.Mutex
-	var got []*http.Request
-	var bodies [][]byte
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got, bodies = append(got, r), append(bodies, b)
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer hook.Close()
-	d, err := sb.Deliver(ctx, sandbox.DeliveryOptions{URL: hook.URL}, sandbox.Callback{Platform: reconcile.WechatPay, OutTradeNo: "SUB-WA-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(got) != 1 {
-		t.Fatalf("%d callbacks, want 1", len(got))
-	}
+	header, body := deliverOne(t, sb, sandbox.Callback{Platform: reconcile.WechatPay, OutTradeNo: "SUB-WA-1"})
 	provider.AcceptSubMerchants([]string{subMchB})
-	if _, err := provider.ParseNotify(got[0].Header, bodies[0]); !errors.Is(err, wechatpay.ErrBadSignature) {
+	if _, err := provider.ParseNotify(header, body); !errors.Is(err, wechatpay.ErrBadSignature) {
 		t.Errorf("read by a provider that does not accept the sub-merchant: %v, want refused", err)
 	}
 	provider.AcceptSubMerchants([]string{subMchA})
-	if n, err := provider.ParseNotify(got[0].Header, bodies[0]); err != nil || n.Payment == nil || n.Payment.MerchantID != subMchA {
+	if n, err := provider.ParseNotify(header, body); err != nil || n.Payment == nil || n.Payment.MerchantID != subMchA {
 		t.Fatalf("the sub-merchant's callback: %+v, %v", n, err)
 	}
 
