@@ -465,7 +465,7 @@ func (p *pass) dueAccounts(ctx context.Context) ([]AccountKey, error) {
 	keys, err := p.queue.DueAccounts(ctx, TakeQuery{Mode: run.Mode, Now: s.Now(), Grace: s.Grace, Lookback: s.Lookback,
 		From: run.WindowFrom, To: run.WindowTo, Shard: run.Shard})
 	if err != nil {
-		return nil, fmt.Errorf("list the accounts with due work: %w", err)
+		return nil, err // the store names what it was doing
 	}
 	has := make(map[AccountKey]bool, len(keys))
 	for _, k := range keys {

@@ -47,10 +47,11 @@ type App struct {
 // path. Key and setting problems are *config.Error (exit 2).
 func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatforms bool) (*App, error) {
 	if n := cfg.Accounts.SubMerchantCount(); n > MaxSubMerchants {
-		// A pass still runs one taking loop (and a client view) per account: that does not
-		// survive thousands. Refusing is better than a pass whose cost grows with the file.
+		// Every sub-merchant has a client view and a place in the account list from the
+		// start (a pass only starts loops for the accounts with due work): past this, the
+		// start-up's memory grows with the file, not the work.
 		return nil, &config.Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: fmt.Sprintf(
-			"%d sub-merchants of service providers are configured; this release reconciles at most %d (one taking loop per account): split the file across deployments", n, MaxSubMerchants)}
+			"%d sub-merchants of service providers are configured; one deployment reconciles at most %d: split the file across deployments", n, MaxSubMerchants)}
 	}
 	a := &App{cfg: cfg, log: log, metrics: metrics.New(), alipay: map[string]httpapi.AlipayNotifyReader{}}
 	var claimer reconcile.Claimer

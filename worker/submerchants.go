@@ -17,17 +17,11 @@ import (
 // a client view (a few hundred bytes) and its place in the account list from the start.
 const MaxSubMerchants = 50000
 
-// subMerchantView is a provider client's view for one of its sub-merchants.
-type subMerchantView interface {
-	reconcile.PlatformClient
-	BreakerState() string
-}
-
 // addSubMerchants puts a provider's sub-merchant views in the pass and lets the provider's
 // callbacks name them (accept). The views share the provider's circuit breaker, which is
 // watched once, under the provider's id (buildPlatforms): thousands of sub-merchants do not
 // make thousands of gauges.
-func addSubMerchants[V subMerchantView](a *App, views []V, err error, accept func([]string)) error {
+func addSubMerchants[V reconcile.PlatformClient](a *App, views []V, err error, accept func([]string)) error {
 	if err != nil {
 		return err
 	}
