@@ -139,6 +139,19 @@ func (b *timedBudget) Wait(ctx context.Context) error {
 	return err
 }
 
+// WaitAhead implements platformclient.AheadBudget: it goes ahead where the budget it times
+// can, and waits in turn where it cannot.
+func (b *timedBudget) WaitAhead(ctx context.Context) error {
+	a, ok := b.Budget.(platformclient.AheadBudget)
+	if !ok {
+		return b.Wait(ctx)
+	}
+	start := time.Now()
+	err := a.WaitAhead(ctx)
+	b.wait.Add(time.Since(start).Seconds())
+	return err
+}
+
 func (m *Metrics) RecordRun(run reconcile.Run) {
 	m.takenOver.Add(float64(run.DeadRuns()))
 	m.unconfigured.Reset()

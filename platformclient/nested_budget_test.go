@@ -72,3 +72,26 @@ func TestNestedBudgets(t *testing.T) {
 		t.Error("Within(nil) is not the policy itself")
 	}
 }
+
+// aheadRecordingBudget records which way a call waited.
+type aheadRecordingBudget struct{ recordingBudget }
+
+func (b *aheadRecordingBudget) WaitAhead(ctx context.Context) error {
+	b.name = "provider-ahead"
+	return b.recordingBudget.Wait(ctx)
+}
+
+// A call holding its own grant goes ahead at the provider's budget where it can; a
+// provider's own call (no budget of its own) waits in turn.
+func TestNestedBudgetGoesAheadAtTheProvider(t *testing.T) {
+	var order []string
+	provider := &aheadRecordingBudget{recordingBudget{name: "provider", order: &order}}
+	p := NewPolicy(PolicyConfig{Platform: reconcile.Alipay, QPS: 100, Tuning: Tuning{Budget: provider}, Logger: zerolog.Nop()})
+	ok := func(context.Context) error { return nil }
+	if err := p.Within(&recordingBudget{name: "own", order: &order}).Do(context.Background(), "query", ok); err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 2 || order[0] != "own" || order[1] != "provider-ahead" {
+		t.Fatalf("grants %v, want the own budget's, then the provider's ahead of the queue", order)
+	}
+}

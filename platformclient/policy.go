@@ -161,12 +161,24 @@ func (p *Policy) Within(own Budget) *Policy {
 	return &q
 }
 
-// nestedBudget waits for own, then for outer.
+// AheadBudget is a Budget that can serve a call before the others waiting: one that already
+// holds its own budget's grant. Waiting behind every other sub-merchant's call would put a
+// varying delay between the two grants, and the platform would see the sub-merchant's calls
+// bunched above its own QPS in some windows.
+type AheadBudget interface {
+	WaitAhead(ctx context.Context) error
+}
+
+// nestedBudget waits for own, then for outer, ahead of the calls without an own grant where
+// outer can.
 type nestedBudget struct{ own, outer Budget }
 
 func (b nestedBudget) Wait(ctx context.Context) error {
 	if err := b.own.Wait(ctx); err != nil {
 		return err
+	}
+	if a, ok := b.outer.(AheadBudget); ok {
+		return a.WaitAhead(ctx)
 	}
 	return b.outer.Wait(ctx)
 }

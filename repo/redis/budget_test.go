@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/redis"
 	"github.com/payrecon/payrecon/repo/repotest"
 )
@@ -72,7 +73,7 @@ func TestRedisBudgetIsSharedByProcesses(t *testing.T) {
 	}
 	const run = 3 * time.Second
 	grants := spend(t, budgets, 8, run)
-	burst := 3 // reconcile.BudgetBurst(100)
+	burst := reconcile.BudgetBurst(qps)
 	if got := maxInWindow(grants, time.Second); got > int(qps)+burst {
 		t.Errorf("%d grants in one second, budget %g (+%d burst)", got, qps, burst)
 	}
@@ -172,9 +173,8 @@ func (c *commandCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) g
 	return next
 }
 
-// A process alone on its budget asks Redis about once per call: after a grant it waits
-// until the next call can be allowed instead of collecting a refusal first. The budget is
-// still spent.
+// A lone caller asks Redis about once per call: after a grant it waits until the next call
+// can be allowed instead of collecting a refusal first. The budget is still spent.
 func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
 	t.Parallel()
 	r := repotest.NewRedis(t)
@@ -189,7 +189,7 @@ func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
 	const qps = 50.0
 	b := redis.NewBudget(c, redis.BudgetOptions{Key: r.Prefix + "rate:wechatpay:1900", QPS: qps})
 	const run = 2 * time.Second
-	grants := spend(t, []*redis.Budget{b}, 8, run)
+	grants := spend(t, []*redis.Budget{b}, 1, run)
 	asked := counter.n.Load()
 	t.Logf("%d grants, %d Redis commands", len(grants), asked)
 	if float64(asked) > 1.3*float64(len(grants))+2 {
@@ -199,5 +199,84 @@ func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
 	// against the bucket, so the count of commands per grant above means something.
 	if got, want := len(grants), int(0.5*qps*run.Seconds()); got < want {
 		t.Errorf("%d grants in %s, want at least %d", got, run, want)
+	}
+}
+
+// Callers waiting together are granted in bunches: the asker takes a call for each of them
+// in one Redis command, so a paced process wakes and asks once per bunch, not once per
+// call. The bunches stay within the budget and spend it.
+func TestRedisBudgetGrantsWaitingCallersInBunches(t *testing.T) {
+	t.Parallel()
+	r := repotest.NewRedis(t)
+	opt, err := goredis.ParseURL(r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	counter := &commandCounter{}
+	c.AddHook(counter)
+	const qps = 200.0
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: r.Prefix + "rate:wechatpay:1901", QPS: qps})
+	const run = 2 * time.Second
+	grants := spend(t, []*redis.Budget{b}, 32, run)
+	asked := counter.n.Load()
+	burst := reconcile.BudgetBurst(qps)
+	t.Logf("%d grants, %d Redis commands, burst %d", len(grants), asked, burst)
+	if float64(asked) > float64(len(grants))/4+2 {
+		t.Errorf("%d Redis commands for %d grants, want a command per bunch of several", asked, len(grants))
+	}
+	if got := maxInWindow(grants, time.Second); got > int(qps)+burst {
+		t.Errorf("%d grants in one second, budget %g (+%d burst)", got, qps, burst)
+	}
+	if got, want := len(grants), int(0.5*qps*run.Seconds()); got < want {
+		t.Errorf("%d grants in %s, want at least %d: the budget went unspent", got, run, want)
+	}
+}
+
+// A call that already holds a nested budget's grant (WaitAhead) is served before the
+// callers queued without one, even when it came last.
+func TestRedisBudgetServesWaitAheadFirst(t *testing.T) {
+	t.Parallel()
+	r := repotest.NewRedis(t)
+	opt, err := goredis.ParseURL(r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := goredis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	// 10 calls/s, a burst of one: one grant per 100 ms, one caller at a time.
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: r.Prefix + "rate:alipay:2088", QPS: 10})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.Wait(ctx); err != nil { // spends the burst: the next grant is 100 ms away
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	call := func(name string, wait func(context.Context) error) {
+		defer wg.Done()
+		if err := wait(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		wg.Add(1)
+		go call(name, b.Wait)
+		time.Sleep(10 * time.Millisecond) // queued in this order
+	}
+	wg.Add(1)
+	go call("ahead", b.WaitAhead)
+	wg.Wait()
+	// "a" took the turn before "ahead" came and is granted first; "ahead" goes next.
+	if len(order) != 4 || order[1] != "ahead" {
+		t.Fatalf("grants in order %v, want the ahead call right after the asker", order)
 	}
 }
