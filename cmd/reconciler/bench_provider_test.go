@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -214,12 +215,25 @@ func earliestEnd(perSub []callSeries) time.Time {
 }
 
 // scaleCase is a WeChat Pay service provider with subs sub-merchants configured, of which
-// the first due have one order each due, at a provider budget of qps.
+// the first due have ordersEach orders due, at a provider budget of qps; the platform
+// answers after latency, and the worker runs concurrency checks at once (16 when zero).
 type scaleCase struct {
-	name       string
-	subs, due  int
-	ordersEach int
-	qps        float64
+	name        string
+	subs, due   int
+	ordersEach  int
+	qps         float64
+	latency     time.Duration
+	concurrency int
+}
+
+func (c scaleCase) orders() int { return c.due * c.ordersEach }
+
+// scaleFigures are what one run of a scaleCase measured of the worker process.
+type scaleFigures struct {
+	wall        time.Duration
+	rssMiB      float64
+	cpuPerOrder time.Duration
+	steady      float64 // provider calls/s over the steady interval; 0 when too few calls
 }
 
 // BenchmarkProviderScale measures what a pass costs when a service provider lists thousands
@@ -236,13 +250,21 @@ func BenchmarkProviderScale(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				runScaleCase(b, c)
+				f := runScaleCase(b, c)
+				rate, share := "-", "-" // too few calls for a steady rate
+				if f.steady > 0 {
+					rate, share = fmt.Sprintf("%.1f", f.steady), fmt.Sprintf("%.3f", f.steady/c.qps)
+					b.ReportMetric(f.steady/c.qps, "share")
+				}
+				fmt.Printf("%-18s %6d %5d %7d %9s %7s %9s %9.1f %9s\n", c.name, c.subs, c.due, c.orders(), rate, share,
+					f.wall.Round(10*time.Millisecond), f.rssMiB, f.cpuPerOrder.Round(time.Microsecond))
+				b.ReportMetric(f.rssMiB, "rssMiB")
 			}
 		})
 	}
 }
 
-func runScaleCase(b *testing.B, c scaleCase) {
+func runScaleCase(b *testing.B, c scaleCase) scaleFigures {
 	bin := benchBinary(b)
 	db := repotest.NewDB(b)
 	rd := repotest.NewRedis(b)
@@ -252,6 +274,9 @@ func runScaleCase(b *testing.B, c scaleCase) {
 		b.Fatal(err)
 	}
 	sb.SetAccountQPSCap(reconcile.WechatPay, benchSPMchID, c.qps)
+	if c.latency > 0 {
+		sb.SetFault(reconcile.WechatPay, sandbox.Fault{Latency: sandbox.Duration(c.latency)})
+	}
 	for i := 0; i < c.due; i++ {
 		for n := 0; n < c.ordersEach; n++ {
 			sb.SetScenario(reconcile.WechatPay, fmt.Sprintf("SC%d-%d", i, n), sandbox.Scenario{MerchantID: subs[i], State: sandbox.StatePaid, AmountMinor: 1000 + int64(n)})
@@ -264,7 +289,7 @@ func runScaleCase(b *testing.B, c scaleCase) {
 
 	cmd := exec.Command(bin, "run")
 	cmd.Env = append(append(os.Environ(), sandbox.AccountsEnv(file)...), "RECONCILER_DATABASE_URL="+db.URL, "RECONCILER_REDIS_URL="+rd.URL,
-		"RECONCILER_CLAIM_PREFIX="+rd.Prefix, "RECONCILER_RATE_PREFIX="+rd.Prefix+"rate:", "RECONCILER_LOG_FORMAT=json", "RECONCILER_CONCURRENCY=16")
+		"RECONCILER_CLAIM_PREFIX="+rd.Prefix, "RECONCILER_RATE_PREFIX="+rd.Prefix+"rate:", "RECONCILER_LOG_FORMAT=json", fmt.Sprintf("RECONCILER_CONCURRENCY=%d", cmp.Or(c.concurrency, 16)))
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	start := time.Now()
@@ -279,17 +304,46 @@ func runScaleCase(b *testing.B, c scaleCase) {
 	}
 	var paid int
 	db.Get(&paid, `SELECT count(*) FROM payment_orders WHERE status = 'PAID'`) //nolint:errcheck
-	orders := c.due * c.ordersEach
-	if paid != orders {
-		b.Fatalf("%d of %d orders repaired", paid, orders)
+	if paid != c.orders() {
+		b.Fatalf("%d of %d orders repaired", paid, c.orders())
 	}
-	all := rec.account("")
-	rate, share := "-", "-" // too few calls for a steady rate
-	if steady, _, _ := all.steadyRate(time.Second); all.busy() > 5*time.Second {
-		rate, share = fmt.Sprintf("%.1f", steady), fmt.Sprintf("%.3f", steady/c.qps)
-		b.ReportMetric(steady/c.qps, "share")
+	f := scaleFigures{wall: wall, rssMiB: rssKiB / 1024, cpuPerOrder: cpu / time.Duration(c.orders())}
+	if all := rec.account(""); all.busy() > 5*time.Second {
+		f.steady, _, _ = all.steadyRate(time.Second)
 	}
-	fmt.Printf("%-18s %6d %5d %7d %9s %7s %9s %9.1f %9s\n", c.name, c.subs, c.due, orders, rate, share,
-		wall.Round(10*time.Millisecond), rssKiB/1024, (cpu / time.Duration(orders)).Round(time.Microsecond))
-	b.ReportMetric(rssKiB/1024, "rssMiB")
+	return f
+}
+
+// BenchmarkPacingCPU measures what pacing costs in CPU: the worker's CPU per order when the
+// provider's budget paces the pass (L=20ms, Q=100) against the same pass unthrottled (L=0),
+// for one sub-merchant and for 2,000 with one or two orders each (target: paced <= 1.2x
+// unthrottled, with thousands of accounts as with one). The worker is a `reconciler run`
+// process of its own, its CPU read from its own /proc/self, start-up included. Run with
+// `make bench` (-benchtime 1x).
+func BenchmarkPacingCPU(b *testing.B) {
+	const paced, unthrottled = 100, 100000
+	cases := []struct {
+		name          string
+		subs          int
+		paced, direct scaleCase
+	}{
+		{"1-sub-merchant", 1,
+			scaleCase{subs: 1, due: 1, ordersEach: 1500, qps: paced, latency: 20 * time.Millisecond, concurrency: 64},
+			scaleCase{subs: 1, due: 1, ordersEach: 4000, qps: unthrottled, concurrency: 64}},
+		{"2000-sub-merchants", 2000,
+			scaleCase{subs: 2000, due: 2000, ordersEach: 1, qps: paced, latency: 20 * time.Millisecond, concurrency: 64},
+			scaleCase{subs: 2000, due: 2000, ordersEach: 2, qps: unthrottled, concurrency: 64}},
+	}
+	fmt.Printf("\n%-20s %6s %14s %14s %14s %7s\n", "case", "subs", "paced cpu/ord", "paced calls/s", "free cpu/ord", "ratio")
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				p, u := runScaleCase(b, c.paced), runScaleCase(b, c.direct)
+				ratio := float64(p.cpuPerOrder) / float64(u.cpuPerOrder)
+				fmt.Printf("%-20s %6d %14s %14.1f %14s %6.2fx\n", c.name, c.subs, p.cpuPerOrder.Round(time.Microsecond), p.steady,
+					u.cpuPerOrder.Round(time.Microsecond), ratio)
+				b.ReportMetric(ratio, "paced/free")
+			}
+		})
+	}
 }
