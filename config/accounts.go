@@ -296,11 +296,45 @@ func resolveAccounts(c *Config, signing bool) error {
 		}
 		seen["wechatpay/"+w.ID()] = true
 	}
-	if err := checkSubMerchants(accts, seen); err != nil {
+	if err := checkSubMerchants(accts, seen, true); err != nil {
 		return err
 	}
 	c.Accounts = accts
 	return nil
+}
+
+// LoadAccountsStructure reads the accounts file for a process that holds none of the
+// accounts' secrets and needs only who is who: which service provider calls for which
+// sub-merchant. The review console is one: its pod mounts the file's ConfigMap but not the
+// key Secret, so the file must load there without a key, certificate, API v3 key or
+// app_auth_token file, and none is opened: their paths are kept as written, unchecked. What
+// the structure needs is checked as the workers check it: the file parses strictly, every
+// account and sub-merchant names its id, a WeChat Pay provider is named by sp_mchid, and no
+// sub-merchant is listed twice or also as an account of its own. URLs and budgets are the
+// callers' concern and are not checked (nor defaulted) here.
+func LoadAccountsStructure(path string) (Accounts, error) {
+	accts, err := LoadAccountsFile(path)
+	if err != nil {
+		return Accounts{}, err
+	}
+	seen := map[string]bool{}
+	for _, a := range accts.Alipay {
+		if strings.TrimSpace(a.AppID) == "" {
+			return Accounts{}, a.FieldError("app_id", "is required")
+		}
+		seen["alipay/"+a.AppID] = true
+	}
+	for i := range accts.WechatPay {
+		w := &accts.WechatPay[i]
+		if err := w.checkRole(); err != nil {
+			return Accounts{}, err
+		}
+		seen["wechatpay/"+w.ID()] = true
+	}
+	if err := checkSubMerchants(accts, seen, false); err != nil {
+		return Accounts{}, err
+	}
+	return accts, nil
 }
 
 func (a *AlipayAccount) check(allowInsecure, signing bool) error {
@@ -342,18 +376,28 @@ func (w *WechatAccount) idField() string {
 	return "mchid"
 }
 
-func (w *WechatAccount) check(allowInsecure, signing bool) error {
-	if w.MchID != "" && w.SpMchID != "" {
-		return w.FieldError("sp_mchid", "give mchid (a merchant) or sp_mchid (a service provider), not both")
-	}
-	if err := checkIdentity(w.FieldError, w.idField(), w.ID(), "base_url", &w.BaseURL, DefaultWechatPayBaseURL, &w.QPS, allowInsecure); err != nil {
-		return err
-	}
+// checkRole holds the account to one role: a merchant (mchid), or a service provider
+// (sp_mchid) with the sub-merchants it calls for, named by its id.
+func (w *WechatAccount) checkRole() error {
 	switch {
+	case w.MchID != "" && w.SpMchID != "":
+		return w.FieldError("sp_mchid", "give mchid (a merchant) or sp_mchid (a service provider), not both")
+	case strings.TrimSpace(w.ID()) == "":
+		return w.FieldError(w.idField(), "is required")
 	case w.SpMchID != "" && len(w.SubMerchants) == 0:
 		return w.FieldError("sub_merchants", "a service provider (sp_mchid) lists the sub-merchants it calls for")
 	case w.SpMchID == "" && len(w.SubMerchants) > 0:
 		return w.FieldError("sub_merchants", "only a service provider has sub-merchants: name it by sp_mchid, not mchid")
+	}
+	return nil
+}
+
+func (w *WechatAccount) check(allowInsecure, signing bool) error {
+	if err := w.checkRole(); err != nil {
+		return err
+	}
+	if err := checkIdentity(w.FieldError, w.idField(), w.ID(), "base_url", &w.BaseURL, DefaultWechatPayBaseURL, &w.QPS, allowInsecure); err != nil {
+		return err
 	}
 	// Verifying callbacks without the private key needs the public key: downloading
 	// platform certificates is a signed request.
@@ -445,10 +489,11 @@ func checkPlatformURL(raw string, allowInsecure bool) error {
 
 // checkSubMerchants holds the service providers' sub-merchants to the file's other accounts:
 // each is configured once in the whole file (under one provider, never also as a direct
-// account: two budgets and two sets of credentials for one merchant's orders), names its
-// id, and asks for no more calls a second than its provider has; an Alipay one's token
-// file is readable. seen holds the direct accounts as resolveAccounts recorded them.
-func checkSubMerchants(accts Accounts, seen map[string]bool) error {
+// account: two budgets and two sets of credentials for one merchant's orders) and names its
+// id. calls says the process calls for them: then each asks for no more calls a second than
+// its provider has and an Alipay one's token file is readable; a process that only names
+// them (LoadAccountsStructure) opens no token file. seen holds the direct accounts.
+func checkSubMerchants(accts Accounts, seen map[string]bool, calls bool) error {
 	under := map[string]string{} // platform/sub-merchant -> its provider
 	claim := func(platform, provider, id string) string {
 		key := platform + "/" + id
@@ -470,6 +515,9 @@ func checkSubMerchants(accts Accounts, seen map[string]bool) error {
 			if msg := claim("alipay", p.AppID, s.AuthAppID); msg != "" {
 				return fail("auth_app_id", msg)
 			}
+			if !calls {
+				continue
+			}
 			if err := checkReadable(s.AppAuthTokenFile); err != nil {
 				return fail("app_auth_token_file", strings.Replace(err.Error(), "key file", "token file", 1))
 			}
@@ -486,6 +534,9 @@ func checkSubMerchants(accts Accounts, seen map[string]bool) error {
 			}
 			if msg := claim("wechatpay", p.SpMchID, s.SubMchID); msg != "" {
 				return fail("sub_mchid", msg)
+			}
+			if !calls {
+				continue
 			}
 			if err := checkSubQPS(s.QPS, p.QPS); err != "" {
 				return fail("qps", err)

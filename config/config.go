@@ -68,6 +68,10 @@ type Console struct {
 	Approvers      []string       // lower-case addresses or *@domain
 	CSRFKeyFile    string         // "": a random key per process
 	ReviewSLA      time.Duration  // a finding not resolved this long after it was first seen is overdue
+	// Accounts is RECONCILER_ACCOUNTS_FILE's structure (LoadAccountsStructure), which names
+	// each sub-merchant's service provider on the pages; none of its key or token files was
+	// opened, and none may be: the console's pod mounts no key Secret.
+	Accounts Accounts
 }
 
 // Relay holds the fulfilment hand-off's settings (`reconciler relay`, `serve --relay`).

@@ -239,7 +239,9 @@ var settings = []setting{
 	{"review-sla", "72h", GroupConsole, kString, "how long a finding may wait for finance: one not resolved this long after it was first seen is overdue (the console's age column, filter and card)", durationInto(func(c *Config) *time.Duration { return &c.Console.ReviewSLA }, false)},
 	{"notify-wait", "2s", GroupServe, kString, "how long a callback waits for a claim held by another handler", durationInto(func(c *Config) *time.Duration { return &c.NotifyWait }, true)},
 	{"platform-timeout", "10s", GroupPlatforms, kString, "deadline of each platform call", durationInto(func(c *Config) *time.Duration { return &c.PlatformTimeout }, false)},
-	{"accounts-file", "", GroupPlatforms, kString, "YAML file listing several accounts per platform (adds to the single-account settings)", stringInto(func(c *Config) *string { return &c.AccountsFile })},
+	// The console takes the accounts file too, to name each sub-merchant's provider: it reads
+	// the file's structure alone (Loader.validate), never a key file the file names.
+	{"accounts-file", "", GroupPlatforms | GroupConsole, kString, "YAML file listing several accounts per platform (adds to the single-account settings); the review console reads only who is whose service provider from it, and opens none of its key files", stringInto(func(c *Config) *string { return &c.AccountsFile })},
 	{"allow-insecure-platform", "false", GroupPlatforms, kBool, "allow plain http:// platform URLs (tests, the sandbox, staging only)", boolInto(func(c *Config) *bool { return &c.AllowInsecurePlatform })},
 	{"rate-prefix", "payrecon:rate:", GroupPlatforms, kString, "prefix of the Redis keys holding each account's shared call budget", func(c *Config, v string) error {
 		if v == "" {
@@ -394,9 +396,24 @@ func (l *Loader) validate(c *Config) error {
 		return &Error{Setting: "RECONCILER_RELAY_RETRY_HORIZON", Msg: fmt.Sprintf("must not be below RECONCILER_RELAY_ACK_TIMEOUT (%s), got %s", c.Relay.AckTimeout, c.Relay.RetryHorizon)}
 	}
 	if l.group&GroupPlatforms == 0 {
-		return nil
+		return l.accountsStructure(c)
 	}
 	return resolveAccounts(c, l.verifyOnly == nil || !l.verifyOnly())
+}
+
+// accountsStructure reads the accounts file of a command that takes it without the
+// platforms' settings (the review console): its structure only, into c.Console.Accounts,
+// and no key file it names. c.Accounts stays empty: such a command speaks for no account.
+func (l *Loader) accountsStructure(c *Config) error {
+	if l.group&GroupConsole == 0 || c.AccountsFile == "" {
+		return nil
+	}
+	accts, err := LoadAccountsStructure(c.AccountsFile)
+	if err != nil {
+		return err
+	}
+	c.Console.Accounts = accts
+	return nil
 }
 
 // ReadAPIv3Key reads the WeChat Pay API v3 key file: exactly 32 bytes, one trailing newline

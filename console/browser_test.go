@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -484,4 +485,59 @@ func TestBrowserAcceptPayment(t *testing.T) {
 	}
 	b.step("the result in Chinese", chromedp.Navigate(b.proxy.URL+findingPath(late)), chromedp.WaitVisible(chromedp.ID("events")))
 	b.shot("accept-payment-approved-zh.png")
+}
+
+// TestBrowserProviders: with an accounts file's providers, the findings list shows each
+// sub-merchant's provider beneath its id (a direct merchant's cell is as before) and
+// filters by provider through the form; a sub-merchant's finding names its provider on its
+// card and in its evidence. Screenshots of the list, the finding and the statements, in
+// English and in Chinese, none running off the right edge.
+func TestBrowserProviders(t *testing.T) {
+	f, _ := newProviderFixture(t)
+	b := newBrowser(t, f.h)
+	b.signIn(ann)
+	fits := func(what string) {
+		t.Helper()
+		if ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`)); err != nil || !ok {
+			t.Fatalf("%s runs off the right edge (%v)", what, err)
+		}
+	}
+	if n, all := b.count("#findings td.merchant .provider"), b.count("#findings a.open"); n != 2 || all != 4 {
+		t.Fatalf("the list shows %d of its %d findings with a provider, want 2 of 4", n, all)
+	}
+	b.step("filter by provider", chromedp.SetValue(chromedp.CSS(`#filters select[name="provider"]`), "1900000109"))
+	b.submit("apply the provider filter", chromedp.Click(chromedp.ID("apply")))
+	if n := b.count("#findings a.open"); n != 1 {
+		t.Fatalf("the provider's list shows %d findings, want its sub-merchant's 1", n)
+	}
+	for _, c := range []struct{ lang, via, suffix string }{
+		{"en-US,en;q=0.9", "via provider 1900000109", "en"},
+		{"zh-CN,zh;q=0.9,en;q=0.8", "服务商 1900000109", "zh"},
+	} {
+		headers := network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Accept-Language": c.lang}}
+		if _, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders, headers); err != nil {
+			t.Fatalf("ask for %s: %v", c.lang, err)
+		}
+		b.step("the list in "+c.suffix, chromedp.Navigate(b.proxy.URL+"/review/"), chromedp.WaitVisible(chromedp.ID("findings")))
+		cells, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#findings td.merchant .provider")).map(e => e.textContent)`))
+		if err != nil || !slices.Contains(cells, c.via) {
+			t.Fatalf("%s: the sub-merchants' cells read %q (%v), want %q among them", c.suffix, cells, err, c.via)
+		}
+		fits("the list in " + c.suffix)
+		b.shot("list-providers-" + c.suffix + ".png")
+		b.step("the finding in "+c.suffix, chromedp.Navigate(b.proxy.URL+findingPath(f.pac)), chromedp.WaitVisible(chromedp.ID("finding-account")))
+		if card, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("#finding-account .provider"))); err != nil || card != c.via {
+			t.Fatalf("%s: the finding's card reads %q (%v), want %q", c.suffix, card, err, c.via)
+		}
+		fits("the finding in " + c.suffix)
+		b.shot("finding-provider-" + c.suffix + ".png")
+		// The statements' merchant column, one line wider for a sub-merchant, still fits.
+		b.step("the statements in "+c.suffix, chromedp.Navigate(b.proxy.URL+"/review/statements?from=2026-11-22&to=2026-11-28"),
+			chromedp.WaitVisible(chromedp.ID("statements")))
+		if n := b.count("#statements .provider"); n != 1 {
+			t.Fatalf("%s: the statements name %d providers, want the sub-merchant's 1", c.suffix, n)
+		}
+		fits("the statements in " + c.suffix)
+		b.shot("statements-providers-" + c.suffix + ".png")
+	}
 }

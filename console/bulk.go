@@ -131,14 +131,14 @@ func (h *handler) readBulk(r *http.Request, v viewer) (bulkRequest, error) {
 // the version read, and asks to confirm; more than a batch takes is refused.
 func (h *handler) confirmAll(w http.ResponseWriter, r *http.Request, p bulkPage) {
 	vals, _ := url.ParseQuery(p.Req.Filter)
-	_, f, err := h.parseListValues(vals)
+	q, f, err := h.parseListValues(vals)
 	if err != nil {
 		p.Error = incomplete(asProblem(err)).in(p.Lang)
 		h.render(w, http.StatusBadRequest, "bulk", p)
 		return
 	}
 	f.Sort, f.Ascending, f.Offset, f.Limit = reconcile.SortID, true, 0, reconcile.MaxBatch
-	res, err := h.store.Search(r.Context(), f)
+	res, err := h.search(r.Context(), q, f) // the list's own search: its provider too
 	if err != nil {
 		h.serverError(w, r, err)
 		return

@@ -23,6 +23,9 @@ import (
 // (*postgres.Review is one).
 type Store interface {
 	Search(ctx context.Context, f reconcile.FindingFilter) (reconcile.FindingPage, error)
+	// SearchAccounts is Search among the findings of accounts alone (a service provider's
+	// sub-merchants): none match when accounts is empty.
+	SearchAccounts(ctx context.Context, f reconcile.FindingFilter, accounts []reconcile.AccountKey) (reconcile.FindingPage, error)
 	Details(ctx context.Context, id int64) (reconcile.FindingDetails, error)
 	Acknowledge(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
 	Resolve(ctx context.Context, id int64, in reconcile.ReviewInput) (reconcile.ReviewMove, error)
@@ -51,13 +54,18 @@ type Config struct {
 	ReviewSLA      time.Duration      // RECONCILER_REVIEW_SLA: a finding unresolved this long is overdue (0: the default)
 	Log            zerolog.Logger
 	Now            func() time.Time // nil: time.Now
+	// Providers names each sub-merchant's service provider (RECONCILER_ACCOUNTS_FILE's
+	// structure); the zero value knows none.
+	Providers Providers
 }
 
 // FromSettings builds a Config from the process settings; without a CSRF key file the key is
 // random, so form tokens are good for this process only. The lists of people are read here,
-// once: an entry that is no address or *@domain is a *config.Error naming its setting.
+// once: an entry that is no address or *@domain is a *config.Error naming its setting. The
+// providers come from the accounts file's structure the settings hold (none without it).
 func FromSettings(c config.Console, loc *time.Location, log zerolog.Logger) (Config, error) {
-	cfg := Config{IdentityHeader: c.IdentityHeader, TrustedProxies: c.TrustedProxies, Location: loc, Log: log, ReviewSLA: c.ReviewSLA}
+	cfg := Config{IdentityHeader: c.IdentityHeader, TrustedProxies: c.TrustedProxies, Location: loc, Log: log, ReviewSLA: c.ReviewSLA,
+		Providers: ProvidersOf(c.Accounts)}
 	var err error
 	if cfg.Reviewers, err = identity.ParseList(c.Reviewers); err != nil {
 		return Config{}, &config.Error{Setting: "RECONCILER_REVIEWERS", Msg: err.Error()}

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/rs/zerolog"
 
+	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/repo/postgres"
 	"github.com/payrecon/payrecon/repo/repotest"
@@ -42,6 +43,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, consoleSettings())
+}
+
+// newFixtureWith is newFixture with the console's settings cs (an accounts file's
+// providers, say).
+func newFixtureWith(t *testing.T, cs config.Console) *fixture {
+	t.Helper()
 	db := repotest.NewDB(t)
 	f := &fixture{db: db}
 	orderID := repotest.InsertOrder(t, db, repotest.Order{Platform: "alipay", MerchantID: "2021000000000001", OutTradeNo: "ORD-1001",
@@ -68,7 +76,7 @@ func newFixture(t *testing.T) *fixture {
 		RETURNING id`, base.AddDate(0, 0, -3))
 	// The console acts as it does in production: as payrecon_reviewer, with exactly that
 	// role's rights (every test here would fail if the role lacked one the console needs).
-	f.h = newConsole(t, postgres.NewReview(asReviewer(t, db)))
+	f.h = newConsoleWith(t, postgres.NewReview(asReviewer(t, db)), cs)
 	return f
 }
 
@@ -98,7 +106,13 @@ func asReviewer(t *testing.T, db *repotest.DB) *sqlx.DB {
 // newConsole is the console as serve wires it, with the tests' people.
 func newConsole(t *testing.T, store console.Store) http.Handler {
 	t.Helper()
-	cfg, err := console.FromSettings(consoleSettings(), shanghai, zerolog.New(zerolog.NewTestWriter(t)))
+	return newConsoleWith(t, store, consoleSettings())
+}
+
+// newConsoleWith is newConsole with the settings cs.
+func newConsoleWith(t *testing.T, store console.Store, cs config.Console) http.Handler {
+	t.Helper()
+	cfg, err := console.FromSettings(cs, shanghai, zerolog.New(zerolog.NewTestWriter(t)))
 	must(t, err)
 	cfg.Now = func() time.Time { return base.Add(6 * time.Hour) }
 	return console.New(cfg, store)

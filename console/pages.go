@@ -29,6 +29,8 @@ type page struct {
 	loc    *time.Location
 	Flash  string // what was just done
 	Error  string // why the last action failed
+	// providers names the sub-merchants' providers beside them (Via).
+	providers Providers
 }
 
 func (p page) T(key string) string       { return text(p.Lang, key) }
@@ -52,7 +54,7 @@ func (p page) RoleLabel() string {
 }
 
 func (h *handler) newPage(r *http.Request) page {
-	return page{Lang: lang(r), Viewer: viewerFrom(r.Context()), Zone: h.cfg.Location.String(), loc: h.cfg.Location}
+	return page{Lang: lang(r), Viewer: viewerFrom(r.Context()), Zone: h.cfg.Location.String(), loc: h.cfg.Location, providers: h.cfg.Providers}
 }
 
 // listPage is the findings list.
@@ -74,6 +76,7 @@ type listPage struct {
 	Platforms   []reconcile.Platform
 	Resolutions []reconcile.Resolution
 	Sorts       []reconcile.FindingSort
+	Providers   []providerChoice // the provider filter's choices; none: no filter shown
 	ReportFrom  string
 	ReportTo    string
 }
@@ -84,6 +87,7 @@ type listQuery struct {
 	Overdue                       bool   // only the overdue
 	Statuses                      []string
 	Kind, Platform, Merchant      string
+	Provider                      string // a service provider: only its sub-merchants' findings
 	From, To, Min, Max, Sort, Dir string
 	Page                          int
 }
@@ -160,8 +164,8 @@ func (q listQuery) values(page int) string {
 	for _, s := range q.Statuses {
 		v.Add("status", s)
 	}
-	for k, s := range map[string]string{"q": q.Query, "kind": q.Kind, "platform": q.Platform, "merchant": q.Merchant, "from": q.From,
-		"to": q.To, "min": q.Min, "max": q.Max, "sort": q.Sort, "dir": q.Dir} {
+	for k, s := range map[string]string{"q": q.Query, "kind": q.Kind, "platform": q.Platform, "merchant": q.Merchant, "provider": q.Provider,
+		"from": q.From, "to": q.To, "min": q.Min, "max": q.Max, "sort": q.Sort, "dir": q.Dir} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -183,7 +187,7 @@ func (h *handler) parseList(r *http.Request) (listQuery, reconcile.FindingFilter
 // parseListValues reads a list query (the page's own, or the one a bulk form carries).
 func (h *handler) parseListValues(v url.Values) (listQuery, reconcile.FindingFilter, error) {
 	q := listQuery{Query: v.Get("q"), Overdue: v.Get("overdue") != "", Kind: v.Get("kind"), Platform: v.Get("platform"), Merchant: strings.TrimSpace(v.Get("merchant")),
-		From: v.Get("from"), To: v.Get("to"), Min: strings.TrimSpace(v.Get("min")), Max: strings.TrimSpace(v.Get("max")),
+		Provider: strings.TrimSpace(v.Get("provider")), From: v.Get("from"), To: v.Get("to"), Min: strings.TrimSpace(v.Get("min")), Max: strings.TrimSpace(v.Get("max")),
 		Sort: v.Get("sort"), Dir: v.Get("dir"), Page: 1}
 	f := reconcile.FindingFilter{Merchant: q.Merchant, Limit: pageSize, OverdueAt: h.overdueAt(), OverdueOnly: q.Overdue}
 	var err error
@@ -219,6 +223,9 @@ func (h *handler) parseListValues(v url.Values) (listQuery, reconcile.FindingFil
 		f.Platform = reconcile.Platform(q.Platform)
 	default:
 		return q, f, problemf("want_choice", word("field.platform"), q.Platform)
+	}
+	if q.Provider != "" && !h.cfg.Providers.Known(q.Provider) {
+		return q, f, problemf("want_choice", word("field.provider"), q.Provider)
 	}
 	// The one period rule: both dates included, whole days in the console's zone.
 	if f.Since, f.Until, err = reconcile.DayPeriod(q.From, q.To, h.cfg.Location); err != nil {
@@ -257,9 +264,20 @@ func amount(field, s string) (*int64, error) {
 	return &n, nil
 }
 
+// search runs a list query: the filter f, narrowed to q's provider's sub-merchants when it
+// names one. The list and a bulk move over all that matches both search through it, so a
+// move takes exactly the findings the list showed.
+func (h *handler) search(ctx context.Context, q listQuery, f reconcile.FindingFilter) (reconcile.FindingPage, error) {
+	if q.Provider == "" {
+		return h.store.Search(ctx, f)
+	}
+	return h.store.SearchAccounts(ctx, f, h.cfg.Providers.SubMerchants(q.Provider))
+}
+
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	p := listPage{page: h.newPage(r), Kinds: reconcile.MismatchKinds, Statuses: reconcile.ReviewStatuses,
-		Platforms: reconcile.Platforms(), Sorts: reconcile.FindingSorts, Resolutions: reconcile.Resolutions}
+		Platforms: reconcile.Platforms(), Sorts: reconcile.FindingSorts, Resolutions: reconcile.Resolutions,
+		Providers: h.cfg.Providers.choices()}
 	today := h.cfg.Now().In(h.cfg.Location)
 	p.ReportFrom, p.ReportTo = today.AddDate(0, 0, -6).Format("2006-01-02"), today.Format("2006-01-02")
 	q, f, err := h.parseList(r)
@@ -268,7 +286,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if err != nil {
 		p.Error, status = incomplete(asProblem(err)).in(p.Lang), http.StatusBadRequest
-	} else if p.Result, err = h.store.Search(r.Context(), f); err != nil {
+	} else if p.Result, err = h.search(r.Context(), q, f); err != nil {
 		h.serverError(w, r, err)
 		return
 	}

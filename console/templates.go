@@ -45,6 +45,7 @@ td.nowrap,td .nowrap{white-space:nowrap}td.note{white-space:normal;min-width:14e
 .actions form{background:#fff;border:1px solid #d8dde6;border-radius:6px;padding:10px;display:flex;flex-direction:column;gap:6px;min-width:240px}
 pre{background:#fff;border:1px solid #d8dde6;padding:8px;overflow:auto;font-size:12px}
 .muted{color:#5a6475;font-size:12px}
+.provider{display:block;white-space:nowrap}h1 .provider{display:inline;font-weight:normal;font-size:14px}
 fieldset.bulk{display:flex;flex-wrap:wrap;gap:10px;align-items:end;margin-top:8px;background:#fff;border:1px solid #d8dde6;border-radius:6px}
 fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;color:#5a6475}
 #resolution-hints{margin:0;max-width:320px}#resolution-hints dt{font-weight:600;color:#1f2937}#resolution-hints dd{margin:0 0 4px 0}
@@ -96,7 +97,7 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 
 {{define "lines"}}{{template "head" .}}
 <p><a href="/review/statements?from={{.Date}}&amp;to={{.Date}}">← {{.T "statements"}}</a></p>
-<h1>{{.T "bill_lines"}}: {{.Date}} · {{.N .Account.Platform}} {{.Account.MerchantID}}</h1>
+<h1>{{.T "bill_lines"}}: {{.Date}} · {{.N .Account.Platform}} {{.Account.MerchantID}}{{with .Via .Account.Platform .Account.MerchantID}} <small class="muted provider">{{.}}</small>{{end}}</h1>
 <p class="pager">{{range .Results}}{{if eq . $.Result}}<b>{{if .}}{{$.T (print "line." .)}}{{else}}{{$.T "any"}}{{end}}</b>{{else}}<a href="{{$.Link .}}">{{if .}}{{$.T (print "line." .)}}{{else}}{{$.T "any"}}{{end}}</a>{{end}} {{end}}</p>
 <p class="reason">{{.T "lines_note"}}</p>
 {{if .Lines}}<table id="lines"><thead><tr><th class="num">{{.T "line_no"}}</th><th>{{.T "line_kind"}}</th><th>{{.T "order_no"}}</th><th>{{.T "platform_trade_no"}}</th><th>{{.T "refund_no"}}</th><th class="num">{{.T "amount"}}</th><th>{{.T "line_result"}}</th><th>{{.T "finding"}}</th></tr></thead><tbody>
@@ -115,7 +116,7 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 {{if .Result.ByAccount}}<details id="summaries"><summary>{{.T "by_account"}}</summary>
 <table id="by-account"><thead><tr><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th><th class="num">{{.T "count"}}</th><th class="num">{{.T "at_stake"}}</th><th class="num">{{.T "overdue"}}</th></tr></thead><tbody>
 {{range .Result.ByPlatform}}<tr class="platform-total"><td><b>{{$.N .Platform}}</b></td><td>{{$.T "all_accounts"}}</td><td class="num">{{.Count}}</td><td class="num">{{$.Yuan .AtStakeMinor}}</td><td class="num">{{.Overdue}}</td></tr>{{end}}
-{{range .Result.ByAccount}}<tr data-account="{{.Platform}}:{{.MerchantID}}"><td>{{$.N .Platform}}</td><td><a href="{{$.AccountLink .}}">{{.MerchantID}}</a></td><td class="num">{{.Count}}</td><td class="num">{{$.Yuan .AtStakeMinor}}</td><td class="num">{{.Overdue}}</td></tr>{{end}}
+{{range .Result.ByAccount}}<tr data-account="{{.Platform}}:{{.MerchantID}}"><td>{{$.N .Platform}}</td><td><a href="{{$.AccountLink .}}">{{.MerchantID}}</a>{{with $.Via .Platform .MerchantID}}<small class="muted provider">{{.}}</small>{{end}}</td><td class="num">{{.Count}}</td><td class="num">{{$.Yuan .AtStakeMinor}}</td><td class="num">{{.Overdue}}</td></tr>{{end}}
 </tbody></table></details>{{end}}
 <form class="filters" method="get" action="/review/" id="filters">
 <label class="search">{{.T "search"}}<input type="search" name="q" value="{{.Q.Query}}" size="30" maxlength="64" placeholder="{{.T "search_hint"}}"></label>
@@ -128,6 +129,8 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 <label>{{.T "platform"}}<select name="platform"><option value="">{{.T "any"}}</option>
 {{range .Platforms}}<option value="{{.}}"{{if eq (print .) $.Q.Platform}} selected{{end}}>{{$.N .}}</option>{{end}}</select></label>
 <label>{{.T "merchant"}}<input name="merchant" value="{{.Q.Merchant}}" size="16"></label>
+{{if .Providers}}<label>{{.T "provider"}}<select name="provider"><option value="">{{.T "any"}}</option>
+{{range .Providers}}<option value="{{.ID}}"{{if eq .ID $.Q.Provider}} selected{{end}}>{{$.ProviderName .}}</option>{{end}}</select></label>{{end}}
 <label>{{.T "from"}}<input type="date" name="from" value="{{.Q.From}}"></label>
 <label>{{.T "to"}}<input type="date" name="to" value="{{.Q.To}}"></label>
 <label>{{.T "min"}}<input name="min" value="{{.Q.Min}}" size="8" inputmode="decimal"></label>
@@ -143,7 +146,7 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 <table id="findings"><thead><tr><th>✓</th><th>#</th><th>{{.T "kind"}}</th><th>{{.T "review_status"}}</th><th>{{.T "age"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant"}}</th>
 <th>{{.T "order_no"}}</th><th class="num">{{.T "at_stake"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th></tr></thead><tbody>
 {{range .Result.Findings}}<tr><td><input type="checkbox" name="sel" value="{{.ID}}.{{.EvidenceVersion}}" aria-label="{{.ID}}"></td><td><a href="/review/findings/{{.ID}}" class="open">{{.ID}}</a></td><td class="kind">{{$.N .Kind}}</td>
-<td>{{template "status" (statusOf $ .ReviewStatus)}}</td><td class="nowrap age">{{$.Age .FirstSeenAt}}{{if .Overdue $.OverdueAt}} <span class="status status-overdue">{{$.T "overdue"}}</span>{{end}}</td><td>{{$.N .Platform}}</td><td>{{.MerchantID}}</td>
+<td>{{template "status" (statusOf $ .ReviewStatus)}}</td><td class="nowrap age">{{$.Age .FirstSeenAt}}{{if .Overdue $.OverdueAt}} <span class="status status-overdue">{{$.T "overdue"}}</span>{{end}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="merchant">{{.MerchantID}}{{with $.Via .Platform .MerchantID}}<small class="muted provider">{{.}}</small>{{end}}</td>
 <td><a href="/review/findings/{{.ID}}">{{.OutTradeNo}}</a>{{if .OutRefundNo}}<br><span class="muted">{{$.T "refund"}} {{.OutRefundNo}}</span>{{end}}</td><td class="num at-stake">{{$.Yuan .AtStakeMinor}}</td>
 <td class="nowrap">{{$.Time .LastSeenAt}}</td><td class="num">{{.SeenCount}}</td></tr>
 {{end}}</tbody></table>
@@ -173,7 +176,7 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 <h1>{{.T "finding"}} #{{$f.ID}}: {{.N $f.Kind}} {{template "status" (statusOf $ $f.ReviewStatus)}}</h1>
 <div class="cards"><div class="card"><small>{{.T "at_stake"}}</small><b>{{.Yuan .AtStake}}</b></div>
 <div class="card"><small>{{.T "evidence_version"}}</small><b id="version">{{$f.EvidenceVersion}}</b></div>
-<div class="card"><small>{{.T "platform"}}</small><b>{{.N $f.Platform}}</b><small>{{$f.MerchantID}}</small></div>
+<div class="card" id="finding-account"><small>{{.T "platform"}}</small><b>{{.N $f.Platform}}</b><small>{{$f.MerchantID}}</small>{{with .Via $f.Platform $f.MerchantID}}<small class="provider">{{.}}</small>{{end}}</div>
 {{if $f.OutRefundNo}}<div class="card" id="finding-refund"><small>{{.T "refund"}}</small><b>{{$f.OutRefundNo}}</b><small>{{with .Refund}}{{$.N .Status}} · {{$.Yuan .AmountMinor}}{{else}}{{$.T "refund_not_ours"}}{{end}}</small></div>{{end}}
 {{if $f.Resolution}}<div class="card"><small>{{.T "resolution"}}</small><b>{{.N $f.Resolution}}</b>{{if $f.ProposedBy}}<small>{{.T "proposed_by"}} {{$f.ProposedBy}}</small>{{else if $f.ResolvedBy}}<small>{{.T "resolved_by"}} {{$f.ResolvedBy}}</small>{{end}}{{if $f.ApprovedBy}}<small> · {{.T "approved_by"}} {{$f.ApprovedBy}}</small>{{end}}</div>{{end}}</div>
 <h2>{{.T "evidence"}}</h2>
@@ -192,7 +195,7 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 <tr><td>{{.T "platform_trade_no"}}</td><td>{{if $f.PlatformTradeNo}}{{$f.PlatformTradeNo}}{{else}}—{{end}}</td></tr>
 <tr{{if ne (yp $f.LocalAmountMinor) (yp $f.PlatformAmountMinor)}} class="diff"{{end}}><td>{{.T "amount"}}</td><td class="num">{{.YuanP $f.PlatformAmountMinor}}</td></tr>
 <tr><td>{{.T "order_status"}}</td><td>{{if $f.PlatformStatus}}{{$f.PlatformStatus}}{{else}}—{{end}}</td></tr>
-<tr><td>{{.T "merchant"}}</td><td>{{$f.MerchantID}}</td></tr>
+<tr><td>{{.T "merchant"}}</td><td class="merchant">{{$f.MerchantID}}{{with .Via $f.Platform $f.MerchantID}}<small class="muted provider">{{.}}</small>{{end}}</td></tr>
 </tbody></table></div>
 <h2>{{.T "sighting_history"}}</h2>
 <table id="sightings"><thead><tr><th>{{.T "first_seen"}}</th><th>{{.T "last_seen"}}</th><th class="num">{{.T "seen_count"}}</th><th class="num">{{.T "evidence_version"}}</th></tr></thead>
@@ -255,7 +258,7 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 <p class="muted">{{.T "report.amounts"}} {{.T "statements_note"}}</p>
 {{if .Days}}<div class="wide"><table id="statements"><thead><tr><th>{{.T "bill_date"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant_id"}}</th>
 {{range .Figures}}<th class="num">{{$.T .Key}}</th>{{end}}</tr></thead><tbody>
-{{range $d := .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}</td>
+{{range $d := .Days}}<tr data-day="{{.BillDate}}" data-account="{{.Platform}}:{{.MerchantID}}"><td class="nowrap">{{.BillDate}}</td><td class="nowrap">{{$.N .Platform}}</td><td class="nowrap">{{.MerchantID}}{{with $.Via .Platform .MerchantID}}<small class="muted provider">{{.}}</small>{{end}}</td>
 {{range $.Figures}}<td class="num">{{with $.FigureLink . $d}}<a href="{{.}}">{{end}}{{$.Figure . $d.StatementFigures}}{{if $.FigureLink . $d}}</a>{{end}}{{with $.Exact . $d.StatementFigures}}<br><small class="muted exact">{{.}}</small>{{end}}</td>{{end}}</tr>
 {{end}}</tbody><tfoot><tr id="statements-total"><th colspan="3">{{$.T "TOTAL"}}</th>
 {{range $.Figures}}<th class="num">{{$.Figure . $.Total}}{{with $.Exact . $.Total}}<br><small class="muted exact">{{.}}</small>{{end}}</th>{{end}}</tr></tfoot></table></div>
@@ -263,7 +266,7 @@ fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;co
 {{if .Missing}}<h2 id="not-reconciled">{{.T "not_reconciled"}}: {{len .Missing}}</h2>
 <p class="reason">{{.T "not_reconciled_note"}}</p>
 <table id="missing"><thead><tr><th>{{.T "bill_date"}}</th><th>{{.T "platform"}}</th><th>{{.T "merchant_id"}}</th></tr></thead><tbody>
-{{range .Missing}}<tr><td>{{.Date}}</td><td>{{$.N .Account.Platform}}</td><td>{{.Account.MerchantID}}</td></tr>{{end}}</tbody></table>{{end}}
+{{range .Missing}}<tr><td>{{.Date}}</td><td>{{$.N .Account.Platform}}</td><td>{{.Account.MerchantID}}{{with $.Via .Account.Platform .Account.MerchantID}}<small class="muted provider">{{.}}</small>{{end}}</td></tr>{{end}}</tbody></table>{{end}}
 {{template "foot"}}{{end}}
 
 {{define "error"}}{{template "head" .}}<h1>{{.Message}}</h1><p><a href="/review/">← {{.T "back"}}</a></p>{{template "foot"}}{{end}}

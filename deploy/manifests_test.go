@@ -1088,9 +1088,9 @@ func loadAccounts(dir, content string) (config.Accounts, error) {
 
 // keyFileProblems: in a container that mounts volumes, every *_FILE setting it sees points at
 // a file of a mount that the volume really provides: RECONCILER_ACCOUNTS_FILE (in a command
-// that calls the platforms) a key of a mounted ConfigMap, which must load as an accounts
-// file; every other setting, and every key
-// or certificate file the accounts name, a key of a mounted Secret. used lists the Secret
+// that calls the platforms, and in the console) a key of a mounted ConfigMap, which must load
+// as an accounts file; every other setting, and every key or certificate file the accounts
+// name (except in the console, which reads none of them), a key of a mounted Secret. used lists the Secret
 // keys read, by Secret name; dir is scratch space for the accounts file.
 func keyFileProblems(dir string, c corev1.Container, cms map[string]*corev1.ConfigMap, secrets map[string]*corev1.Secret, volumes map[string]corev1.Volume) (problems []string, used map[string]map[string]bool) {
 	used = map[string]map[string]bool{}
@@ -1100,8 +1100,11 @@ func keyFileProblems(dir string, c corev1.Container, cms map[string]*corev1.Conf
 	fail := func(format string, args ...any) {
 		problems = append(problems, c.Name+": "+fmt.Sprintf(format, args...))
 	}
-	// The console reads the shared settings ConfigMap too, but never the accounts file it names.
+	// The console reads the shared settings ConfigMap too, and of the accounts file it names
+	// the structure alone (who is whose provider): the file must be mounted and load there,
+	// but none of the key files it names is read, so none need be mounted.
 	readsAccounts := len(c.Args) > 0 && slices.Contains(callsPlatforms, c.Args[0])
+	namesProviders := len(c.Args) > 0 && c.Args[0] == "console"
 	secretFile := func(what, path string) {
 		v, key, ok := mountedFile(c, volumes, path)
 		switch {
@@ -1135,7 +1138,7 @@ func keyFileProblems(dir string, c corev1.Container, cms map[string]*corev1.Conf
 			secretFile(name, path)
 			continue
 		}
-		if !readsAccounts {
+		if !readsAccounts && !namesProviders {
 			continue
 		}
 		v, key, ok := mountedFile(c, volumes, path)
@@ -1155,6 +1158,9 @@ func keyFileProblems(dir string, c corev1.Container, cms map[string]*corev1.Conf
 		accounts, err := loadAccounts(dir, content)
 		if err != nil {
 			fail("%s=%s (ConfigMap %s): %v", name, path, cm.Name, err)
+			continue
+		}
+		if namesProviders {
 			continue
 		}
 		for _, f := range accountFiles(accounts) {
@@ -1592,5 +1598,38 @@ func TestCallbackPodMountsNoAlipayPrivateKey(t *testing.T) {
 	f.setEnv("RECONCILER_SCHEDULE", "*/5 * * * *")
 	if problems, _ := keyFileProblems(t.TempDir(), *f.c, f.cms, f.secrets, f.volumes); len(problems) == 0 {
 		t.Error("serve with a schedule and no Alipay private key mounted passed the key-file check")
+	}
+}
+
+// The console pod mounts the accounts file, which it reads to name each sub-merchant's
+// provider, and none of the key files the file names: the file checks pass with no key
+// Secret mounted (the console opens none), and fail when the file itself is not mounted.
+func TestConsolePodMountsTheAccountsFileAndNoKey(t *testing.T) {
+	ms := loadManifests(t)
+	cms, secrets := configMapsAndSecrets(ms)
+	spec := &only[appsv1.Deployment](t, ms, "console-deployment.yaml").Spec.Template.Spec
+	c := container(t, spec.Containers, "reconciler")
+	volumes := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = v
+		if v.Secret != nil && v.Secret.SecretName == "payrecon-keys" {
+			t.Errorf("the console pod mounts the key Secret as volume %s", v.Name)
+		}
+	}
+	if path := effectiveEnv(c, cms)["RECONCILER_ACCOUNTS_FILE"]; path != accountsFilePath {
+		t.Fatalf("the console sees RECONCILER_ACCOUNTS_FILE=%q, want %s", path, accountsFilePath)
+	}
+	problems, used := keyFileProblems(t.TempDir(), c, cms, secrets, volumes)
+	if len(problems) != 0 {
+		t.Errorf("the console's files: %q", problems)
+	}
+	if len(used["payrecon-keys"]) != 0 {
+		t.Errorf("the console reads keys of payrecon-keys: %v", used["payrecon-keys"])
+	}
+	c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.Name == "accounts" })
+	if problems, _ := keyFileProblems(t.TempDir(), c, cms, secrets, volumes); !slices.ContainsFunc(problems, func(p string) bool {
+		return strings.Contains(p, "RECONCILER_ACCOUNTS_FILE") && strings.Contains(p, "is not in a mounted ConfigMap volume")
+	}) {
+		t.Errorf("a console without the accounts file mounted passed the check: %q", problems)
 	}
 }

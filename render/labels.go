@@ -208,6 +208,8 @@ var labels = map[string]label{
 	"role_approver":          {"approver", "审批人"},
 	"times_in":               {"Times in", "时区"},
 	"merchant":               {"Merchant account", "商户号"},
+	"provider":               {"Service provider", "服务商"},
+	"via_provider":           {"via provider %s", "服务商 %s"}, // beneath a sub-merchant's id
 	"from":                   {"From (date)", "起始日期"},
 	"to":                     {"To (date, included)", "截止日期（含）"},
 	"min":                    {"At stake from (¥)", "涉及金额不低于（¥）"},
@@ -382,6 +384,7 @@ var labels = map[string]label{
 	"field.max":      {"max", "涉及金额上限"},
 	"field.kind":     {"kind", "差异类型"},
 	"field.platform": {"platform", "支付平台"},
+	"field.provider": {"provider", "服务商"},
 	"field.status":   {"status", "复核状态"},
 	"field.sort":     {"sort", "排序"},
 	"field.page":     {"page", "页码"},

@@ -19,9 +19,11 @@ import (
 const ConsoleDrain = httpapi.WriteTimeout
 
 // Console is `reconciler console`'s process: the review console under /review/ with
-// /metrics and the probes, over one connection pool. It needs no platform key, no Redis and
-// no accounts file, so the pod that runs it holds the reviewer's credential and nothing of
-// the worker's, and the internet-facing callback pods hold no reviewer's.
+// /metrics and the probes, over one connection pool. It needs no platform key and no Redis,
+// so the pod that runs it holds the reviewer's credential and nothing of the worker's, and
+// the internet-facing callback pods hold no reviewer's. Of the accounts file, when given, it
+// takes only the structure (cfg.Console.Accounts, read without opening a key file), to name
+// each sub-merchant's service provider.
 type Console struct {
 	db      *sqlx.DB
 	handler http.Handler

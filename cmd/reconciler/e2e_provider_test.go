@@ -2,12 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/repo/repotest"
@@ -53,8 +61,10 @@ func e2eProviders(t *testing.T) sandbox.Accounts {
 // TestE2EServiceProviderSubMerchants: a world configured through an accounts file that the
 // sandbox writes, with an Alipay third-party app and a WeChat Pay service provider calling
 // for two sub-merchants each. run repairs and closes the sub-merchants' orders through the
-// partner calls, each under its own merchant id; serve applies their provider-signed
-// callbacks; statement --merchant reconciles one sub-merchant's own bill.
+// partner calls, each under its own merchant id, and counts in the metrics it pushes the
+// pending orders of sub-merchants no provider lists (never those of the listed ones); serve
+// applies their provider-signed callbacks; statement --merchant reconciles one
+// sub-merchant's own bill.
 func TestE2EServiceProviderSubMerchants(t *testing.T) {
 	t.Parallel()
 	e, _ := newE2EAccountsWorld(t, e2eProviders(t), 200)
@@ -71,7 +81,28 @@ func TestE2EServiceProviderSubMerchants(t *testing.T) {
 			AmountMinor: 700, Status: "PENDING", CreatedAgo: 5 * time.Hour})
 	}
 
-	e.run(nil, "run").expect(t, 0)
+	// Pending orders of a sub-merchant on each platform that no provider lists: no pass here
+	// checks them, so the run counts them.
+	unlisted := map[string]float64{"wechatpay:1900009299": 2, "alipay:2021000122609199": 1}
+	for account, n := range unlisted {
+		platform, merchant, _ := strings.Cut(account, ":")
+		for j := range int(n) {
+			repotest.InsertOrder(t, e.db, repotest.Order{Platform: platform, MerchantID: merchant, OutTradeNo: fmt.Sprintf("unlisted-%s-%d", merchant, j),
+				AmountMinor: 900, Status: "PENDING", CreatedAgo: 10 * time.Minute})
+		}
+	}
+	gw := newPushCatcher(t)
+
+	e.run([]string{"RECONCILER_PUSHGATEWAY_URL=" + gw.url}, "run").expect(t, 0)
+	if got := gw.unconfigured(t); !maps.Equal(got, unlisted) {
+		t.Errorf("the run pushed payrecon_unconfigured_pending_orders %v, want %v: the unlisted sub-merchants' orders alone", got, unlisted)
+	}
+	for account := range unlisted {
+		platform, merchant, _ := strings.Cut(account, ":")
+		if r := e.order(reconcile.Platform(platform), "unlisted-"+merchant+"-0"); r.Status != "PENDING" || r.Events != 0 {
+			t.Errorf("an order of the unlisted sub-merchant %s was touched: %+v", merchant, r)
+		}
+	}
 	for i, a := range subs {
 		e.expectPaidOnce(a, fmt.Sprintf("sub-run-%d", i))
 		if r := e.order(a.platform, fmt.Sprintf("sub-gone-%d", i)); r.Status != "CLOSED" {
@@ -140,4 +171,58 @@ func grepLines(s, word string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// pushCatcher plays the Pushgateway for `run`: it keeps the metric families of each push.
+type pushCatcher struct {
+	url    string
+	mu     sync.Mutex
+	pushes []map[string]*dto.MetricFamily
+}
+
+func newPushCatcher(t *testing.T) *pushCatcher {
+	t.Helper()
+	pc := &pushCatcher{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fams := map[string]*dto.MetricFamily{}
+		dec := expfmt.NewDecoder(r.Body, expfmt.ResponseFormat(r.Header))
+		for {
+			mf := &dto.MetricFamily{}
+			err := dec.Decode(mf)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			fams[mf.GetName()] = mf
+		}
+		pc.mu.Lock()
+		pc.pushes = append(pc.pushes, fams)
+		pc.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	pc.url = srv.URL
+	return pc
+}
+
+// unconfigured is payrecon_unconfigured_pending_orders of the last push, by
+// "platform:merchant_id"; it fails the test when nothing was pushed.
+func (pc *pushCatcher) unconfigured(t *testing.T) map[string]float64 {
+	t.Helper()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if len(pc.pushes) == 0 {
+		t.Fatal("the run pushed no metrics")
+	}
+	out := map[string]float64{}
+	for _, m := range pc.pushes[len(pc.pushes)-1]["payrecon_unconfigured_pending_orders"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		out[labels["platform"]+":"+labels["merchant_id"]] = m.GetGauge().GetValue()
+	}
+	return out
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/payrecon/payrecon/reconcile"
 )
 
 // UnlockOn lets the external tests drive an unlock that fails (a bad query stands for any
@@ -21,5 +23,6 @@ const AtStakeSQL = atStakeSQL
 // RenamedMigrations is renamedMigrations: versions as earlier releases recorded them.
 var RenamedMigrations = renamedMigrations
 
-// SearchWhere is searchWhere: the WHERE clause of a filter and its arguments.
-var SearchWhere = searchWhere
+// SearchWhere is searchWhere over every account: the WHERE clause of a filter and its
+// arguments.
+func SearchWhere(f reconcile.FindingFilter) (string, []any) { return searchWhere(f, nil) }

@@ -80,7 +80,7 @@ func (r *Review) List(ctx context.Context, f reconcile.FindingFilter) ([]reconci
 		limit = reconcile.DefaultListLimit
 	}
 	// The console's search and this list filter by the same rules: one WHERE builder.
-	cond, args := searchWhere(f)
+	cond, args := searchWhere(f, nil)
 	args = append(args, f.AfterID, limit)
 	q := `SELECT ` + findingColumns + ` FROM reconcile_mismatches WHERE ` + cond +
 		fmt.Sprintf(` AND id > $%d ORDER BY id LIMIT $%d`, len(args)-1, len(args))

@@ -36,6 +36,21 @@ var searchOrder = map[reconcile.FindingSort]string{
 // Search returns one page of the findings f selects, with the totals of all of them. The
 // totals and the page are read in one snapshot, so the counts agree with the rows.
 func (r *Review) Search(ctx context.Context, f reconcile.FindingFilter) (reconcile.FindingPage, error) {
+	return r.search(ctx, f, nil)
+}
+
+// SearchAccounts is Search among the findings of accounts alone: the console's filter by
+// service provider, which names the provider's sub-merchants (thousands of them, sent as two
+// arrays, not spelled into the SQL). No account matches nothing.
+func (r *Review) SearchAccounts(ctx context.Context, f reconcile.FindingFilter, accounts []reconcile.AccountKey) (reconcile.FindingPage, error) {
+	if accounts == nil {
+		accounts = []reconcile.AccountKey{}
+	}
+	return r.search(ctx, f, accounts)
+}
+
+// search is Search, narrowed to accounts unless it is nil.
+func (r *Review) search(ctx context.Context, f reconcile.FindingFilter, accounts []reconcile.AccountKey) (reconcile.FindingPage, error) {
 	order, ok := searchOrder[f.Sort]
 	if f.Sort == "" {
 		order, ok = searchOrder[reconcile.SortLastSeen], true
@@ -51,7 +66,7 @@ func (r *Review) Search(ctx context.Context, f reconcile.FindingFilter) (reconci
 	if limit <= 0 {
 		limit = reconcile.DefaultListLimit
 	}
-	where, args := searchWhere(f)
+	where, args := searchWhere(f, accounts)
 
 	tx, err := r.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -108,8 +123,9 @@ func accountTotals(ctx context.Context, tx *sqlx.Tx, where string, args []any, o
 	return byPlatform, byAccount, nil
 }
 
-// searchWhere is the WHERE clause of f and its arguments ("true" when nothing filters).
-func searchWhere(f reconcile.FindingFilter) (string, []any) {
+// searchWhere is the WHERE clause of f, within accounts unless it is nil, and its
+// arguments ("true" when nothing filters).
+func searchWhere(f reconcile.FindingFilter, accounts []reconcile.AccountKey) (string, []any) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -131,6 +147,13 @@ func searchWhere(f reconcile.FindingFilter) (string, []any) {
 	}
 	if f.Merchant != "" {
 		where = append(where, "merchant_id = "+arg(f.Merchant))
+	}
+	if accounts != nil {
+		platforms, merchants := make([]string, len(accounts)), make([]string, len(accounts))
+		for i, k := range accounts {
+			platforms[i], merchants[i] = string(k.Platform), k.MerchantID
+		}
+		where = append(where, "(platform, merchant_id) IN (SELECT * FROM unnest("+arg(pq.Array(platforms))+"::text[], "+arg(pq.Array(merchants))+"::text[]))")
 	}
 	if f.Query != "" {
 		// Prefix matches, each on its own text_pattern_ops index (migration 0015); a query

@@ -172,3 +172,56 @@ func TestSearchByNumberUsesTheIndexes(t *testing.T) {
 		t.Errorf("the search reads the whole table:\n%s", text)
 	}
 }
+
+// TestSearchAccounts: the console's provider filter. Only the named accounts' findings match
+// (by platform and merchant together: the same id on the other platform is another
+// merchant), with the other filters still applied and the totals counting the same rows;
+// no account matches nothing, and Search itself is unnarrowed.
+func TestSearchAccounts(t *testing.T) {
+	db := repotest.NewDB(t)
+	_, err := db.Exec(`INSERT INTO reconcile_mismatches (platform, merchant_id, out_trade_no, kind, local_amount_minor, platform_amount_minor)
+		VALUES ('wechatpay', '1900000201', 'S-1', 'AMOUNT_MISMATCH', 100, 150), ('wechatpay', '1900000202', 'S-2', 'UNKNOWN_ORDER', NULL, 700),
+		('wechatpay', '1900000301', 'D-1', 'AMOUNT_MISMATCH', 100, 120), ('alipay', '1900000201', 'A-1', 'AMOUNT_MISMATCH', 100, 110)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs := []reconcile.AccountKey{{Platform: reconcile.WechatPay, MerchantID: "1900000201"}, {Platform: reconcile.WechatPay, MerchantID: "1900000202"}}
+	r := postgres.NewReview(db.DB)
+	for _, c := range []struct {
+		name     string
+		f        reconcile.FindingFilter
+		accounts []reconcile.AccountKey
+		want     []string
+	}{
+		{"the provider's sub-merchants", reconcile.FindingFilter{}, subs, []string{"S-1", "S-2"}},
+		{"with a kind", reconcile.FindingFilter{Kind: reconcile.MismatchAmount}, subs, []string{"S-1"}},
+		{"with a merchant of theirs", reconcile.FindingFilter{Merchant: "1900000202"}, subs, []string{"S-2"}},
+		{"with a merchant not theirs", reconcile.FindingFilter{Merchant: "1900000301"}, subs, nil},
+		{"no account", reconcile.FindingFilter{}, nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.f.Sort, c.f.Ascending = reconcile.SortID, true
+			res, err := r.SearchAccounts(context.Background(), c.f, c.accounts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range res.Findings {
+				got = append(got, f.OutTradeNo)
+			}
+			if !slices.Equal(got, c.want) || res.Total != int64(len(c.want)) {
+				t.Errorf("found %v (total %d), want %v", got, res.Total, c.want)
+			}
+			var byAccount int64
+			for _, a := range res.ByAccount {
+				byAccount += a.Count
+			}
+			if byAccount != res.Total {
+				t.Errorf("the by-account totals count %d, the search %d", byAccount, res.Total)
+			}
+		})
+	}
+	if all, err := r.Search(context.Background(), reconcile.FindingFilter{}); err != nil || all.Total != 4 {
+		t.Errorf("Search: %d findings (%v), want all 4", all.Total, err)
+	}
+}
