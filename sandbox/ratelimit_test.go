@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payrecon/payrecon/reconcile"
 	"github.com/payrecon/payrecon/sandbox"
 )
 
@@ -46,11 +47,12 @@ func TestRateLimiterHoldsQPSAcross64Callers(t *testing.T) {
 			t.Parallel()
 			got, n := measureQPS(t, h, 50, 2*time.Second)
 			t.Logf("%s: %d queries in 2s = %.1f QPS (configured 50)", h.platform, n, got)
-			// 2 s at 50/s with a burst of 1: 101 tokens at most. The cap is the contract; the
-			// floor is loose on purpose, because under -race on a loaded 2-core machine every
-			// query's RSA signing competes for CPU (BenchmarkRateLimit measures the real rate).
-			if n > 102 {
-				t.Fatalf("%d queries in 2s at 50 QPS: the cap was exceeded", n)
+			// 2 s at 50/s after a burst: 100 + burst tokens at most, one more for the timing
+			// of the window's ends. The cap is the contract; the floor is loose on purpose,
+			// because under -race on a loaded 2-core machine every query's RSA signing
+			// competes for CPU (BenchmarkRateLimit measures the real rate).
+			if most := 100 + reconcile.BudgetBurst(50) + 1; n > most {
+				t.Fatalf("%d queries in 2s at 50 QPS: the cap (%d) was exceeded", n, most)
 			}
 			if n < 5 { // starved means stuck, not slow
 				t.Fatalf("%d queries in 2s at 50 QPS: callers are starved", n)

@@ -173,10 +173,9 @@ func (c *commandCounter) ProcessPipelineHook(next goredis.ProcessPipelineHook) g
 	return next
 }
 
-// A lone caller asks Redis about once per call: after a grant it waits until the next call
-// can be allowed instead of collecting a refusal first. The budget is still spent.
-func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
-	t.Parallel()
+// countedClient is a client of a Redis of the test's own, counting the commands it sends,
+// and the test's key prefix.
+func countedClient(t *testing.T) (*goredis.Client, *commandCounter, string) {
 	r := repotest.NewRedis(t)
 	opt, err := goredis.ParseURL(r.URL)
 	if err != nil {
@@ -186,8 +185,16 @@ func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	counter := &commandCounter{}
 	c.AddHook(counter)
+	return c, counter, r.Prefix
+}
+
+// A lone caller asks Redis about once per call: after a grant it waits until the next call
+// can be allowed instead of collecting a refusal first. The budget is still spent.
+func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
+	t.Parallel()
+	c, counter, prefix := countedClient(t)
 	const qps = 50.0
-	b := redis.NewBudget(c, redis.BudgetOptions{Key: r.Prefix + "rate:wechatpay:1900", QPS: qps})
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: prefix + "rate:wechatpay:1900", QPS: qps})
 	const run = 2 * time.Second
 	grants := spend(t, []*redis.Budget{b}, 1, run)
 	asked := counter.n.Load()
@@ -207,17 +214,9 @@ func TestRedisBudgetAsksRedisOncePerCall(t *testing.T) {
 // call. The bunches stay within the budget and spend it.
 func TestRedisBudgetGrantsWaitingCallersInBunches(t *testing.T) {
 	t.Parallel()
-	r := repotest.NewRedis(t)
-	opt, err := goredis.ParseURL(r.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := goredis.NewClient(opt)
-	t.Cleanup(func() { c.Close() })
-	counter := &commandCounter{}
-	c.AddHook(counter)
+	c, counter, prefix := countedClient(t)
 	const qps = 200.0
-	b := redis.NewBudget(c, redis.BudgetOptions{Key: r.Prefix + "rate:wechatpay:1901", QPS: qps})
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: prefix + "rate:wechatpay:1901", QPS: qps})
 	const run = 2 * time.Second
 	grants := spend(t, []*redis.Budget{b}, 32, run)
 	asked := counter.n.Load()
@@ -238,15 +237,9 @@ func TestRedisBudgetGrantsWaitingCallersInBunches(t *testing.T) {
 // callers queued without one, even when it came last.
 func TestRedisBudgetServesWaitAheadFirst(t *testing.T) {
 	t.Parallel()
-	r := repotest.NewRedis(t)
-	opt, err := goredis.ParseURL(r.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := goredis.NewClient(opt)
-	t.Cleanup(func() { c.Close() })
+	c, _, prefix := countedClient(t)
 	// 10 calls/s, a burst of one: one grant per 100 ms, one caller at a time.
-	b := redis.NewBudget(c, redis.BudgetOptions{Key: r.Prefix + "rate:alipay:2088", QPS: 10})
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: prefix + "rate:alipay:2088", QPS: 10})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := b.Wait(ctx); err != nil { // spends the burst: the next grant is 100 ms away
