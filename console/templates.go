@@ -50,7 +50,7 @@ fieldset.bulk{display:flex;flex-wrap:wrap;gap:10px;align-items:end;margin-top:8p
 fieldset.bulk label{display:flex;flex-direction:column;gap:2px;font-size:12px;color:#5a6475}
 #resolution-hints{margin:0;max-width:320px}#resolution-hints dt{font-weight:600;color:#1f2937}#resolution-hints dd{margin:0 0 4px 0}
 .reason{background:#fff;border-left:4px solid #dfe9fb;padding:6px 10px}
-.wide{overflow-x:auto}#statements th,#statements td{padding:6px 5px}
+.wide{overflow-x:auto}#statements th,#statements td{padding:6px 4px}#statements thead th.num,#statements .provider{white-space:normal}#statements{font-size:12px}
 </style></head><body>
 <header><nav id="nav"><a href="/review/">{{.T "title"}}</a> · <a href="/review/" id="nav-findings">{{.T "findings_list"}}</a> · <a href="/review/approvals" id="nav-approvals">{{.T "approvals"}}</a> · <a href="/review/statements" id="nav-statements">{{.T "statements"}}</a></nav>
 <span>{{.T "signed_in_as"}} <b id="viewer">{{.Viewer.Email}}</b> ({{.RoleLabel}}) · {{.T "times_in"}} {{.Zone}}</span></header>
