@@ -273,3 +273,40 @@ func TestRedisBudgetServesWaitAheadFirst(t *testing.T) {
 		t.Fatalf("grants in order %v, want the ahead call right after the asker", order)
 	}
 }
+
+// Callers that give up while queued, while asking, or just after a call or the turn was
+// handed to them pass it on: after a storm of cancelled waits the budget still grants at
+// once to the next caller (a lost turn would leave every later caller waiting forever).
+func TestRedisBudgetSurvivesCallersGivingUp(t *testing.T) {
+	t.Parallel()
+	c, _, prefix := countedClient(t)
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: prefix + "rate:wechatpay:1902", QPS: 200})
+	var wg sync.WaitGroup
+	var granted atomic.Int64
+	for i := range 48 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				// Deadlines from 0 to 12 ms: many end while queued, some while asking,
+				// some right after being handed a call.
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration((i+j)%13)*time.Millisecond)
+				if b.Wait(ctx) == nil {
+					granted.Add(1)
+				}
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := b.Wait(ctx); err != nil {
+		t.Fatalf("after %d grants amid cancelled waits, a fresh caller waited %s and got %v: the turn was lost",
+			granted.Load(), time.Since(start).Round(time.Millisecond), err)
+	}
+	if granted.Load() == 0 {
+		t.Fatal("no caller was granted a call: the storm proved nothing")
+	}
+}
