@@ -160,6 +160,9 @@ func (q *countingQueue) Take(ctx context.Context, tq reconcile.TakeQuery) ([]rec
 func TestIdleAccountsGetNoLoop(t *testing.T) {
 	t.Parallel()
 	p := setupPass(t, func(s *reconcile.RunnerSettings) { s.Concurrency = 2 })
+	// The worker bounds its pool (worker.New); so does this test, or 256 loops taking at
+	// once would open up to 32 sessions on a server other packages' tests share.
+	p.db.SetMaxOpenConns(8)
 	const configured = 3000
 	clients := make([]reconcile.PlatformClient, configured)
 	scripted := make([]*scriptedPlatform, configured)
