@@ -95,11 +95,11 @@ func TestAlipayPartnerMode(t *testing.T) {
 
 	// The notification: app_id the provider's, auth_app_id the merchant's.
 	_, body := deliverOne(t, sb, sandbox.Callback{Platform: reconcile.Alipay, OutTradeNo: "SUB-A-1"})
-	isv.AcceptSubMerchants([]string{subB})
+	isv.AcceptSubMerchants(map[string]bool{subB: true})
 	if _, err := isv.ParseNotify(body); !errors.Is(err, alipay.ErrBadSignature) {
 		t.Errorf("read by a provider that does not accept the merchant: %v, want refused", err)
 	}
-	isv.AcceptSubMerchants([]string{subA})
+	isv.AcceptSubMerchants(map[string]bool{subA: true})
 	n, err := isv.ParseNotify(body)
 	if err != nil || n.Payment == nil || n.Payment.MerchantID != subA || !bytes.Contains(body, []byte("app_id="+isvAppID)) {
 		t.Fatalf("the sub-merchant's notification: %+v, %v\n%s", n, err, body)

@@ -76,11 +76,11 @@ func TestWechatPartnerMode(t *testing.T) {
 
 	// The callback: sealed and signed as the provider's, naming the sub-merchant.
 	header, body := deliverOne(t, sb, sandbox.Callback{Platform: reconcile.WechatPay, OutTradeNo: "SUB-WA-1"})
-	provider.AcceptSubMerchants([]string{subMchB})
+	provider.AcceptSubMerchants(map[string]bool{subMchB: true})
 	if _, err := provider.ParseNotify(header, body); !errors.Is(err, wechatpay.ErrBadSignature) {
 		t.Errorf("read by a provider that does not accept the sub-merchant: %v, want refused", err)
 	}
-	provider.AcceptSubMerchants([]string{subMchA})
+	provider.AcceptSubMerchants(map[string]bool{subMchA: true})
 	if n, err := provider.ParseNotify(header, body); err != nil || n.Payment == nil || n.Payment.MerchantID != subMchA {
 		t.Fatalf("the sub-merchant's callback: %+v, %v", n, err)
 	}

@@ -21,13 +21,13 @@ const MaxSubMerchants = 50000
 // callbacks name them (accept). The views share the provider's circuit breaker, which is
 // watched once, under the provider's id (buildPlatforms): thousands of sub-merchants do not
 // make thousands of gauges.
-func addSubMerchants[V reconcile.PlatformClient](a *App, views []V, err error, accept func([]string)) error {
+func addSubMerchants[V reconcile.PlatformClient](a *App, views []V, err error, accept func(map[string]bool)) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]string, len(views))
-	for i, v := range views {
-		ids[i] = v.MerchantID()
+	ids := make(map[string]bool, len(views))
+	for _, v := range views {
+		ids[v.MerchantID()] = true
 		a.clients = append(a.clients, a.metrics.Instrument(v))
 	}
 	accept(ids)

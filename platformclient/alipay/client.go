@@ -110,15 +110,10 @@ func (c *Client) ForSubMerchant(authAppID, appAuthToken string, own platformclie
 	return &view, nil
 }
 
-// AcceptSubMerchants lets the app's notifications name these merchants (auth_app_id) as well
-// as the app itself; a notification for any other merchant is refused like a bad signature.
-// Call it before the Client is shared.
-func (c *Client) AcceptSubMerchants(authAppIDs []string) {
-	c.subMerchants = make(map[string]bool, len(authAppIDs))
-	for _, id := range authAppIDs {
-		c.subMerchants[id] = true
-	}
-}
+// AcceptSubMerchants lets the app's notifications name these merchants (the auth_app_ids as
+// keys) as well as the app itself; a notification for any other merchant is refused like a
+// bad signature. Call it before the Client is shared; the set is not copied.
+func (c *Client) AcceptSubMerchants(authAppIDs map[string]bool) { c.subMerchants = authAppIDs }
 
 // BreakerState reports the circuit breaker's state ("closed", "half-open", "open").
 func (c *Client) BreakerState() string { return c.policy.BreakerState() }

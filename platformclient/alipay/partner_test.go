@@ -132,7 +132,7 @@ func TestSubMerchantViewNeedsItsIDAndTokenAndNeverPrintsTheToken(t *testing.T) {
 // before.
 func TestNotificationsPickTheSubMerchant(t *testing.T) {
 	provider := newProvider(t, "https://gateway.invalid/gateway.do")
-	provider.AcceptSubMerchants([]string{subApp})
+	provider.AcceptSubMerchants(map[string]bool{subApp: true})
 	body := func(authAppID string) []byte {
 		return signedNotify(t, fuzzKey(t), func(v url.Values) {
 			v.Set("app_id", providerApp)

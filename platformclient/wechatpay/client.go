@@ -93,15 +93,10 @@ func (c *Client) ForSubMerchant(subMchID, subAppID string, own platformclient.Bu
 	return &view, nil
 }
 
-// AcceptSubMerchants lets a service provider's callbacks name these sub-merchants
-// (sub_mchid); a callback for any other is refused like a bad signature. Call it before the
-// Client is shared.
-func (c *Client) AcceptSubMerchants(subMchIDs []string) {
-	c.subMerchants = make(map[string]bool, len(subMchIDs))
-	for _, id := range subMchIDs {
-		c.subMerchants[id] = true
-	}
-}
+// AcceptSubMerchants lets a service provider's callbacks name these sub-merchants (the
+// sub_mchids as keys); a callback for any other is refused like a bad signature. Call it
+// before the Client is shared; the set is not copied.
+func (c *Client) AcceptSubMerchants(subMchIDs map[string]bool) { c.subMerchants = subMchIDs }
 
 // partner is the query string that names a sub-merchant to the partner APIs.
 func (c *Client) partner() string {

@@ -153,7 +153,7 @@ func TestPartnerCalls(t *testing.T) {
 // bad signature.
 func TestPartnerCallbacks(t *testing.T) {
 	provider, _ := partnerClients(t, "https://api.mch.weixin.invalid")
-	provider.AcceptSubMerchants([]string{subMchID})
+	provider.AcceptSubMerchants(map[string]bool{subMchID: true})
 	for _, tc := range []struct {
 		sub     string
 		refused bool
