@@ -185,17 +185,7 @@ func TestE2EAccountsInBothModesRepairedOnce(t *testing.T) {
 		deliveries = append(deliveries, d)
 	}
 	for i, d := range deliveries {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		res, err := d.Wait(ctx)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if !r.Acked {
-				t.Errorf("%s callback for %s (%s) not acknowledged: status %d %s", accounts[i].mode, r.OutTradeNo, accounts[i].merchant, r.LastStatus, r.LastError)
-			}
-		}
+		waitAllAcked(t, context.Background(), d, accounts[i].mode+" "+accounts[i].merchant)
 	}
 	serve.signal(t, syscall.SIGTERM)
 	serve.wait(t, 30*time.Second)

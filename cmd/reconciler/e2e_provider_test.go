@@ -130,17 +130,7 @@ func TestE2EServiceProviderSubMerchants(t *testing.T) {
 		cbs = append(cbs, d)
 	}
 	for i, d := range cbs {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		res, err := d.Wait(ctx)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if !r.Acked {
-				t.Errorf("%s's callback not acknowledged: status %d %s", subs[i].merchant, r.LastStatus, r.LastError)
-			}
-		}
+		waitAllAcked(t, context.Background(), d, subs[i].merchant+"'s")
 	}
 	serve.signal(t, syscall.SIGTERM)
 	serve.wait(t, 30*time.Second)

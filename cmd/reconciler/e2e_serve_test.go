@@ -183,15 +183,7 @@ func TestE2EServeWithoutPrivateKeysAnswersCallbacks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := d.Wait(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if !r.Acked {
-				t.Errorf("%s callback not acknowledged (status %d, %s)", p, r.LastStatus, r.LastError)
-			}
-		}
+		waitAllAcked(t, ctx, d, string(p))
 	}
 	for _, o := range orders {
 		if got := e.order(o.platform, o.otn); got.Status != string(reconcile.StatusPaid) || got.Events != 1 {

@@ -59,15 +59,7 @@ func TestE2EStormServeAndRunsPayOnce(t *testing.T) {
 	}
 	copies := map[string]int{}
 	for _, d := range deliveries {
-		res, err := d.Wait(ctx)
-		if err != nil {
-			t.Fatalf("callbacks still being delivered: %v", err)
-		}
-		for _, r := range res {
-			if !r.Acked {
-				t.Errorf("callback %s %s copy %d not acknowledged after %d attempts (last status %d, %s)",
-					r.Platform, r.OutTradeNo, r.Copy, r.Attempts, r.LastStatus, r.LastError)
-			}
+		for _, r := range waitAllAcked(t, ctx, d, "storm") {
 			copies[string(r.Platform)+"/"+r.OutTradeNo]++
 		}
 	}

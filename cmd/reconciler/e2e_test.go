@@ -580,3 +580,22 @@ func getAs(t *testing.T, url, who string) (int, string) {
 
 // e2eAgo is now minus d, rounded to the microsecond PostgreSQL keeps.
 func e2eAgo(d time.Duration) time.Time { return time.Now().Add(-d).Truncate(time.Microsecond) }
+
+// waitAllAcked waits for a delivery's callbacks (at most 30 s, or ctx) and fails the test
+// for each copy serve did not acknowledge; who says whose callbacks they are.
+func waitAllAcked(t *testing.T, ctx context.Context, d *sandbox.Delivery, who string) []sandbox.DeliveryResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := d.Wait(ctx)
+	if err != nil {
+		t.Fatalf("%s callbacks still being delivered: %v", who, err)
+	}
+	for _, r := range res {
+		if !r.Acked {
+			t.Errorf("%s callback %s %s copy %d not acknowledged after %d attempts (last status %d, %s)",
+				who, r.Platform, r.OutTradeNo, r.Copy, r.Attempts, r.LastStatus, r.LastError)
+		}
+	}
+	return res
+}
