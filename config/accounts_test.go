@@ -151,17 +151,7 @@ func TestAccountsFileErrorsNameFileAccountAndField(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadWith(tc.doc, tc.env...)
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !IsConfigError(err) {
-				t.Fatalf("not a configuration error (exit 2): %T %v", err, err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			wantConfigError(t, err, tc.want...)
 		})
 	}
 	t.Run("plain http allowed when asked", func(t *testing.T) {
@@ -237,5 +227,21 @@ func TestVerifyOnlyAccountsNeedNoPrivateKey(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// wantConfigError holds err to a configuration error (exit 2) that says each of want.
+func wantConfigError(t *testing.T, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if !IsConfigError(err) {
+		t.Fatalf("not a configuration error (exit 2): %T %v", err, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
 	}
 }

@@ -95,14 +95,7 @@ func TestConsoleAccountsFileErrors(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !IsConfigError(err) {
-				t.Fatalf("got %v, want a configuration error (exit 2)", err)
-			}
-			for _, w := range append([]string{"RECONCILER_ACCOUNTS_FILE", path}, tc.want...) {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
+			wantConfigError(t, err, append([]string{"RECONCILER_ACCOUNTS_FILE", path}, tc.want...)...)
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {

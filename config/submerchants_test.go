@@ -131,17 +131,7 @@ func TestServiceProviderAccountErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadWith(tc.doc)
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			if !IsConfigError(err) {
-				t.Fatalf("not a configuration error (exit 2): %T %v", err, err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q lacks %q", err, w)
-				}
-			}
+			wantConfigError(t, err, tc.want...)
 			if strings.Contains(err.Error(), "202611BB") {
 				t.Errorf("error %q shows a token", err)
 			}
