@@ -47,8 +47,9 @@ func (a *App) RunPass(ctx context.Context, spec reconcile.PassSpec, out PassOutp
 		return run, err
 	}
 	if run.ID != 0 {
-		rss, cpu := ProcessStats()
-		a.log.Info().Int64("run_id", run.ID).Int64("peak_rss_kib", rss).Float64("cpu_seconds", cpu.Seconds()).
+		st := ReadProcessStats()
+		a.log.Info().Int64("run_id", run.ID).Int64("peak_rss_kib", st.PeakRSSKiB).Float64("cpu_seconds", st.CPU.Seconds()).
+			Int64("context_switches", st.ContextSwitches).
 			Int64("overhead_p50_us", overhead.quantile(0.5).Microseconds()).Int64("overhead_p99_us", overhead.quantile(0.99).Microseconds()).
 			Int64("scanned", run.Counts.Scanned).Msg("process stats")
 		a.metrics.RecordRun(run)

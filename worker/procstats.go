@@ -2,39 +2,37 @@ package worker
 
 import (
 	"math"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
 )
 
-// ProcessStats reads this process's peak resident set size and CPU time from /proc, for the
-// end-of-pass log line (and `make bench`, which reads it from there). Zero where /proc is
-// missing.
-func ProcessStats() (peakRSSKiB int64, cpu time.Duration) {
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				peakRSSKiB, _ = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			}
-		}
+// ProcessStats is what this process has used since it started, for the end-of-pass log line
+// (and `make bench`, which reads it from there).
+type ProcessStats struct {
+	PeakRSSKiB int64
+	CPU        time.Duration // user and system, every thread
+	// ContextSwitches counts every time one of the process's threads left a CPU, waiting or
+	// preempted. An idle process pays for each wake-up (the runtime's monitor thread alone
+	// switches about once per wake-up), so a paced pass's CPU follows this count: it is the
+	// steadier figure when a loaded machine makes CPU time wander.
+	ContextSwitches int64
+}
+
+// ReadProcessStats reads getrusage(2) for the whole process (Linux reports ru_maxrss in KiB).
+// Zero where the call fails.
+func ReadProcessStats() ProcessStats {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return ProcessStats{}
 	}
-	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
-		// Fields after the command name (which may hold spaces) start at ") ".
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 {
-			f := strings.Fields(string(b)[i+2:])
-			if len(f) > 12 {
-				utime, _ := strconv.ParseInt(f[11], 10, 64)
-				stime, _ := strconv.ParseInt(f[12], 10, 64)
-				const clockTicks = 100 // USER_HZ on Linux
-				cpu = time.Duration(utime+stime) * time.Second / clockTicks
-			}
-		}
+	return ProcessStats{
+		PeakRSSKiB:      ru.Maxrss,
+		CPU:             time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		ContextSwitches: ru.Nvcsw + ru.Nivcsw,
 	}
-	return peakRSSKiB, cpu
 }
 
 // overheadHistogram records each check's own overhead (time outside the platform call) in

@@ -305,13 +305,13 @@ func BenchmarkWorkerCPU(b *testing.B) {
 				k, v, _ := strings.Cut(kv, "=")
 				b.Setenv(k, v)
 			}
-			_, cpu0 := worker.ProcessStats()
+			cpu0 := worker.ReadProcessStats().CPU
 			start := time.Now()
 			var stdout, stderr bytes.Buffer
 			if code := Main(b.Context(), []string{"run"}, &stdout, &stderr); code != 0 {
 				b.Fatalf("run exited %d\n%s", code, tail(stderr.String(), 20))
 			}
-			_, cpu1 := worker.ProcessStats()
+			cpu1 := worker.ReadProcessStats().CPU
 			wall := time.Since(start)
 			perOrder := (cpu1 - cpu0) / time.Duration(c.orders)
 			fmt.Printf("%-18s %6d orders in %6s (%5.0f/s): cpu/order %s\n", c.name, c.orders, wall.Round(time.Millisecond),

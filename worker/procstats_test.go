@@ -1,0 +1,34 @@
+package worker
+
+import (
+	"testing"
+	"time"
+)
+
+// The bench reads these figures from the run's log line to compare paced and unthrottled
+// passes; each must move with what the process does, not just be non-zero once.
+func TestReadProcessStatsFollowsTheProcess(t *testing.T) {
+	before := ReadProcessStats()
+	if before.PeakRSSKiB < 1024 {
+		t.Fatalf("peak RSS %d KiB: a Go test binary holds more than a MiB", before.PeakRSSKiB)
+	}
+
+	// Spin until 20 ms of CPU show (a loaded machine may take longer, never forever), then
+	// give the CPU up ten times.
+	for deadline := time.Now().Add(10 * time.Second); ReadProcessStats().CPU-before.CPU < 20*time.Millisecond; {
+		if time.Now().After(deadline) {
+			t.Fatalf("CPU still %v after 10 s of spinning", ReadProcessStats().CPU-before.CPU)
+		}
+	}
+	for range 10 {
+		time.Sleep(time.Millisecond)
+	}
+
+	after := ReadProcessStats()
+	if got := after.ContextSwitches - before.ContextSwitches; got < 10 {
+		t.Errorf("context switches grew by %d over ten sleeps", got)
+	}
+	if after.PeakRSSKiB < before.PeakRSSKiB {
+		t.Errorf("peak RSS fell from %d to %d KiB", before.PeakRSSKiB, after.PeakRSSKiB)
+	}
+}
