@@ -2,6 +2,9 @@ package worker
 
 import (
 	"math"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,18 +24,25 @@ type ProcessStats struct {
 	ContextSwitches int64
 }
 
-// ReadProcessStats reads getrusage(2) for the whole process (Linux reports ru_maxrss in KiB).
-// Zero where the call fails.
+// ReadProcessStats reads getrusage(2) for the CPU and the context switches of every thread,
+// and /proc/self/status for the peak RSS. Not ru_maxrss: Linux keeps it across execve, so a
+// worker started by a larger process (a test binary, an agent) would report its parent's peak.
+// Zero where a source is missing.
 func ReadProcessStats() ProcessStats {
+	var st ProcessStats
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return ProcessStats{}
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		st.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		st.ContextSwitches = ru.Nvcsw + ru.Nivcsw
 	}
-	return ProcessStats{
-		PeakRSSKiB:      ru.Maxrss,
-		CPU:             time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		ContextSwitches: ru.Nvcsw + ru.Nivcsw,
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				st.PeakRSSKiB, _ = strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			}
+		}
 	}
+	return st
 }
 
 // overheadHistogram records each check's own overhead (time outside the platform call) in
