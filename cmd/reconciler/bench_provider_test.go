@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"net/http/httptest"
@@ -289,28 +288,16 @@ func runScaleCase(b *testing.B, c scaleCase) scaleFigures {
 		FROM generate_series(0, $1 - 1) s, generate_series(0, $2 - 1) n`, c.due, c.ordersEach)
 	db.MustExec(`VACUUM ANALYZE payment_orders`)
 
-	cmd := exec.Command(bin, "run")
-	cmd.Env = append(append(os.Environ(), sandbox.AccountsEnv(file)...), "RECONCILER_DATABASE_URL="+db.URL, "RECONCILER_REDIS_URL="+rd.URL,
+	env := append(append(os.Environ(), sandbox.AccountsEnv(file)...), "RECONCILER_DATABASE_URL="+db.URL, "RECONCILER_REDIS_URL="+rd.URL,
 		"RECONCILER_CLAIM_PREFIX="+rd.Prefix, "RECONCILER_RATE_PREFIX="+rd.Prefix+"rate:", "RECONCILER_LOG_FORMAT=json", fmt.Sprintf("RECONCILER_CONCURRENCY=%d", cmp.Or(c.concurrency, 16)))
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("run: %v\n%s", err, tail(logs.String(), 20))
-	}
-	wall := time.Since(start)
-	var rssKiB, switches float64
-	var cpu time.Duration
-	for _, st := range processStats(&logs) {
-		rssKiB, cpu, switches = st.num("peak_rss_kib"), st.cpu(), st.num("context_switches")
-	}
+	wall, st, _ := runWorker(b, bin, env)
 	var paid int
 	db.Get(&paid, `SELECT count(*) FROM payment_orders WHERE status = 'PAID'`) //nolint:errcheck
 	if paid != c.orders() {
 		b.Fatalf("%d of %d orders repaired", paid, c.orders())
 	}
-	f := scaleFigures{wall: wall, rssMiB: rssKiB / 1024, cpuPerOrder: cpu / time.Duration(c.orders()),
-		switches: switches / float64(c.orders())}
+	f := scaleFigures{wall: wall, rssMiB: st.num("peak_rss_kib") / 1024, cpuPerOrder: st.cpu() / time.Duration(c.orders()),
+		switches: st.num("context_switches") / float64(c.orders())}
 	if all := rec.account(""); all.busy() > 5*time.Second {
 		f.steady, _, _ = all.steadyRate(time.Second)
 	}

@@ -108,30 +108,18 @@ func runPassBench(b *testing.B, n int, latency time.Duration, qps float64, concu
 	}
 	db.Exec(`SELECT pg_stat_clear_snapshot()`) //nolint:errcheck
 	before := xacts()
-	cmd := exec.Command(bin, "run")
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("run: %v\n%s", err, tail(stderr.String(), 20))
-	}
-	wall := time.Since(start)
+	wall, st, logs := runWorker(b, bin, env)
 	// A backend flushes its statistics when it exits; give the server a moment.
 	time.Sleep(1500 * time.Millisecond)
 	db.Exec(`SELECT pg_stat_clear_snapshot()`) //nolint:errcheck
 	after := xacts()
 
-	f := passFigures{wall: wall, platformCall: sb.PlatformQueryCount(reconcile.Alipay) + sb.PlatformQueryCount(reconcile.WechatPay)}
-	for _, st := range processStats(&stderr) {
-		f.orders = int64(st.num("scanned"))
-		f.cpu = st.cpu()
-		f.peakRSSKiB = int64(st.num("peak_rss_kib"))
-		f.p50 = time.Duration(st.num("overhead_p50_us")) * time.Microsecond
-		f.p99 = time.Duration(st.num("overhead_p99_us")) * time.Microsecond
-	}
+	f := passFigures{wall: wall, platformCall: sb.PlatformQueryCount(reconcile.Alipay) + sb.PlatformQueryCount(reconcile.WechatPay),
+		orders: int64(st.num("scanned")), cpu: st.cpu(), peakRSSKiB: int64(st.num("peak_rss_kib")),
+		p50: time.Duration(st.num("overhead_p50_us")) * time.Microsecond,
+		p99: time.Duration(st.num("overhead_p99_us")) * time.Microsecond}
 	if f.orders != int64(n) {
-		b.Fatalf("worker checked %d of %d orders and refunds\n%s", f.orders, n, tail(stderr.String(), 20))
+		b.Fatalf("worker checked %d of %d orders and refunds\n%s", f.orders, n, tail(logs, 20))
 	}
 	var paid, succeeded int
 	db.Get(&paid, `SELECT count(*) FROM payment_orders WHERE status = 'PAID'`)          //nolint:errcheck
@@ -303,6 +291,26 @@ func (s processStat) num(key string) float64 { v, _ := s[key].(float64); return 
 
 func (s processStat) cpu() time.Duration {
 	return time.Duration(s.num("cpu_seconds") * float64(time.Second))
+}
+
+// runWorker runs one `reconciler run` process with env (JSON logs) to its end and returns
+// its wall time, the last "process stats" line it logged and its log.
+func runWorker(b *testing.B, bin string, env []string) (time.Duration, processStat, string) {
+	b.Helper()
+	cmd := exec.Command(bin, "run")
+	cmd.Env = env
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("run: %v\n%s", err, tail(logs.String(), 20))
+	}
+	wall := time.Since(start)
+	st := processStat{}
+	if all := processStats(bytes.NewReader(logs.Bytes())); len(all) > 0 {
+		st = all[len(all)-1]
+	}
+	return wall, st, logs.String()
 }
 
 // processStats reads the "process stats" lines of a worker's JSON log.
