@@ -508,7 +508,7 @@ func checkSubMerchants(accts Accounts, seen map[string]bool, calls bool) error {
 	}
 	for _, p := range accts.Alipay {
 		for i, s := range p.SubMerchants {
-			fail := func(field, msg string) *Error { return p.FieldError(subField(i, s.AuthAppID, field), msg) }
+			fail := func(field, msg string) *Error { return p.FieldError(SubMerchantField(i, s.AuthAppID, field), msg) }
 			if strings.TrimSpace(s.AuthAppID) == "" {
 				return fail("auth_app_id", "is required (the merchant's app id, as payment_orders.merchant_id holds it)")
 			}
@@ -528,7 +528,7 @@ func checkSubMerchants(accts Accounts, seen map[string]bool, calls bool) error {
 	}
 	for _, p := range accts.WechatPay {
 		for i, s := range p.SubMerchants {
-			fail := func(field, msg string) *Error { return p.FieldError(subField(i, s.SubMchID, field), msg) }
+			fail := func(field, msg string) *Error { return p.FieldError(SubMerchantField(i, s.SubMchID, field), msg) }
 			if strings.TrimSpace(s.SubMchID) == "" {
 				return fail("sub_mchid", "is required (the sub-merchant's mchid, as payment_orders.merchant_id holds it)")
 			}
@@ -546,8 +546,8 @@ func checkSubMerchants(accts Accounts, seen map[string]bool, calls bool) error {
 	return nil
 }
 
-// subField names a sub-merchant's field in an error: its place in the list and its id.
-func subField(i int, id, field string) string {
+// SubMerchantField names a sub-merchant's field in an error: its place in the list and its id.
+func SubMerchantField(i int, id, field string) string {
 	if id == "" {
 		return fmt.Sprintf("sub_merchants[%d].%s", i, field)
 	}

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/payrecon/payrecon/config"
@@ -62,7 +61,7 @@ func (a *App) addAlipaySubMerchants(c *alipay.Client, acct config.AlipayAccount)
 func (a *App) alipaySubClients(c *alipay.Client, acct config.AlipayAccount) ([]*alipay.Client, error) {
 	views := make([]*alipay.Client, 0, len(acct.SubMerchants))
 	for i, s := range acct.SubMerchants {
-		field := fmt.Sprintf("sub_merchants[%d] (%s).app_auth_token_file", i, s.AuthAppID)
+		field := config.SubMerchantField(i, s.AuthAppID, "app_auth_token_file")
 		token, err := readKeyFile(a, acct.FieldError, field, s.AppAuthTokenFile, parseAppAuthToken)
 		if err != nil {
 			return nil, err
@@ -91,7 +90,7 @@ func (a *App) wechatSubClients(c *wechatpay.Client, acct config.WechatAccount) (
 	for i, s := range acct.SubMerchants {
 		v, err := c.ForSubMerchant(s.SubMchID, s.SubAppID, a.subBudget(reconcile.WechatPay, s.SubMchID, s.QPS))
 		if err != nil {
-			return nil, acct.FieldError(fmt.Sprintf("sub_merchants[%d].sub_mchid", i), err.Error())
+			return nil, acct.FieldError(config.SubMerchantField(i, s.SubMchID, "sub_mchid"), err.Error())
 		}
 		views = append(views, v)
 	}
