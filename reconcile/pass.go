@@ -432,14 +432,9 @@ func (p *pass) loop(ctx context.Context) error {
 	f := &fatalLatch{stop: make(chan struct{})}
 	var wg sync.WaitGroup
 	active := make(chan struct{}, MaxActiveAccounts)
-start:
 	for _, k := range due {
-		select {
-		case active <- struct{}{}:
-		case <-ctx.Done():
-			break start
-		case <-f.stop:
-			break start
+		if !waitForSlot(ctx, active, f) {
+			break
 		}
 		wg.Add(1)
 		go func() {
