@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/payrecon/payrecon/platformclient"
 	"github.com/payrecon/payrecon/platformclient/wechatpay"
 	"github.com/payrecon/payrecon/reconcile"
 )
@@ -53,7 +54,7 @@ func (v *WechatVerifier) KnowsSerial(_ context.Context, serial string) bool {
 func (v *WechatVerifier) ParseNotifyContext(_ context.Context, h http.Header, body []byte) (reconcile.Notification, error) {
 	n, err := v.verifier.ParseNotify(h, body)
 	if err == nil {
-		err = wechatpay.CheckNotifyMerchant(n, v.mchID, v.subMerchants)
+		err = platformclient.CheckNotifyMerchant(reconcile.WechatPay, n, v.mchID, v.subMerchants)
 	}
 	if err != nil {
 		return reconcile.Notification{}, err

@@ -2,6 +2,7 @@ package platformclient
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/payrecon/payrecon/reconcile"
@@ -31,6 +32,24 @@ func NewError(p reconcile.Platform, kind reconcile.PlatformErrorKind, code, msg 
 // ErrBadSignature.
 func BadSignature(p reconcile.Platform, msg string) *reconcile.PlatformError {
 	return NewError(p, reconcile.KindBadSignature, "", msg, ErrBadSignature)
+}
+
+// CheckNotifyMerchant refuses, like a bad signature, a verified notification that the
+// provider self (an Alipay third-party app or a WeChat Pay service provider, with
+// subMerchants) received for a merchant that is neither itself nor one of them: the
+// provider's keys sign every sub-merchant's notifications, and a merchant we do not
+// reconcile is not ours to apply, however well it is signed. A provider configured without
+// sub-merchants refuses nothing here: its notifications name itself in practice, and any
+// other merchant they name is the apply path's to classify.
+func CheckNotifyMerchant(p reconcile.Platform, n reconcile.Notification, self string, subMerchants map[string]bool) error {
+	if m := n.MerchantID(); len(subMerchants) > 0 && m != "" && m != self && !subMerchants[m] {
+		field := "sub_mchid"
+		if p == reconcile.Alipay {
+			field = "auth_app_id"
+		}
+		return BadSignature(p, fmt.Sprintf("notification for %s %s, which is not a configured sub-merchant of %s", field, m, self))
+	}
+	return nil
 }
 
 // Malformed is the error for a callback that could not be read; its chain holds

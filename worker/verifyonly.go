@@ -36,7 +36,7 @@ func (a *App) alipayVerifier(acct config.AlipayAccount) (httpapi.AlipayNotifyRea
 	return func(body []byte) (reconcile.Notification, error) {
 		n, err := alipay.ParseNotify(body, pub)
 		if err == nil {
-			err = alipay.CheckNotifyMerchant(n, acct.AppID, subs)
+			err = platformclient.CheckNotifyMerchant(reconcile.Alipay, n, acct.AppID, subs)
 		}
 		if err != nil {
 			return reconcile.Notification{}, err

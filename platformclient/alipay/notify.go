@@ -89,24 +89,10 @@ func (c *Client) parseNotify(body []byte) (reconcile.Notification, error) {
 	if err != nil {
 		return n, err
 	}
-	if err := CheckNotifyMerchant(n, c.cfg.AppID, c.subMerchants); err != nil {
+	if err := platformclient.CheckNotifyMerchant(reconcile.Alipay, n, c.cfg.AppID, c.subMerchants); err != nil {
 		return reconcile.Notification{}, err
 	}
 	return n, nil
-}
-
-// CheckNotifyMerchant refuses, like a bad signature, a verified notification of a service
-// provider's app appID (one with subMerchants, auth_app_ids) for a merchant that is neither
-// the app itself nor one of them: the app serves many merchants, not all of them ours to
-// apply, however well the notification is signed. An app configured without sub-merchants
-// refuses nothing here: its notifications name itself (auth_app_id = app_id) in practice,
-// and any other merchant they name is the apply path's to classify.
-func CheckNotifyMerchant(n reconcile.Notification, appID string, subMerchants map[string]bool) error {
-	if m := n.MerchantID(); len(subMerchants) > 0 && m != "" && m != appID && !subMerchants[m] {
-		return platformclient.BadSignature(reconcile.Alipay,
-			fmt.Sprintf("notification for auth_app_id %s, which is not a configured sub-merchant of app %s", m, appID))
-	}
-	return nil
 }
 
 // notifyMerchant is the merchant a notification is for: auth_app_id, the merchant's own

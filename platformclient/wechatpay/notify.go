@@ -257,7 +257,7 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 	nv := &NotifyVerifier{verifier: c.verifier(ctx), apiV3Key: c.cfg.APIv3Key}
 	res, err := nv.ParseNotify(h, body)
 	if err == nil {
-		if err = CheckNotifyMerchant(res, c.cfg.MchID, c.subMerchants); err != nil {
+		if err = platformclient.CheckNotifyMerchant(reconcile.WechatPay, res, c.cfg.MchID, c.subMerchants); err != nil {
 			res = reconcile.Notification{}
 		}
 	}
@@ -274,19 +274,6 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 			Msg("wechatpay callback failed signature verification; refused")
 	}
 	return res, err
-}
-
-// CheckNotifyMerchant refuses, like a bad signature, a verified callback of a service
-// provider mchID (its sp_mchid, with subMerchants, sub_mchids) about a merchant that is
-// neither mchID itself nor one of them: the provider's keys sign and encrypt every
-// sub-merchant's callbacks, and a sub-merchant we do not reconcile is not ours to apply. A
-// merchant configured without sub-merchants refuses nothing here, as before.
-func CheckNotifyMerchant(n reconcile.Notification, mchID string, subMerchants map[string]bool) error {
-	if m := n.MerchantID(); len(subMerchants) > 0 && m != "" && m != mchID && !subMerchants[m] {
-		return platformclient.BadSignature(reconcile.WechatPay,
-			fmt.Sprintf("callback: for sub_mchid %s, which is not a configured sub-merchant of %s", m, mchID))
-	}
-	return nil
 }
 
 // DecryptResource opens an AEAD_AES_256_GCM resource: key is the API v3 key, the IV is the
