@@ -54,16 +54,7 @@ func testAlipayAccounts(t testing.TB) (cert, pk sandbox.AlipayAccount) {
 func newAccountsSandbox(t testing.TB) (*sandbox.Sandbox, string) {
 	t.Helper()
 	cert, pk := testAlipayAccounts(t)
-	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Accounts: sandbox.Accounts{Alipay: []sandbox.AlipayAccount{cert, pk}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sb)
-	t.Cleanup(func() {
-		sb.Close()
-		srv.Close()
-	})
-	return sb, srv.URL
+	return serveSandbox(t, sandbox.Options{Accounts: sandbox.Accounts{Alipay: []sandbox.AlipayAccount{cert, pk}}})
 }
 
 // formRecorder keeps the forms a client sent.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -30,16 +29,8 @@ func newPartnerSandbox(t *testing.T) (*sandbox.Sandbox, string, *alipay.Client) 
 		t.Fatal(err)
 	}
 	isv.SubMerchants = []string{subA, subB}
-	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Accounts: sandbox.Accounts{Alipay: []sandbox.AlipayAccount{isv}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sb)
-	t.Cleanup(func() {
-		sb.Close()
-		srv.Close()
-	})
-	cfg, err := sb.AlipayAccountConfig(isvAppID, srv.URL)
+	sb, url := serveSandbox(t, sandbox.Options{Accounts: sandbox.Accounts{Alipay: []sandbox.AlipayAccount{isv}}})
+	cfg, err := sb.AlipayAccountConfig(isvAppID, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +39,7 @@ func newPartnerSandbox(t *testing.T) (*sandbox.Sandbox, string, *alipay.Client) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sb, srv.URL, c
+	return sb, url, c
 }
 
 // TestAlipayPartnerMode: the provider's client, calling for a sub-merchant with its

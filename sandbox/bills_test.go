@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,12 +86,7 @@ var billHarnesses = []billHarness{
 // RB6-1 (B6, 0.70, still processing), RB6-2 (B6, 0.20, closed).
 func newBillSandbox(t *testing.T) (*sandbox.Sandbox, string) {
 	t.Helper()
-	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Now: func() time.Time { return billNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sb)
-	t.Cleanup(func() { sb.Close(); srv.Close() })
+	sb, url := serveSandbox(t, sandbox.Options{Now: func() time.Time { return billNow }})
 	at := func(h int) time.Time { return billDay.Add(time.Duration(h) * time.Hour) }
 	for _, p := range []reconcile.Platform{reconcile.Alipay, reconcile.WechatPay} {
 		sb.SetScenario(p, "B1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 100, PaidAt: at(10)})
@@ -113,7 +107,7 @@ func newBillSandbox(t *testing.T) (*sandbox.Sandbox, string) {
 			}
 		}
 	}
-	return sb, srv.URL
+	return sb, url
 }
 
 // billLine is what a bill line must say, in the bill's order.
@@ -399,15 +393,10 @@ func TestBillNotReadyMessage(t *testing.T) {
 func TestAlipayBillURLExpired(t *testing.T) {
 	var ticks atomic.Int64
 	clock := func() time.Time { return billNow.Add(time.Duration(ticks.Add(1)) * 31 * time.Second) }
-	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sb)
-	t.Cleanup(func() { sb.Close(); srv.Close() })
+	sb, url := serveSandbox(t, sandbox.Options{Now: clock})
 	sb.SetScenario(reconcile.Alipay, "B1", sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 100, PaidAt: billDay.Add(time.Hour)})
 	budget := &countingBudget{}
-	_, err = billHarnesses[0].newClient(t, sb, srv.URL, budget).DownloadBill(context.Background(), billDay, t.TempDir())
+	_, err := billHarnesses[0].newClient(t, sb, url, budget).DownloadBill(context.Background(), billDay, t.TempDir())
 	var pe *reconcile.PlatformError
 	if !errors.As(err, &pe) || pe.Code != "URL_EXPIRED" {
 		t.Fatalf("want URL_EXPIRED, got %v", err)
@@ -425,13 +414,8 @@ func TestWechatDayWithoutTrades(t *testing.T) {
 	var now atomic.Pointer[time.Time]
 	now.Store(&billNow)
 	clock := func() time.Time { return *now.Load() }
-	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sb)
-	t.Cleanup(func() { sb.Close(); srv.Close() })
-	cfg := sb.WechatPayConfig(srv.URL)
+	sb, url := serveSandbox(t, sandbox.Options{Now: clock})
+	cfg := sb.WechatPayConfig(url)
 	cfg.Now, cfg.Tuning = clock, platformclient.Tuning{BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond}
 	c, err := wechatpay.New(cfg)
 	if err != nil {

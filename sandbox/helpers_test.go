@@ -32,7 +32,14 @@ func testKeys(t testing.TB) *sandbox.Keys {
 // newSandbox starts a sandbox on a loopback httptest server; both stop with the test.
 func newSandbox(t testing.TB) (*sandbox.Sandbox, string) {
 	t.Helper()
-	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t)})
+	return serveSandbox(t, sandbox.Options{})
+}
+
+// serveSandbox is newSandbox with options; the test keys are filled in.
+func serveSandbox(t testing.TB, opts sandbox.Options) (*sandbox.Sandbox, string) {
+	t.Helper()
+	opts.Keys = testKeys(t)
+	sb, err := sandbox.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package sandbox_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -28,14 +27,8 @@ func TestWechatPartnerMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp.SubMerchants = []string{subMchA, subMchB}
-	sb, err := sandbox.New(sandbox.Options{Keys: testKeys(t), Accounts: sandbox.Accounts{WechatPay: []sandbox.WechatAccount{sp}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sb)
-	defer srv.Close()
-	defer sb.Close()
-	cfg, err := sb.WechatAccountConfig(spMchID, srv.URL)
+	sb, url := serveSandbox(t, sandbox.Options{Accounts: sandbox.Accounts{WechatPay: []sandbox.WechatAccount{sp}}})
+	cfg, err := sb.WechatAccountConfig(spMchID, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +78,7 @@ func TestWechatPartnerMode(t *testing.T) {
 		t.Fatalf("the sub-merchant's callback: %+v, %v", n, err)
 	}
 
-	entries, err := sb.WriteWechatAccountFiles(t.TempDir(), srv.URL)
+	entries, err := sb.WriteWechatAccountFiles(t.TempDir(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
