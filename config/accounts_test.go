@@ -111,12 +111,7 @@ func TestAccountsFile(t *testing.T) {
 func TestAccountsFileErrorsNameFileAccountAndField(t *testing.T) {
 	dir, loadWith := accountsFixture(t)
 	path := filepath.Join(dir, "accounts.yaml")
-	replace := func(old, new string) string {
-		if !strings.Contains(goodAccounts, old) {
-			t.Fatalf("fixture lacks %q", old)
-		}
-		return strings.Replace(goodAccounts, old, new, 1)
-	}
+	replace := fixtureEdit(t, goodAccounts)
 	cases := []struct {
 		name string
 		doc  string
@@ -227,6 +222,18 @@ func TestVerifyOnlyAccountsNeedNoPrivateKey(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// fixtureEdit returns an edit of doc: old, which doc must hold, replaced once by new. Each bad
+// file in a table is the good fixture with one thing wrong.
+func fixtureEdit(t *testing.T, doc string) func(old, new string) string {
+	return func(old, new string) string {
+		t.Helper()
+		if !strings.Contains(doc, old) {
+			t.Fatalf("fixture lacks %q", old)
+		}
+		return strings.Replace(doc, old, new, 1)
 	}
 }
 

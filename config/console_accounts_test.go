@@ -65,12 +65,7 @@ func TestConsoleReadsTheAccountsStructureOnly(t *testing.T) {
 // would refuse is theirs to refuse.
 func TestConsoleAccountsFileErrors(t *testing.T) {
 	absent := filepath.Join(t.TempDir(), "not-mounted")
-	replace := func(old, new string) string {
-		if !strings.Contains(providerAccounts, old) {
-			t.Fatalf("fixture lacks %q", old)
-		}
-		return strings.Replace(providerAccounts, old, new, 1)
-	}
+	replace := fixtureEdit(t, providerAccounts)
 	cases := []struct {
 		name string
 		doc  string

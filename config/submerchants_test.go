@@ -87,12 +87,7 @@ func TestServiceProviderAccountErrors(t *testing.T) {
 	dir, loadWith := accountsFixture(t)
 	writeTokens(t, dir, "t101.token", "t102.token")
 	path := filepath.Join(dir, "accounts.yaml")
-	replace := func(old, new string) string {
-		if !strings.Contains(providerAccounts, old) {
-			t.Fatalf("fixture lacks %q", old)
-		}
-		return strings.Replace(providerAccounts, old, new, 1)
-	}
+	replace := fixtureEdit(t, providerAccounts)
 	isv, sp := `alipay account "2021000000000009"`, `wechatpay account "1900000109"`
 	cases := []struct {
 		name string
