@@ -64,6 +64,8 @@ demo:
 #                     (profile it: -bench WorkerCPU -cpuprofile cpu.out ./cmd/reconciler/)
 #   PacingCPU:        the same ratio for a `reconciler run` process, a provider with one
 #                     sub-merchant and with 2,000 (target: paced <= 1.2x unthrottled)
+#   SigningPaced:     the floor under it: CPU per RSA-2048 signature of a process that only
+#                     signs, 100/s in bunches and one per wake-up, against back to back
 #   RelayThroughput:  100,000 outbox rows: relay msg/s next to bare JetStream async publish
 #   RelayFollowLag:   relay --follow at 1,000 transitions/s: commit -> ack lag p50/p99
 #   Read*:            bill readers, 100,000 generated lines per format: lines/s
@@ -76,6 +78,7 @@ demo:
 bench:
 	$(SERVICES) sh -c '$(GO) test -run "^$$" -bench "ApplyResult" -benchmem -count=1 ./reconcile/ && \
 	  $(GO) test -run "^$$" -bench "RateLimit" -benchtime 1x -count=1 ./sandbox/ && \
+	  $(GO) test -run "^$$" -bench "SigningPaced" -benchtime 1x -count=1 ./platformclient/ && \
 	  $(GO) test -run "^$$" -bench "Pass|RecheckSchedule|Budget|WorkerCPU|PacingCPU|ProviderScale" -benchtime 1x -count=1 -timeout 60m ./reconcile/ ./cmd/reconciler/ && \
 	  $(GO) test -run "^$$" -bench "Relay" -benchtime 1x -count=1 -timeout 20m ./relay/ && \
 	  $(GO) test -run "^$$" -bench "Read" -benchtime 3x -benchmem -count=1 ./statement/ && \
