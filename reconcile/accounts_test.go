@@ -197,3 +197,57 @@ func TestIdleAccountsGetNoLoop(t *testing.T) {
 		t.Fatalf("pass over %d accounts with work: %+v, %v", n, run.Counts, err)
 	}
 }
+
+// dueRecorder records what a pass tells a DueObserver, and whether any check came first.
+type dueRecorder struct {
+	mu         sync.Mutex
+	calls      [][]reconcile.AccountKey
+	checks     int
+	checkedFor []string // merchant ids of the checks made before Due
+}
+
+func (d *dueRecorder) Due(accounts []reconcile.AccountKey) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, append([]reconcile.AccountKey(nil), accounts...))
+}
+
+func (d *dueRecorder) Checked(c reconcile.Check) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.checks++
+	if len(d.calls) == 0 {
+		d.checkedFor = append(d.checkedFor, c.Order.MerchantID)
+	}
+}
+
+// The worker sizes its scheduler to the budgets of the accounts with due work, so the pass
+// names exactly those, once, before any of them is checked: not the idle configured ones.
+func TestPassNamesTheAccountsWithDueWorkFirst(t *testing.T) {
+	t.Parallel()
+	p := setupPass(t)
+	busy := newScripted(reconcile.WechatPay, "1900000001")
+	idle := newScripted(reconcile.WechatPay, "1900000002")
+	for i := range 3 {
+		otn := fmt.Sprintf("DUE-%d", i)
+		p.order(orderSpec{otn: otn, merchant: p.ali.merchant})
+		p.ali.set(otn, reconcile.StatePaid, "TA-"+otn, 8880)
+		otn = fmt.Sprintf("DUE-W%d", i)
+		p.order(orderSpec{otn: otn, platform: reconcile.WechatPay, merchant: busy.merchant})
+		busy.set(otn, reconcile.StatePaid, "TW-"+otn, 8880)
+	}
+	obs := &dueRecorder{}
+	runner := reconcile.NewRunner(p.applier, p.store, p.store.Runs(), p.store.Locker(),
+		[]reconcile.PlatformClient{p.ali, idle, busy}, p.rs, obs, zerolog.Nop())
+	run, err := runner.Pass(context.Background(), reconcile.PassSpec{Mode: reconcile.ModeOnce})
+	if err != nil || run.Counts.Repaired != 6 {
+		t.Fatalf("pass: %v, repaired %d of 6", err, run.Counts.Repaired)
+	}
+	want := []reconcile.AccountKey{{Platform: reconcile.Alipay, MerchantID: p.ali.merchant}, {Platform: reconcile.WechatPay, MerchantID: busy.merchant}}
+	if len(obs.calls) != 1 || fmt.Sprint(obs.calls[0]) != fmt.Sprint(want) {
+		t.Fatalf("Due was told %v, want once %v", obs.calls, want)
+	}
+	if len(obs.checkedFor) != 0 || obs.checks != 6 {
+		t.Fatalf("%d checks, %v of them before Due; want 6, all after", obs.checks, obs.checkedFor)
+	}
+}

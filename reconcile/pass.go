@@ -30,6 +30,13 @@ type Observer interface {
 	Checked(c Check)
 }
 
+// DueObserver is an Observer that is also told, once per pass and before any of their
+// loops starts, which accounts have due work (the worker sizes its scheduler to their call
+// budgets).
+type DueObserver interface {
+	Due(accounts []AccountKey)
+}
+
 // Check is one order's (or one refund's) check, as an Observer sees it.
 type Check struct {
 	RunID int64
@@ -428,6 +435,9 @@ func (p *pass) loop(ctx context.Context) error {
 	due, err := p.dueAccounts(ctx)
 	if err != nil {
 		return err
+	}
+	if d, ok := p.observer.(DueObserver); ok {
+		d.Due(due)
 	}
 	f := &fatalLatch{stop: make(chan struct{})}
 	var wg sync.WaitGroup
