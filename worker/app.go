@@ -33,7 +33,8 @@ type App struct {
 	log     zerolog.Logger
 	store   *postgres.Store
 	rdb     *goredis.Client
-	claims  *redis.Claimer // nil: database-only claims
+	claims  *redis.Claimer   // nil: database-only claims
+	procs   *procsForDueWork // nil: the passes leave GOMAXPROCS alone (PaceRuntime)
 	applier *reconcile.Applier
 	// One callback reader per merchant account; callbacks find theirs by app_id, serial or
 	// path. An account given without its private key has a reader but no client.

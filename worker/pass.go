@@ -33,6 +33,9 @@ func (a *App) RunPass(ctx context.Context, spec reconcile.PassSpec, out PassOutp
 	if spec.DryRun {
 		obs = append(obs, render.NewDryRunPrinter(out.Out))
 	}
+	if a.procs != nil {
+		obs = append(obs, a.procs)
+	}
 	var bar *progressbar.ProgressBar
 	if spec.Mode == reconcile.ModeBackfill && out.Progress != nil {
 		bar = newProgress(ctx, a, spec, out.Progress)
@@ -121,6 +124,15 @@ func (o observers) Checked(c reconcile.Check) {
 	for _, x := range o {
 		if x != nil {
 			x.Checked(c)
+		}
+	}
+}
+
+// Due tells the observers that want to know (reconcile.DueObserver).
+func (o observers) Due(accounts []reconcile.AccountKey) {
+	for _, x := range o {
+		if d, ok := x.(reconcile.DueObserver); ok {
+			d.Due(accounts)
 		}
 	}
 }

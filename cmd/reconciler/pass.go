@@ -64,6 +64,9 @@ func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, st
 		return err
 	}
 	defer a.Close()
+	if pacedRuntime {
+		a.PaceRuntime(pacedExecErr)
+	}
 	out := worker.PassOutput{Out: stdout}
 	if isTerminal(stderr) {
 		out.Progress = stderr
