@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,17 +55,15 @@ var ErrNoPacedRuntime = errors.New("running without the paced runtime setting (G
 
 // PacedEnv is environ with PacedSchedtrace added to GODEBUG, and whether it changed: not
 // when GODEBUG already names schedtrace (whatever its value: schedtrace=0 is how an
-// operator turns this off), nor when re-executing already happened once.
+// operator turns this off), nor when re-executing already happened once. Of several
+// GODEBUG entries the runtime reads the first, so that is the one looked at and changed.
 func PacedEnv(environ []string) ([]string, bool) {
 	const key = "GODEBUG="
-	at := -1
-	for i, kv := range environ {
-		if v, ok := strings.CutPrefix(kv, key); ok {
-			at = i
-			for _, setting := range strings.Split(v, ",") {
-				if strings.HasPrefix(strings.TrimSpace(setting), "schedtrace=") {
-					return environ, false
-				}
+	at := slices.IndexFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, key) })
+	if at >= 0 {
+		for _, setting := range strings.Split(strings.TrimPrefix(environ[at], key), ",") {
+			if strings.HasPrefix(strings.TrimSpace(setting), "schedtrace=") {
+				return environ, false
 			}
 		}
 	}

@@ -23,6 +23,8 @@ func TestPacedEnv(t *testing.T) {
 		{"already re-executed", []string{"GODEBUG=" + PacedSchedtrace}, []string{"GODEBUG=" + PacedSchedtrace}, false},
 		{"turned off by the operator", []string{"GODEBUG=madvdontneed=1,schedtrace=0"}, []string{"GODEBUG=madvdontneed=1,schedtrace=0"}, false},
 		{"the operator's own period", []string{"GODEBUG=schedtrace=1000"}, []string{"GODEBUG=schedtrace=1000"}, false},
+		{"the first of two GODEBUGs is the runtime's", []string{"GODEBUG=madvdontneed=1", "GODEBUG=schedtrace=0"},
+			[]string{"GODEBUG=madvdontneed=1," + PacedSchedtrace, "GODEBUG=schedtrace=0"}, true},
 		{"a look-alike setting is not schedtrace", []string{"GODEBUG=xschedtrace=1"}, []string{"GODEBUG=xschedtrace=1," + PacedSchedtrace}, true},
 	}
 	for _, c := range cases {
