@@ -437,7 +437,11 @@ func (p *pass) loop(ctx context.Context) error {
 		return err
 	}
 	if d, ok := p.observer.(DueObserver); ok {
-		d.Due(due)
+		keys := make([]AccountKey, len(due))
+		for i, a := range due {
+			keys[i] = a.AccountKey
+		}
+		d.Due(keys)
 	}
 	f := &fatalLatch{stop: make(chan struct{})}
 	var wg sync.WaitGroup
@@ -465,21 +469,21 @@ func (p *pass) loop(ctx context.Context) error {
 
 // dueAccounts are the configured accounts with due work in this pass's mode, window and
 // shard, in configuration order.
-func (p *pass) dueAccounts(ctx context.Context) ([]AccountKey, error) {
+func (p *pass) dueAccounts(ctx context.Context) ([]DueAccount, error) {
 	s, run := p.settings, p.run
-	keys, err := p.queue.DueAccounts(ctx, TakeQuery{Mode: run.Mode, Now: s.Now(), Grace: s.Grace, Lookback: s.Lookback,
+	listed, err := p.queue.DueAccounts(ctx, TakeQuery{Mode: run.Mode, Now: s.Now(), Grace: s.Grace, Lookback: s.Lookback,
 		From: run.WindowFrom, To: run.WindowTo, Shard: run.Shard})
 	if err != nil {
 		return nil, err // the store names what it was doing
 	}
-	has := make(map[AccountKey]bool, len(keys))
-	for _, k := range keys {
-		has[k] = true
+	due := make(map[AccountKey]DueAccount, len(listed))
+	for _, a := range listed {
+		due[a.AccountKey] = a
 	}
-	out := make([]AccountKey, 0, len(keys))
+	out := make([]DueAccount, 0, len(listed))
 	for _, k := range p.accounts {
-		if has[k] {
-			out = append(out, k)
+		if a, ok := due[k]; ok {
+			out = append(out, a)
 		}
 	}
 	return out, nil
@@ -510,7 +514,7 @@ func (f *fatalLatch) get() error {
 // takeLoop takes one account's orders and refunds, never more than it has free workers,
 // until a take of each kind has come back short, ctx ends or the latch trips. It returns
 // once its workers are done.
-func (p *pass) takeLoop(ctx, workCtx context.Context, acct AccountKey, fatal *fatalLatch) {
+func (p *pass) takeLoop(ctx, workCtx context.Context, acct DueAccount, fatal *fatalLatch) {
 	l := p.newAccountLoop(acct, fatal)
 	defer l.wg.Wait()
 	lastSave := time.Now()
@@ -561,14 +565,17 @@ type queueState struct {
 	done bool
 }
 
-func (p *pass) newAccountLoop(acct AccountKey, fatal *fatalLatch) *accountLoop {
+// newAccountLoop sets up the loop of one due account. A kind the account has nothing due of
+// starts done: its take would only come back empty.
+func (p *pass) newAccountLoop(due DueAccount, fatal *fatalLatch) *accountLoop {
+	acct := due.AccountKey
 	l := &accountLoop{p: p, acct: acct, source: SourceReconcile, owner: fmt.Sprintf("run-%d", p.run.ID),
 		passStart: p.settings.Now(), fatal: fatal, slots: make(chan struct{}, p.settings.Concurrency)}
 	if p.run.Mode == ModeBackfill {
 		l.source = SourceBackfill
 	}
-	l.orders = queueState{cursor: p.run.Cursor.For(acct), mark: &watermark{}}
-	l.refunds = queueState{cursor: p.run.RefundCursor.For(acct), mark: &watermark{}, done: p.refunds == nil}
+	l.orders = queueState{cursor: p.run.Cursor.For(acct), mark: &watermark{}, done: !due.Orders}
+	l.refunds = queueState{cursor: p.run.RefundCursor.For(acct), mark: &watermark{}, done: p.refunds == nil || !due.Refunds}
 	p.mu.Lock()
 	p.marks[acct], p.refundMarks[acct] = l.orders.mark, l.refunds.mark
 	p.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
+	"github.com/payrecon/payrecon/repo/postgres"
 )
 
 // Call kinds, for scriptedPlatform.busy.
@@ -603,5 +604,63 @@ func TestPassTakesOverADeadRunsRefunds(t *testing.T) {
 	}
 	if s := p.runRow(dead)["status"]; s != "interrupted" {
 		t.Fatalf("dead run row %v, want interrupted", s)
+	}
+}
+
+// takeCounter is the store, counting each account's order and refund takes.
+type takeCounter struct {
+	*postgres.Store
+	mu              sync.Mutex
+	orders, refunds map[string]int
+}
+
+func (c *takeCounter) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Order, error) {
+	c.mu.Lock()
+	c.orders[q.Account.MerchantID]++
+	c.mu.Unlock()
+	return c.Store.Take(ctx, q)
+}
+
+func (c *takeCounter) TakeRefunds(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.DueRefund, error) {
+	c.mu.Lock()
+	c.refunds[q.Account.MerchantID]++
+	c.mu.Unlock()
+	return c.Store.TakeRefunds(ctx, q)
+}
+
+// An account is taken only for the kinds it has due: a service provider's thousands of
+// sub-merchants with orders due and no refunds cost one take each, not two.
+func TestPassTakesOnlyTheKindsAnAccountHasDue(t *testing.T) {
+	t.Parallel()
+	p := setupPass(t)
+	ordersOnly := newScripted(reconcile.WechatPay, "1900000001")
+	refundsOnly := newScripted(reconcile.WechatPay, "1900000002")
+	both := p.ali
+	for i := range 3 {
+		otn := fmt.Sprintf("KIND-O%d", i)
+		p.order(orderSpec{otn: otn, platform: reconcile.WechatPay, merchant: ordersOnly.merchant})
+		ordersOnly.set(otn, reconcile.StatePaid, "TO-"+otn, 8880)
+		otn = fmt.Sprintf("KIND-R%d", i)
+		p.paidRefundable(reconcile.WechatPay, refundsOnly.merchant, otn, time.Hour, 30*time.Minute, 1000)
+		refundsOnly.setRefund(otn, "T-"+otn, otn+"-r", reconcile.RefundStateSuccess, 1000)
+		otn = fmt.Sprintf("KIND-B%d", i)
+		p.order(orderSpec{otn: otn, merchant: both.merchant})
+		both.set(otn, reconcile.StatePaid, "TB-"+otn, 8880)
+		otn = fmt.Sprintf("KIND-BR%d", i)
+		p.paidRefundable(reconcile.Alipay, both.merchant, otn, time.Hour, 30*time.Minute, 1000)
+		both.setRefund(otn, "T-"+otn, otn+"-r", reconcile.RefundStateSuccess, 1000)
+	}
+	q := &takeCounter{Store: p.store, orders: map[string]int{}, refunds: map[string]int{}}
+	runner := reconcile.NewRunner(p.applier, q, p.store.Runs(), p.store.Locker(),
+		[]reconcile.PlatformClient{both, ordersOnly, refundsOnly}, p.rs, nil, zerolog.Nop())
+	run, err := runner.Pass(context.Background(), reconcile.PassSpec{Mode: reconcile.ModeOnce})
+	if err != nil || run.Counts.Repaired != 6 || run.Counts.RefundsRepaired != 6 {
+		t.Fatalf("pass: %v, repaired %d orders and %d refunds, want 6 and 6", err, run.Counts.Repaired, run.Counts.RefundsRepaired)
+	}
+	want := map[string][2]int{ordersOnly.merchant: {1, 0}, refundsOnly.merchant: {0, 1}, both.merchant: {1, 1}}
+	for merchant, w := range want {
+		if got := [2]int{q.orders[merchant], q.refunds[merchant]}; got != w {
+			t.Errorf("account %s: %d order takes and %d refund takes, want %d and %d", merchant, got[0], got[1], w[0], w[1])
+		}
 	}
 }

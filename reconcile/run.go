@@ -275,9 +275,17 @@ type WorkQueue interface {
 	Unconfigured(ctx context.Context, from, to time.Time, shard Shard, configured []AccountKey) ([]AccountCount, error)
 	// DueAccounts lists the accounts with orders or refunds that a take of q's mode, window
 	// and shard may return (q's account, cursor and limit aside; leases and next checks
-	// not looked at: a superset), read from the due work itself, so that what a pass
-	// costs to start follows its work, not how many accounts are configured.
-	DueAccounts(ctx context.Context, q TakeQuery) ([]AccountKey, error)
+	// not looked at: a superset), and of which kinds, read from the due work itself, so
+	// that what a pass costs to start follows its work, not how many accounts are
+	// configured.
+	DueAccounts(ctx context.Context, q TakeQuery) ([]DueAccount, error)
+}
+
+// DueAccount is an account with due work, and which kinds: a pass takes only those, so a
+// service provider's sub-merchant with orders and no refunds due costs one take, not two.
+type DueAccount struct {
+	AccountKey
+	Orders, Refunds bool
 }
 
 // AccountKey names one merchant account: an order's (platform, merchant_id).

@@ -145,7 +145,7 @@ func (s *ProcessStore) Take(ctx context.Context, q reconcile.TakeQuery) ([]recon
 }
 
 // DueAccounts implements reconcile.WorkQueue.
-func (s *ProcessStore) DueAccounts(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.AccountKey, error) {
+func (s *ProcessStore) DueAccounts(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.DueAccount, error) {
 	if s.p.dead() {
 		return nil, ErrCrashed
 	}

@@ -99,28 +99,32 @@ func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Or
 	return out, nil
 }
 
-// dueAccountsSQL are the accounts with orders or refunds a take may return, by mode: the
-// take's filters without the cursor, the leases and the next checks, read from the due
-// indexes (payment_orders_due, payment_refunds_due) for a run and from the window's orders
-// for a backfill. $1/$2 the window, $3/$4 the shard.
+// dueAccountsSQL are the accounts with orders or refunds a take may return, and of which
+// kinds, by mode: the take's filters without the cursor, the leases and the next checks,
+// read from the due indexes (payment_orders_due, payment_refunds_due) for a run and from
+// the window's orders for a backfill. $1/$2 the window, $3/$4 the shard.
 var dueAccountsSQL = map[reconcile.RunMode]string{
 	reconcile.ModeBackfill: `
-		SELECT platform, merchant_id FROM payment_orders
-		WHERE created_at >= $1 AND created_at < $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
-		UNION
-		SELECT platform, merchant_id FROM payment_refunds
-		WHERE order_created_at >= $1 AND order_created_at < $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id`,
+		SELECT platform, merchant_id, bool_or(orders) AS orders, bool_or(refunds) AS refunds FROM (
+			SELECT platform, merchant_id, true AS orders, false AS refunds FROM payment_orders
+			WHERE created_at >= $1 AND created_at < $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
+			UNION ALL
+			SELECT platform, merchant_id, false, true FROM payment_refunds
+			WHERE order_created_at >= $1 AND order_created_at < $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
+		) due GROUP BY platform, merchant_id`,
 	reconcile.ModeOnce: `
-		SELECT platform, merchant_id FROM payment_orders
-		WHERE status = 'PENDING' AND created_at >= $1 AND created_at <= $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
-		UNION
-		SELECT platform, merchant_id FROM payment_refunds
-		WHERE status IN ('PROCESSING', 'ABNORMAL') AND created_at >= $1 AND created_at <= $2 AND shard_hash % $3 = $4
-		GROUP BY platform, merchant_id`,
+		SELECT platform, merchant_id, bool_or(orders) AS orders, bool_or(refunds) AS refunds FROM (
+			SELECT platform, merchant_id, true AS orders, false AS refunds FROM payment_orders
+			WHERE status = 'PENDING' AND created_at >= $1 AND created_at <= $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
+			UNION ALL
+			SELECT platform, merchant_id, false, true FROM payment_refunds
+			WHERE status IN ('PROCESSING', 'ABNORMAL') AND created_at >= $1 AND created_at <= $2 AND shard_hash % $3 = $4
+			GROUP BY platform, merchant_id
+		) due GROUP BY platform, merchant_id`,
 }
 
 // DueAccounts implements reconcile.WorkQueue.
-func (s *Store) DueAccounts(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.AccountKey, error) {
+func (s *Store) DueAccounts(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.DueAccount, error) {
 	query, from, to := dueAccountsSQL[reconcile.ModeOnce], q.Now.Add(-q.Lookback), q.Now.Add(-q.Grace)
 	if q.Mode == reconcile.ModeBackfill {
 		query, from, to = dueAccountsSQL[reconcile.ModeBackfill], q.From, q.To
@@ -132,13 +136,16 @@ func (s *Store) DueAccounts(ctx context.Context, q reconcile.TakeQuery) ([]recon
 	var rows []struct {
 		Platform   string `db:"platform"`
 		MerchantID string `db:"merchant_id"`
+		Orders     bool   `db:"orders"`
+		Refunds    bool   `db:"refunds"`
 	}
 	if err := s.db.SelectContext(ctx, &rows, query, from, to, shard.Count, shard.Index); err != nil {
 		return nil, fmt.Errorf("list the accounts with due work: %w", err)
 	}
-	out := make([]reconcile.AccountKey, len(rows))
+	out := make([]reconcile.DueAccount, len(rows))
 	for i, r := range rows {
-		out[i] = reconcile.AccountKey{Platform: reconcile.Platform(r.Platform), MerchantID: r.MerchantID}
+		out[i] = reconcile.DueAccount{AccountKey: reconcile.AccountKey{Platform: reconcile.Platform(r.Platform), MerchantID: r.MerchantID},
+			Orders: r.Orders, Refunds: r.Refunds}
 	}
 	return out, nil
 }
