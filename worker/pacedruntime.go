@@ -91,29 +91,42 @@ func ExecPacedRuntime() error {
 	if !changed {
 		return nil
 	}
-	// Keep stderr on a descriptor of its own (dup clears close-on-exec, so the new image
-	// has it) and give fd 2 /dev/null until RestoreStderr.
-	saved, err := unix.Dup(2)
+	saved, err := setStderrAside()
 	if err == nil {
-		var null int
-		if null, err = unix.Open(os.DevNull, unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
-			err = unix.Dup3(null, 2, 0)
-			unix.Close(null) //nolint:errcheck // fd 2 holds its own reference now
-		}
-		if err != nil {
-			unix.Close(saved) //nolint:errcheck
-		} else {
-			env = append(env, fmt.Sprintf("%s=%d", stderrFDEnv, saved))
-		}
+		env = append(env, fmt.Sprintf("%s=%d", stderrFDEnv, saved))
 	}
 	// The running binary's own file, even if a deploy has replaced it on disk meanwhile.
 	execErr := syscall.Exec("/proc/self/exe", os.Args, env)
 	if err == nil {
-		// Still this image: its stderr back where it was.
-		unix.Dup3(saved, 2, 0) //nolint:errcheck // nothing better to do with it
-		unix.Close(saved)      //nolint:errcheck
+		putStderrBack(saved) // still this image
 	}
 	return fmt.Errorf("%w: exec /proc/self/exe: %w", ErrNoPacedRuntime, execErr)
+}
+
+// setStderrAside keeps stderr on a descriptor of its own (dup clears close-on-exec, so a new
+// image has it) and gives fd 2 /dev/null. On an error nothing has changed.
+func setStderrAside() (int, error) {
+	saved, err := unix.Dup(2)
+	if err != nil {
+		return 0, err
+	}
+	null, err := unix.Open(os.DevNull, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		err = unix.Dup3(null, 2, 0)
+		unix.Close(null) //nolint:errcheck // fd 2 holds its own reference now
+	}
+	if err != nil {
+		unix.Close(saved) //nolint:errcheck
+		return 0, err
+	}
+	return saved, nil
+}
+
+// putStderrBack makes fd 2 the stderr setStderrAside kept on saved, and closes saved.
+func putStderrBack(saved int) {
+	if unix.Dup3(saved, 2, 0) == nil {
+		unix.Close(saved) //nolint:errcheck
+	}
 }
 
 // RestoreStderr puts back the stderr ExecPacedRuntime set aside before it re-executed this
@@ -124,12 +137,8 @@ func RestoreStderr() {
 		return
 	}
 	os.Unsetenv(stderrFDEnv) //nolint:errcheck // a valid name never fails
-	fd, err := strconv.Atoi(v)
-	if err != nil || fd <= 2 {
-		return
-	}
-	if unix.Dup3(fd, 2, 0) == nil {
-		unix.Close(fd) //nolint:errcheck
+	if fd, err := strconv.Atoi(v); err == nil && fd > 2 {
+		putStderrBack(fd)
 	}
 }
 

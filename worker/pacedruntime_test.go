@@ -1,8 +1,11 @@
 package worker
 
 import (
+	"os"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/payrecon/payrecon/config"
 	"github.com/payrecon/payrecon/reconcile"
@@ -103,5 +106,37 @@ func TestDueBudgetCountsEachProviderOnce(t *testing.T) {
 				t.Errorf("dueBudget = %g calls/s, want %g", got, c.want)
 			}
 		})
+	}
+}
+
+// While stderr is set aside fd 2 is /dev/null (the runtime's early line goes nowhere), and
+// putting it back makes fd 2 the same file it was.
+func TestStderrSetAsideAndPutBack(t *testing.T) {
+	file := func(fd int) [2]uint64 {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			t.Fatalf("fstat %d: %v", fd, err)
+		}
+		return [2]uint64{uint64(st.Dev), st.Ino}
+	}
+	var null unix.Stat_t
+	if err := unix.Stat(os.DevNull, &null); err != nil {
+		t.Fatal(err)
+	}
+	before := file(2)
+	saved, err := setStderrAside()
+	if err != nil {
+		t.Fatal(err)
+	}
+	during := file(2)
+	putStderrBack(saved)
+	if during != [2]uint64{uint64(null.Dev), null.Ino} {
+		t.Errorf("fd 2 while set aside is %v, want /dev/null", during)
+	}
+	if after := file(2); after != before {
+		t.Errorf("fd 2 after putting it back is %v, want %v as before", after, before)
+	}
+	if _, err := unix.FcntlInt(uintptr(saved), unix.F_GETFD, 0); err == nil {
+		t.Errorf("the saved descriptor %d is still open", saved)
 	}
 }
