@@ -24,6 +24,7 @@ import (
 
 var (
 	benchBinOnce sync.Once
+	benchBinDir  string // removed by TestMain
 	benchBin     string
 	benchBinErr  error
 	benchKeys    *sandbox.Keys
@@ -38,7 +39,7 @@ func benchBinary(b *testing.B) string {
 			benchBinErr = err
 			return
 		}
-		benchBin = filepath.Join(dir, "reconciler")
+		benchBinDir, benchBin = dir, filepath.Join(dir, "reconciler")
 		out, err := exec.Command("go", "build", "-o", benchBin, ".").CombinedOutput()
 		if err != nil {
 			benchBinErr = fmt.Errorf("go build: %v\n%s", err, out)

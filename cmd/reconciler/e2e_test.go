@@ -30,12 +30,14 @@ import (
 	"github.com/payrecon/payrecon/sandbox"
 )
 
-// TestMain only removes the binary the e2e tests build (lazily, so tests that do not need
-// it never pay for the build).
+// TestMain only removes the binaries the e2e tests and the benchmarks build (each lazily,
+// so tests that do not need one never pay for its build).
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if e2eBinDir != "" {
-		os.RemoveAll(e2eBinDir)
+	for _, dir := range []string{e2eBinDir, benchBinDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }
