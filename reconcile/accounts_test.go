@@ -206,10 +206,14 @@ type dueRecorder struct {
 	checkedFor []string // merchant ids of the checks made before Due
 }
 
-func (d *dueRecorder) Due(accounts []reconcile.AccountKey) {
+func (d *dueRecorder) Due(accounts []reconcile.DueAccount) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.calls = append(d.calls, append([]reconcile.AccountKey(nil), accounts...))
+	keys := make([]reconcile.AccountKey, len(accounts))
+	for i, a := range accounts {
+		keys[i] = a.AccountKey
+	}
+	d.calls = append(d.calls, keys)
 }
 
 func (d *dueRecorder) Checked(c reconcile.Check) {

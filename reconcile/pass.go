@@ -32,9 +32,9 @@ type Observer interface {
 
 // DueObserver is an Observer that is also told, once per pass and before any of their
 // loops starts, which accounts have due work (the worker sizes its scheduler to their call
-// budgets).
+// budgets). The slice is the pass's own: read it, do not keep it.
 type DueObserver interface {
-	Due(accounts []AccountKey)
+	Due(accounts []DueAccount)
 }
 
 // Check is one order's (or one refund's) check, as an Observer sees it.
@@ -437,11 +437,7 @@ func (p *pass) loop(ctx context.Context) error {
 		return err
 	}
 	if d, ok := p.observer.(DueObserver); ok {
-		keys := make([]AccountKey, len(due))
-		for i, a := range due {
-			keys[i] = a.AccountKey
-		}
-		d.Due(keys)
+		d.Due(due)
 	}
 	f := &fatalLatch{stop: make(chan struct{})}
 	var wg sync.WaitGroup

@@ -210,7 +210,7 @@ type procsForDueWork struct {
 func (*procsForDueWork) Checked(reconcile.Check) {}
 
 // Due sets GOMAXPROCS for the pass's due accounts (dueBudget).
-func (p *procsForDueWork) Due(accounts []reconcile.AccountKey) {
+func (p *procsForDueWork) Due(accounts []reconcile.DueAccount) {
 	qps := dueBudget(p.budgets, accounts)
 	procs, set := ProcsForBudget(qps, os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0))
 	if set {
@@ -223,11 +223,11 @@ func (p *procsForDueWork) Due(accounts []reconcile.AccountKey) {
 // dueBudget is how many calls per second the accounts may make together: the sum of their
 // budget owners' qps, each provider's counted once however many of its sub-merchants have
 // work. An account without a budget here (none is) adds nothing.
-func dueBudget(budgets map[reconcile.AccountKey]budgetOwner, accounts []reconcile.AccountKey) float64 {
+func dueBudget(budgets map[reconcile.AccountKey]budgetOwner, accounts []reconcile.DueAccount) float64 {
 	owners := map[reconcile.AccountKey]bool{}
 	qps := 0.0
-	for _, k := range accounts {
-		if b, ok := budgets[k]; ok && !owners[b.owner] {
+	for _, a := range accounts {
+		if b, ok := budgets[a.AccountKey]; ok && !owners[b.owner] {
 			owners[b.owner] = true
 			qps += b.qps
 		}

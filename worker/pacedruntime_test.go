@@ -85,20 +85,20 @@ func TestDueBudgetCountsEachProviderOnce(t *testing.T) {
 		},
 	}
 	budgets := callBudgets(accts)
-	key := func(p reconcile.Platform, id string) reconcile.AccountKey {
-		return reconcile.AccountKey{Platform: p, MerchantID: id}
+	key := func(p reconcile.Platform, id string) reconcile.DueAccount {
+		return reconcile.DueAccount{AccountKey: reconcile.AccountKey{Platform: p, MerchantID: id}, Orders: true}
 	}
 	cases := []struct {
 		name string
-		due  []reconcile.AccountKey
+		due  []reconcile.DueAccount
 		want float64
 	}{
 		{"nothing due", nil, 0},
-		{"a direct merchant", []reconcile.AccountKey{key(reconcile.WechatPay, "1900000001")}, 30},
-		{"two sub-merchants of one provider", []reconcile.AccountKey{key(reconcile.WechatPay, "1800000001"), key(reconcile.WechatPay, "1800000002")}, 100},
-		{"sub-merchants of both providers and a direct app", []reconcile.AccountKey{key(reconcile.Alipay, "2021101"), key(reconcile.Alipay, "2021102"),
+		{"a direct merchant", []reconcile.DueAccount{key(reconcile.WechatPay, "1900000001")}, 30},
+		{"two sub-merchants of one provider", []reconcile.DueAccount{key(reconcile.WechatPay, "1800000001"), key(reconcile.WechatPay, "1800000002")}, 100},
+		{"sub-merchants of both providers and a direct app", []reconcile.DueAccount{key(reconcile.Alipay, "2021101"), key(reconcile.Alipay, "2021102"),
 			key(reconcile.WechatPay, "1800000002"), key(reconcile.Alipay, "2021001")}, 170},
-		{"an account not configured adds nothing", []reconcile.AccountKey{key(reconcile.WechatPay, "1800009999")}, 0},
+		{"an account not configured adds nothing", []reconcile.DueAccount{key(reconcile.WechatPay, "1800009999")}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -129,7 +129,7 @@ func (o observers) Checked(c reconcile.Check) {
 }
 
 // Due tells the observers that want to know (reconcile.DueObserver).
-func (o observers) Due(accounts []reconcile.AccountKey) {
+func (o observers) Due(accounts []reconcile.DueAccount) {
 	for _, x := range o {
 		if d, ok := x.(reconcile.DueObserver); ok {
 			d.Due(accounts)
