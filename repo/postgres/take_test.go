@@ -108,3 +108,64 @@ func TestTakeRefundsBringTheirOrders(t *testing.T) {
 		t.Errorf("%d refunds and %d orders leased, want the 2 refunds only", refundLeases, orderLeases)
 	}
 }
+
+// DueAccounts lists each account with work a take may return once, with the kinds it has:
+// a run the pending orders and the processing or abnormal refunds of its window, a backfill
+// every order of its window and every refund of an order of its window.
+func TestDueAccountsNamesTheKindsOfWorkEachAccountHas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := repotest.NewDB(t)
+	s := postgres.NewStore(db.DB)
+	now := time.Now()
+	hourAgo := now.Add(-time.Hour)
+	order := func(merchant, otn, status string, created time.Time) int64 {
+		o := repotest.Order{Platform: "wechatpay", MerchantID: merchant, OutTradeNo: otn, AmountMinor: 500, Status: status, CreatedAt: created}
+		if status == "PAID" {
+			o.PlatformTradeNo, o.PaidAmountMinor, o.PaidAt = "T-"+otn, 500, created
+		}
+		return repotest.InsertOrder(t, db, o)
+	}
+	refund := func(orderID int64, no, status string) {
+		db.MustExec(`INSERT INTO payment_refunds (order_id, out_refund_no, amount_minor, status, created_at) VALUES ($1, $2, 100, $3, $4)`,
+			orderID, no, status, hourAgo)
+	}
+	order("1800000001", "ORDERS-ONLY", "PENDING", hourAgo)
+	refund(order("1800000002", "REFUNDS-ONLY", "PAID", hourAgo), "R-2", "PROCESSING")
+	order("1800000003", "BOTH", "PENDING", hourAgo)
+	refund(order("1800000003", "BOTH-PAID", "PAID", hourAgo), "R-3", "ABNORMAL")
+	order("1800000004", "CLOSED", "CLOSED", hourAgo)
+	order("1800000005", "OUT-OF-WINDOW", "PENDING", now.Add(-3*time.Hour))
+	// A refund asked for within the window, of an order from before it: a run's, not the
+	// backfill's.
+	refund(order("1800000006", "OLD-ORDER", "PAID", now.Add(-3*time.Hour)), "R-6", "PROCESSING")
+
+	list := func(q reconcile.TakeQuery) string {
+		t.Helper()
+		got, err := s.DueAccounts(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, a := range got {
+			kinds := ""
+			if a.Orders {
+				kinds += "orders "
+			}
+			if a.Refunds {
+				kinds += "refunds"
+			}
+			out[a.MerchantID] = kinds
+		}
+		return fmt.Sprint(out) // fmt sorts map keys
+	}
+	shard := reconcile.Shard{Index: 0, Count: 1}
+	if got, want := list(reconcile.TakeQuery{Mode: reconcile.ModeOnce, Now: now, Lookback: 2 * time.Hour, Shard: shard}),
+		"map[1800000001:orders  1800000002:refunds 1800000003:orders refunds 1800000006:refunds]"; got != want {
+		t.Errorf("run lists %s, want %s", got, want)
+	}
+	if got, want := list(reconcile.TakeQuery{Mode: reconcile.ModeBackfill, From: now.Add(-2 * time.Hour), To: now, Shard: shard}),
+		"map[1800000001:orders  1800000002:orders refunds 1800000003:orders refunds 1800000004:orders ]"; got != want {
+		t.Errorf("backfill lists %s, want %s", got, want)
+	}
+}
