@@ -104,23 +104,25 @@ func (s *Store) Take(ctx context.Context, q reconcile.TakeQuery) ([]reconcile.Or
 // read from the due indexes (payment_orders_due, payment_refunds_due) for a run and from
 // the window's orders for a backfill. $1/$2 the window, $3/$4 the shard.
 var dueAccountsSQL = map[reconcile.RunMode]string{
-	reconcile.ModeBackfill: `
+	reconcile.ModeBackfill: dueKindsSQL(
+		`created_at >= $1 AND created_at < $2`,
+		`order_created_at >= $1 AND order_created_at < $2`),
+	reconcile.ModeOnce: dueKindsSQL(
+		`status = 'PENDING' AND created_at >= $1 AND created_at <= $2`,
+		`status IN ('PROCESSING', 'ABNORMAL') AND created_at >= $1 AND created_at <= $2`),
+}
+
+// dueKindsSQL lists the accounts with orders matching ordersDue or refunds matching
+// refundsDue (both in the shard $3/$4), each once, with which of the two it has.
+func dueKindsSQL(ordersDue, refundsDue string) string {
+	return `
 		SELECT platform, merchant_id, bool_or(orders) AS orders, bool_or(refunds) AS refunds FROM (
 			SELECT platform, merchant_id, true AS orders, false AS refunds FROM payment_orders
-			WHERE created_at >= $1 AND created_at < $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
+			WHERE ` + ordersDue + ` AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
 			UNION ALL
 			SELECT platform, merchant_id, false, true FROM payment_refunds
-			WHERE order_created_at >= $1 AND order_created_at < $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
-		) due GROUP BY platform, merchant_id`,
-	reconcile.ModeOnce: `
-		SELECT platform, merchant_id, bool_or(orders) AS orders, bool_or(refunds) AS refunds FROM (
-			SELECT platform, merchant_id, true AS orders, false AS refunds FROM payment_orders
-			WHERE status = 'PENDING' AND created_at >= $1 AND created_at <= $2 AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
-			UNION ALL
-			SELECT platform, merchant_id, false, true FROM payment_refunds
-			WHERE status IN ('PROCESSING', 'ABNORMAL') AND created_at >= $1 AND created_at <= $2 AND shard_hash % $3 = $4
-			GROUP BY platform, merchant_id
-		) due GROUP BY platform, merchant_id`,
+			WHERE ` + refundsDue + ` AND shard_hash % $3 = $4 GROUP BY platform, merchant_id
+		) due GROUP BY platform, merchant_id`
 }
 
 // DueAccounts implements reconcile.WorkQueue.
