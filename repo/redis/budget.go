@@ -58,9 +58,10 @@ type Budget struct {
 	log     zerolog.Logger
 
 	mu     sync.Mutex
-	asking bool     // a caller holds the turn to ask Redis
-	queue  []waiter // the callers waiting behind it, those going ahead first
-	ahead  int      // how many at the queue's front go ahead (WaitAhead)
+	asking bool          // a caller holds the turn to ask Redis
+	queue  []waiter      // the callers waiting behind it, those going ahead first
+	ahead  int           // how many at the queue's front go ahead (WaitAhead)
+	moved  chan struct{} // closed when a caller next stops waiting (Moved); nil: none asked
 	// fullAt (unix nanos, read and written only by the turn's holder) is when the bucket
 	// will be full again, learnt from Redis's last answer: asking before it holds the calls
 	// wanted would only earn a refusal, one more Redis round trip and one more wake-up.
@@ -151,6 +152,7 @@ func (b *Budget) leave(w waiter) {
 		if i < b.ahead {
 			b.ahead--
 		}
+		b.movedLocked()
 		b.mu.Unlock()
 		return
 	}
@@ -170,6 +172,7 @@ func (b *Budget) popLocked() waiter {
 	if b.ahead > 0 {
 		b.ahead--
 	}
+	b.movedLocked()
 	return w
 }
 
@@ -189,6 +192,7 @@ func (b *Budget) passTurn() {
 	defer b.mu.Unlock()
 	if len(b.queue) == 0 {
 		b.asking = false
+		b.movedLocked()
 		return
 	}
 	b.popLocked() <- false
@@ -234,7 +238,12 @@ func (b *Budget) ask(ctx context.Context) error {
 func (b *Budget) bunch() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return max(1, min(b.limit.Burst-max(1, b.limit.Burst/4), 1+len(b.queue)))
+	return min(b.maxBunchLocked(), 1+len(b.queue))
+}
+
+// maxBunchLocked is the largest bunch: three quarters of the burst, at least one call.
+func (b *Budget) maxBunchLocked() int {
+	return max(1, b.limit.Burst-max(1, b.limit.Burst/4))
 }
 
 // holds is when the bucket, as Redis last described it, holds n calls: it is full (Burst)
@@ -243,6 +252,37 @@ func (b *Budget) bunch() int {
 func (b *Budget) holds(n int) time.Time {
 	interval := b.limit.Period / time.Duration(b.limit.Rate)
 	return time.Unix(0, b.fullAt).Add(-time.Duration(b.limit.Burst-n) * interval)
+}
+
+// Waiting implements reconcile.BudgetQueue: the callers waiting (the one whose turn it is to
+// ask Redis and those queued behind it), and two bunches as enough. A bunch goes out while
+// the next gathers; more waiting only wait longer, holding their taken orders.
+func (b *Budget) Waiting() (waiting, enough int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	waiting = len(b.queue)
+	if b.asking {
+		waiting++
+	}
+	return waiting, 2 * b.maxBunchLocked()
+}
+
+// Moved implements reconcile.BudgetQueue.
+func (b *Budget) Moved() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.moved == nil {
+		b.moved = make(chan struct{})
+	}
+	return b.moved
+}
+
+// movedLocked tells whoever watches (Moved) that a caller stopped waiting.
+func (b *Budget) movedLocked() {
+	if b.moved != nil {
+		close(b.moved)
+		b.moved = nil
+	}
 }
 
 // Failures is how many times Redis could not answer and the local bucket paced instead.

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -308,5 +309,74 @@ func TestRedisBudgetSurvivesCallersGivingUp(t *testing.T) {
 	}
 	if granted.Load() == 0 {
 		t.Fatal("no caller was granted a call: the storm proved nothing")
+	}
+}
+
+// A pass reads the budget's queue (reconcile.BudgetQueue): Waiting counts the asker and the
+// callers queued behind it, enough is two bunches, and Moved closes each time a caller stops
+// waiting, granted or giving up, so a pass holding accounts back hears of the room at once.
+func TestRedisBudgetQueueCountsWaitersAndSaysWhenOneLeaves(t *testing.T) {
+	t.Parallel()
+	c, _, prefix := countedClient(t)
+	// 10 calls/s, a burst of one: a bunch of one call, one grant per 100 ms.
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: prefix + "rate:alipay:2089", QPS: 10})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if waiting, enough := b.Waiting(); waiting != 0 || enough != 2 {
+		t.Fatalf("idle budget: Waiting() = %d, %d; want 0 waiting, 2 (two bunches of one) enough", waiting, enough)
+	}
+	if err := b.Wait(ctx); err != nil { // spends the burst: the next grant is 100 ms away
+		t.Fatal(err)
+	}
+	moved := b.Moved()
+	if b.Moved() != moved {
+		t.Fatal("Moved gave a new channel with nothing moved in between")
+	}
+	granted := make(chan error, 4)
+	giveUp, cancelOne := context.WithCancel(ctx)
+	defer cancelOne()
+	go func() { granted <- b.Wait(ctx) }() // the asker
+	waitFor(t, func() bool { w, _ := b.Waiting(); return w == 1 })
+	go func() { granted <- b.Wait(giveUp) }()
+	go func() { granted <- b.Wait(ctx) }()
+	waitFor(t, func() bool { w, _ := b.Waiting(); return w == 3 })
+	select {
+	case <-moved:
+		t.Fatal("Moved closed while callers only joined the queue")
+	default:
+	}
+
+	cancelOne() // a queued caller gives up
+	select {
+	case <-moved:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Moved stayed open after a queued caller gave up")
+	}
+	if w, _ := b.Waiting(); w != 2 {
+		t.Fatalf("%d waiting after one of three gave up, want 2", w)
+	}
+	moved = b.Moved()
+	for range 3 {
+		if err := <-granted; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-moved:
+	default:
+		t.Fatal("Moved stayed open after the queue drained")
+	}
+	if w, _ := b.Waiting(); w != 0 {
+		t.Fatalf("%d waiting after every caller returned, want 0", w)
+	}
+}
+
+// waitFor polls cond for up to five seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 5s")
+		}
 	}
 }
