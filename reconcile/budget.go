@@ -32,3 +32,22 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// BudgetQueue is the queue of this process's callers waiting for one call budget. A pass
+// reads it to start another account's loop only while the budget can use more callers
+// (BudgetQueues).
+type BudgetQueue interface {
+	// Waiting is how many callers wait for the budget now, and how many waiting keep it
+	// spent: past that, another caller only waits longer.
+	Waiting() (waiting, enough int)
+	// Moved is closed the next time a caller stops waiting (its call granted, or it gave up).
+	Moved() <-chan struct{}
+}
+
+// BudgetQueues finds, for an account, the budget that bounds its calls: its own, or its
+// service provider's, which all the provider's sub-merchants share.
+type BudgetQueues interface {
+	// Queue names that budget (group: the account that owns it) and gives its queue; a nil
+	// queue when the budget has none to read (it paces each call on its own).
+	Queue(acct AccountKey) (group AccountKey, q BudgetQueue)
+}

@@ -74,7 +74,11 @@ type RunnerSettings struct {
 	// Lease is how long a taken order stays reserved for this pass; zero: DefaultOrderLease of the
 	// platform timeout.
 	Lease time.Duration
-	Now   func() time.Time
+	// Budgets lets the pass start an account's loop only while the budget bounding its
+	// calls can use more callers (dispatcher); nil: as soon as a loop of MaxActiveAccounts
+	// is free.
+	Budgets BudgetQueues
+	Now     func() time.Time
 }
 
 func (s *RunnerSettings) fillDefaults() {
@@ -402,12 +406,6 @@ func (p *pass) resumeCursorLocked(start Cursors, marks map[AccountKey]*watermark
 	return out
 }
 
-// MaxActiveAccounts is how many accounts' taking loops a pass runs at once. Each has its own
-// workers, so up to this many accounts never wait for one another; past it (a service
-// provider's thousands of sub-merchants, all with work due) an account's loop starts when
-// another's has drained, and the pass's goroutines stay bounded.
-const MaxActiveAccounts = 256
-
 // loop runs one taking loop per account with due work, each with its own workers, so that
 // one account's latency, throttling or failures never hold the workers another account
 // needs; an account with nothing due gets no loop at all. It returns when every account
@@ -439,22 +437,9 @@ func (p *pass) loop(ctx context.Context) error {
 	if d, ok := p.observer.(DueObserver); ok {
 		d.Due(due)
 	}
-	f := &fatalLatch{stop: make(chan struct{})}
-	var wg sync.WaitGroup
-	active := make(chan struct{}, MaxActiveAccounts)
-	for _, k := range due {
-		if !waitForSlot(ctx, active, f) {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-active }()
-			p.takeLoop(ctx, workCtx, k, f)
-		}()
-	}
-	wg.Wait()
-	if err := f.get(); err != nil {
+	d := newDispatcher(p, ctx, workCtx)
+	d.run(due)
+	if err := d.fatal.get(); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -510,9 +495,17 @@ func (f *fatalLatch) get() error {
 // takeLoop takes one account's orders and refunds, never more than it has free workers,
 // until a take of each kind has come back short, ctx ends or the latch trips. It returns
 // once its workers are done.
-func (p *pass) takeLoop(ctx, workCtx context.Context, acct DueAccount, fatal *fatalLatch) {
-	l := p.newAccountLoop(acct, fatal)
+func (p *pass) takeLoop(ctx, workCtx context.Context, acct DueAccount, group *budgetGroup, fatal *fatalLatch) {
+	l := p.newAccountLoop(acct, group, fatal)
 	defer l.wg.Wait()
+	// The dispatcher counted this loop's first take on its way to the budget's queue; the
+	// checks it starts count themselves.
+	firstTake := true
+	defer func() {
+		if firstTake {
+			group.arrived(1, false)
+		}
+	}()
 	lastSave := time.Now()
 	for !l.orders.done || !l.refunds.done {
 		// Wait for one free worker, then take as many as are free.
@@ -523,6 +516,10 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct DueAccount, fatal *fa
 		// Taken on the work context: a take cancelled halfway could lease rows it never
 		// returns. Whatever it returns is checked, even if a signal came meanwhile.
 		started, err := l.takeBatch(workCtx, free)
+		if firstTake {
+			firstTake = false
+			group.arrived(1, started > 0)
+		}
 		for i := started; i < free; i++ {
 			<-l.slots
 		}
@@ -542,6 +539,7 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct DueAccount, fatal *fa
 type accountLoop struct {
 	p         *pass
 	acct      AccountKey
+	group     *budgetGroup // nil: its budget's queue is not read
 	source    Source
 	owner     string
 	passStart time.Time
@@ -563,9 +561,9 @@ type queueState struct {
 
 // newAccountLoop sets up the loop of one due account. A kind the account has nothing due of
 // starts done: its take would only come back empty.
-func (p *pass) newAccountLoop(due DueAccount, fatal *fatalLatch) *accountLoop {
+func (p *pass) newAccountLoop(due DueAccount, group *budgetGroup, fatal *fatalLatch) *accountLoop {
 	acct := due.AccountKey
-	l := &accountLoop{p: p, acct: acct, source: SourceReconcile, owner: fmt.Sprintf("run-%d", p.run.ID),
+	l := &accountLoop{p: p, acct: acct, group: group, source: SourceReconcile, owner: fmt.Sprintf("run-%d", p.run.ID),
 		passStart: p.settings.Now(), fatal: fatal, slots: make(chan struct{}, p.settings.Concurrency)}
 	if p.run.Mode == ModeBackfill {
 		l.source = SourceBackfill
@@ -631,8 +629,11 @@ func (l *accountLoop) start(ctx context.Context, q *queueState, pos Cursor, take
 	l.p.mu.Lock()
 	ticket := mark.add(pos)
 	l.p.mu.Unlock()
+	l.group.coming()
 	l.wg.Add(1)
 	go func() {
+		// From here to the budget's queue the check runs without blocking.
+		l.group.arrived(1, true)
 		defer l.wg.Done()
 		defer func() { l.clock.observe(time.Since(taken)); <-l.slots }()
 		defer func() {
