@@ -42,6 +42,9 @@ type App struct {
 	wechat  []httpapi.WechatNotifyReader          // in configuration order
 	clients []reconcile.PlatformClient
 	metrics *metrics.Metrics
+	// queues are the shared budgets' queues, by the account owning the budget (a provider,
+	// a direct account, a sub-merchant with a qps of its own); none without Redis.
+	queues map[reconcile.AccountKey]*redis.Budget
 }
 
 // New connects to the database (and Redis), loads the platform keys and builds the apply
@@ -54,7 +57,8 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatfor
 		return nil, &config.Error{Setting: "RECONCILER_ACCOUNTS_FILE", Msg: fmt.Sprintf(
 			"%d sub-merchants of service providers are configured; one deployment reconciles at most %d: split the file across deployments", n, MaxSubMerchants)}
 	}
-	a := &App{cfg: cfg, log: log, metrics: metrics.New(), alipay: map[string]httpapi.AlipayNotifyReader{}}
+	a := &App{cfg: cfg, log: log, metrics: metrics.New(), alipay: map[string]httpapi.AlipayNotifyReader{},
+		queues: map[reconcile.AccountKey]*redis.Budget{}}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
 		var err error
@@ -308,9 +312,11 @@ func (a *App) tuning(acct reconcile.AccountKey, qps float64) platformclient.Tuni
 func (a *App) budget(acct reconcile.AccountKey, qps float64) platformclient.Budget {
 	var budget platformclient.Budget
 	if a.rdb != nil {
-		budget = redis.NewBudget(a.rdb, redis.BudgetOptions{
+		b := redis.NewBudget(a.rdb, redis.BudgetOptions{
 			Key: a.cfg.RatePrefix + string(acct.Platform) + ":" + acct.MerchantID, QPS: qps,
 			Shards: a.cfg.Shard.Count, CallTimeout: a.cfg.RedisTimeout, Logger: a.log})
+		a.queues[acct] = b
+		budget = b
 	} else {
 		share := qps / float64(max(1, a.cfg.Shard.Count))
 		budget = rate.NewLimiter(rate.Limit(share), reconcile.BudgetBurst(share))
@@ -325,5 +331,6 @@ func (a *App) Runner(observer reconcile.Observer) *reconcile.Runner {
 		Concurrency: cfg.Concurrency, Grace: cfg.Grace, Lookback: cfg.Lookback, OrderTTL: cfg.OrderTTL,
 		RecheckMin: cfg.RecheckMin, RecheckMax: cfg.RecheckMax, CloseAtPlatform: cfg.CloseAtPlatform,
 		DrainTimeout: cfg.DrainTimeout, PlatformTimeout: cfg.PlatformTimeout, Lease: cfg.OrderLease, // 0: the default
+		Budgets: a.budgetQueues(),
 	}, observer, a.log)
 }
