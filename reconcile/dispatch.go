@@ -17,11 +17,11 @@ const MaxActiveAccounts = 256
 // each budget's group only while that budget can use more callers.
 //
 // Without the second rule a service provider's pass at Q=100 would start 256 sub-merchants'
-// loops at once: 2.5 s of calls taken from the database and parked in the budget's queue,
-// whose goroutines, rows and stacks the process then works through cold. Held back to about
-// two bunches waiting, the same calls go out at the same pace with a tenth of the working
-// set. It never caps a slow platform: while checks spend their time at the platform rather
-// than in the queue, the queue stays short and more loops start.
+// loops at once: 2.5 s of calls taken from the database, leased and parked in the budget's
+// queue, which a signal's drain then waits out (at a low qps, for the whole drain timeout).
+// Held to about two bunches waiting, the same calls go out at the same pace with 16-24
+// orders taken instead of 256. It never caps a slow platform: while checks spend their time
+// at the platform rather than in the queue, the queue stays short and more loops start.
 type dispatcher struct {
 	p            *pass
 	ctx, workCtx context.Context
