@@ -318,14 +318,15 @@ func TestRedisBudgetSurvivesCallersGivingUp(t *testing.T) {
 func TestRedisBudgetQueueCountsWaitersAndSaysWhenOneLeaves(t *testing.T) {
 	t.Parallel()
 	c, _, prefix := countedClient(t)
-	// 10 calls/s, a burst of one: a bunch of one call, one grant per 100 ms.
-	b := redis.NewBudget(c, redis.BudgetOptions{Key: prefix + "rate:alipay:2089", QPS: 10})
+	// Half a call a second, a burst of one: a bunch of one call, one grant per 2 s, long
+	// enough that no grant comes while the test queues and cancels callers.
+	b := redis.NewBudget(c, redis.BudgetOptions{Key: prefix + "rate:alipay:2089", QPS: 0.5})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if waiting, enough := b.Waiting(); waiting != 0 || enough != 2 {
 		t.Fatalf("idle budget: Waiting() = %d, %d; want 0 waiting, 2 (two bunches of one) enough", waiting, enough)
 	}
-	if err := b.Wait(ctx); err != nil { // spends the burst: the next grant is 100 ms away
+	if err := b.Wait(ctx); err != nil { // spends the burst: the next grant is 2 s away
 		t.Fatal(err)
 	}
 	moved := b.Moved()
@@ -349,7 +350,7 @@ func TestRedisBudgetQueueCountsWaitersAndSaysWhenOneLeaves(t *testing.T) {
 	cancelOne() // a queued caller gives up
 	select {
 	case <-moved:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Second): // before the asker's grant could close it
 		t.Fatal("Moved stayed open after a queued caller gave up")
 	}
 	if w, _ := b.Waiting(); w != 2 {
