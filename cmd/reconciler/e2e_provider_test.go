@@ -216,3 +216,40 @@ func (pc *pushCatcher) unconfigured(t *testing.T) map[string]float64 {
 	}
 	return out
 }
+
+// A provider's sub-merchants start only as fast as its budget uses them, end to end: with
+// 300 of them due (more than a pass runs at once) and the provider at 50 calls/s, the orders
+// taken at any moment stay near the two bunches the budget keeps waiting (8 calls), where
+// starting every loop at once would lease 256. Every order is still repaired.
+func TestE2EProviderSubMerchantsStartAsItsBudgetUsesThem(t *testing.T) {
+	t.Parallel()
+	const subs, qps = 300, 50
+	sp, err := sandbox.GenerateWechatAccount("1900009309", "wx9999999999999309", sandbox.WechatModePublicKey, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range subs {
+		sp.SubMerchants = append(sp.SubMerchants, fmt.Sprintf("17%08d", i))
+	}
+	e, _ := newE2EAccountsWorld(t, sandbox.Accounts{WechatPay: []sandbox.WechatAccount{sp}}, qps)
+	for i, sub := range sp.SubMerchants {
+		e.sb.SetScenario(reconcile.WechatPay, fmt.Sprintf("SUB-%d", i), sandbox.Scenario{State: sandbox.StatePaid, AmountMinor: 1000, MerchantID: sub})
+	}
+	e.db.MustExec(`INSERT INTO payment_orders (platform, merchant_id, out_trade_no, amount_minor, status, created_at)
+		SELECT 'wechatpay', '17' || lpad(g::text, 8, '0'), 'SUB-' || g, 1000, 'PENDING', now() - interval '10 minutes'
+		FROM generate_series(0, $1 - 1) g`, subs)
+
+	p := e.start(nil, "run")
+	most, samples := 0, 0
+	for !p.exited() {
+		most = max(most, e.count(`SELECT count(*) FROM payment_orders WHERE lease_until > now()`))
+		samples++
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.expect(t, 0)
+	expectAllPaid(e, subs)
+	t.Logf("at most %d orders taken at once (%d samples over %s)", most, samples, p.took.Round(time.Millisecond))
+	if most > 64 {
+		t.Fatalf("%d orders taken at once for a provider at %d calls/s; want them started as its budget uses them (at most 64)", most, qps)
+	}
+}
