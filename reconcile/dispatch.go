@@ -35,6 +35,7 @@ type dispatcher struct {
 
 // budgetGroup is the accounts whose calls one budget bounds.
 type budgetGroup struct {
+	owner AccountKey // the account whose budget it is
 	queue BudgetQueue
 	// arriving counts the calls on their way to the queue: one for each loop whose first
 	// take is still out, one for each check started that has not yet asked the budget. The
@@ -42,8 +43,9 @@ type budgetGroup struct {
 	// find it empty.
 	arriving atomic.Int64
 	// wake is told when arriving drops without the queue growing (a take came back short).
-	wake chan struct{}
-	held []DueAccount // accounts waiting for room, in order (dispatcher.mu)
+	wake   chan struct{}
+	held   []DueAccount // accounts waiting for room, in order (dispatcher.mu)
+	logged bool         // the pass has said it holds this group's accounts (dispatcher.mu)
 }
 
 func newDispatcher(p *pass, ctx, workCtx context.Context) *dispatcher {
@@ -81,7 +83,7 @@ func (d *dispatcher) group(acct AccountKey) *budgetGroup {
 	defer d.mu.Unlock()
 	g := d.groups[key]
 	if g == nil {
-		g = &budgetGroup{queue: q, wake: make(chan struct{}, 1)}
+		g = &budgetGroup{owner: key, queue: q, wake: make(chan struct{}, 1)}
 		d.groups[key] = g
 	}
 	return g
@@ -99,6 +101,12 @@ func (d *dispatcher) hold(g *budgetGroup, a DueAccount) bool {
 	if len(g.held) == 1 {
 		d.wg.Add(1)
 		go d.release(g)
+	}
+	if !g.logged {
+		// Once per group and pass: why a provider's sub-merchants start over time.
+		g.logged = true
+		d.p.log.Info().Str("platform", string(g.owner.Platform)).Str("budget_owner", g.owner.MerchantID).
+			Msg("call budget has callers enough: the accounts it bounds start as it frees up")
 	}
 	return true
 }

@@ -1,9 +1,12 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,10 +202,17 @@ func TestDispatchStartsAProvidersAccountsAsItsBudgetUsesThem(t *testing.T) {
 			if read {
 				rs.Budgets = queues
 			}
-			runner := reconcile.NewRunner(p.applier, p.store, p.store.Runs(), p.store.Locker(), pr.clients, rs, nil, zerolog.Nop())
+			var logged bytes.Buffer
+			runner := reconcile.NewRunner(p.applier, p.store, p.store.Runs(), p.store.Locker(), pr.clients, rs, nil,
+				zerolog.New(&syncWriter{w: &logged}))
 			run, err := runner.Pass(context.Background(), reconcile.PassSpec{Mode: reconcile.ModeOnce})
 			if err != nil || run.Counts.Repaired != subs {
 				t.Fatalf("pass: %+v, %v; want all %d repaired", run.Counts, err, subs)
+			}
+			// The pass says once that it holds the provider's accounts, naming its budget.
+			held := strings.Count(logged.String(), `"budget_owner":"1900","message":"call budget has callers enough`)
+			if want := map[bool]int{true: 1, false: 0}[read]; held != want {
+				t.Fatalf("%d log lines about holding the provider's accounts, want %d", held, want)
 			}
 			most := pr.queue.most()
 			t.Logf("at most %d checks waited for the budget (enough: %d)", most, 2*bunch)
@@ -308,4 +318,16 @@ func TestDispatchInterruptedWithAccountsHeldBack(t *testing.T) {
 	if err != nil || run.Counts.Repaired+next.Counts.Repaired != 100 {
 		t.Fatalf("next pass: %+v, %v; want the remaining %d repaired", next.Counts, err, 100-run.Counts.Repaired)
 	}
+}
+
+// syncWriter lets the pass's goroutines log into one buffer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
