@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -247,9 +248,46 @@ func TestE2EProviderSubMerchantsStartAsItsBudgetUsesThem(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	p.expect(t, 0)
+	expectLogKeysOnce(t, p.stderr.String())
 	expectAllPaid(e, subs)
 	t.Logf("at most %d orders taken at once (%d samples over %s)", most, samples, p.took.Round(time.Millisecond))
 	if most > 64 {
 		t.Fatalf("%d orders taken at once for a provider at %d calls/s; want them started as its budget uses them (at most 64)", most, qps)
+	}
+}
+
+// expectLogKeysOnce fails when a JSON log line names a key twice: zerolog writes what it is
+// given, and log stores such as Elasticsearch refuse a document with a duplicate field.
+func expectLogKeysOnce(t *testing.T, logs string) {
+	t.Helper()
+	lines := 0
+	for _, line := range strings.Split(logs, "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		lines++
+		dec := json.NewDecoder(strings.NewReader(line))
+		if _, err := dec.Token(); err != nil { // {
+			t.Fatalf("log line is not JSON: %v\n%s", err, line)
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				t.Fatalf("log line is not JSON: %v\n%s", err, line)
+			}
+			key := tok.(string)
+			if seen[key] {
+				t.Fatalf("log line names %q twice:\n%s", key, line)
+			}
+			seen[key] = true
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				t.Fatalf("log line is not JSON: %v\n%s", err, line)
+			}
+		}
+	}
+	if lines == 0 {
+		t.Fatal("no JSON log lines to check")
 	}
 }

@@ -58,7 +58,9 @@ func cmdBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // runPass runs one pass and maps its end to the exit-code contract.
 func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, stdout, stderr io.Writer) error {
-	log := newLogger(cfg, stderr).With().Str("shard", spec.Shard.String()).Logger()
+	// The pass names its shard on its own lines (with the run id): a second "shard" here
+	// would give them the key twice, which log stores such as Elasticsearch reject.
+	log := newLogger(cfg, stderr)
 	a, err := worker.New(ctx, cfg, log, true)
 	if err != nil {
 		return err
@@ -76,7 +78,7 @@ func runPass(ctx context.Context, cfg config.Config, spec reconcile.PassSpec, st
 	case err == nil:
 		return nil
 	case errors.Is(err, reconcile.ErrLockHeld):
-		log.Info().Msg("another pass holds this shard's lock; nothing to do")
+		log.Info().Str("shard", spec.Shard.String()).Msg("another pass holds this shard's lock; nothing to do")
 		fmt.Fprintf(stdout, "another pass holds the lock for shard %s; exiting\n", spec.Shard)
 		return nil
 	case errors.Is(err, reconcile.ErrInterrupted):
