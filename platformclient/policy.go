@@ -64,7 +64,9 @@ type PolicyConfig struct {
 	// Zero means DefaultMaxRetries; negative disables retries.
 	MaxRetries int
 	Tuning     Tuning
-	Logger     zerolog.Logger
+	// Logger is the client's: it names the platform and the account on every line already,
+	// so the policy's lines add neither (a key given twice is refused by strict log stores).
+	Logger zerolog.Logger
 }
 
 // Budget paces the calls of one merchant account: Wait returns once one call may be made,
@@ -136,8 +138,8 @@ func NewPolicy(cfg PolicyConfig) *Policy {
 		// Only a failure that says "the platform is not answering" counts; see breakerOutcome.
 		IsSuccessful: func(err error) bool { return !errors.Is(err, errBreakerFailure) },
 		IsExcluded:   func(err error) bool { return errors.Is(err, errBreakerIgnore) },
-		OnStateChange: func(name string, from, to gobreaker.State) {
-			p.log.Warn().Str("platform", name).Str("from", from.String()).Str("to", to.String()).
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			p.log.Warn().Str("from", from.String()).Str("to", to.String()).
 				Msg("platform circuit breaker changed state")
 			if t.OnBreakerChange != nil {
 				t.OnBreakerChange(cfg.Platform, from.String(), to.String())
@@ -271,7 +273,7 @@ func (p *Policy) DoTimeout(ctx context.Context, op string, timeout time.Duration
 		default:
 			return err
 		}
-		p.log.Debug().Str("platform", string(p.platform)).Str("op", op).Int("attempt", n+1).
+		p.log.Debug().Str("op", op).Int("attempt", n+1).
 			Dur("wait", wait).Str("kind", reconcile.PlatformErrorKindOf(err).String()).
 			Msg("platform call failed; retrying")
 		if err := reconcile.Sleep(ctx, wait); err != nil {

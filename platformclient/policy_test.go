@@ -1,12 +1,16 @@
 package platformclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/payrecon/payrecon/reconcile"
 )
@@ -242,5 +246,28 @@ func TestPolicyDoTimeout(t *testing.T) {
 		if left <= c.min || left > c.max {
 			t.Errorf("%s: attempt deadline %v away, want in (%v, %v]", c.name, left, c.min, c.max)
 		}
+	}
+}
+
+// The policy logs through the client's logger, which names the platform and account on
+// every line: its own lines (a retry, the breaker changing state) must not name the
+// platform again, or strict log stores refuse them.
+func TestPolicyLogLinesNameThePlatformOnce(t *testing.T) {
+	var buf bytes.Buffer
+	log := zerolog.New(&buf).Level(zerolog.DebugLevel).With().Str("platform", "alipay").Str("app_id", "2021000000000001").Logger()
+	p := fastPolicy(func(c *PolicyConfig) { c.MaxRetries = 1; c.Logger = log })
+	for range 3 {
+		_ = p.Do(context.Background(), "query", func(context.Context) error { return kindErr(reconcile.KindRetryable) })
+	}
+	var retries, changes int
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if n := strings.Count(line, `"platform":`); n != 1 {
+			t.Errorf("a policy line names the platform %d times:\n%s", n, line)
+		}
+		retries += strings.Count(line, "retrying")
+		changes += strings.Count(line, "circuit breaker changed state")
+	}
+	if retries == 0 || changes == 0 {
+		t.Fatalf("%d retry lines and %d breaker lines; the test needs both:\n%s", retries, changes, buf.String())
 	}
 }
