@@ -195,7 +195,7 @@ func lineOutcome(log zerolog.Logger, spec Spec, l reconcile.ClassifiedLine, appl
 			t.RefundsRepaired++
 		}
 		log.Info().Int("bill_line", l.No).Str("out_trade_no", l.OutTradeNo).Str("out_refund_no", l.RefundNo).
-			Int64("order_id", o.OrderID).Bool("dry_run", spec.DryRun).Msg("repaired from the bill")
+			Int64("order_id", o.OrderID).Msg("repaired from the bill") // the run's logger names dry_run
 	case reconcile.OutcomeMismatch:
 		t.Found++
 		o.Result, o.Mismatch = reconcile.LineMismatch, applied.Mismatch
