@@ -97,6 +97,9 @@ func newE2EAccountsWorld(t *testing.T, extra sandbox.Accounts, qps float64) (*e2
 			if strings.Contains(p.stderr.String(), "WARNING: DATA RACE") {
 				t.Errorf("%s: data race", p.name)
 			}
+			if key, line := repeatedLogKey(p.stderr.String()); key != "" {
+				t.Errorf("%s: a log line names %q twice:\n%s", p.name, key, line)
+			}
 		}
 		sb.Close()
 		srv.Close()

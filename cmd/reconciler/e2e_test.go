@@ -150,6 +150,9 @@ func newE2EEnv(t *testing.T) *e2eEnv {
 			if strings.Contains(errOut, "WARNING: DATA RACE") {
 				t.Errorf("%s: data race in the reconciler:\n%s", p.name, e2eTail(errOut, 20000))
 			}
+			if key, line := repeatedLogKey(errOut); key != "" {
+				t.Errorf("%s: a log line names %q twice:\n%s", p.name, key, line)
+			}
 			if t.Failed() {
 				t.Logf("---- %s (exit %d, %s)\nstdout:\n%s\nstderr (JSON logs):\n%s", p.name, p.exitCode(), p.took,
 					e2eTail(out, 4000), e2eTail(errOut, 12000))
