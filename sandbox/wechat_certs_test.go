@@ -787,3 +787,35 @@ func TestWechatSlowDownloadIsNotABadSignature(t *testing.T) {
 		t.Fatalf("callback during a slow download: %v", sink.errs)
 	}
 }
+
+// A certificate download that gets no answer (a proxy's 502 in front of the platform) says
+// nothing about an answer or a callback signed by a certificate the client has not seen
+// yet: both are retryable, never a bad signature, and once the platform answers again the
+// same query verifies. (With the download failing fast, the query used to be refused as a
+// bad signature; a slow download met the caller's deadline first and was retryable.)
+func TestWechatUnansweredDownloadIsNotABadSignature(t *testing.T) {
+	b := newWechatBench(t)
+	ctx := context.Background()
+	c := b.client(t, certMchID, func(cfg *wechatpay.Config) { cfg.MaxRetries = -1 })
+	// The order's own (harmless) fault shields the query from the merchant's 502, which
+	// then only the certificate download meets.
+	b.sb.SetScenario(reconcile.WechatPay, "UNANSWERED-1", sandbox.Scenario{MerchantID: certMchID, State: sandbox.StatePaid, AmountMinor: 1,
+		Fault: &sandbox.Fault{Latency: sandbox.Duration(time.Nanosecond)}})
+	b.sb.SetAccountFault(reconcile.WechatPay, certMchID, sandbox.Fault{HTTPStatus: 502})
+	res, err := c.Query(ctx, "UNANSWERED-1")
+	wantKind(t, err, reconcile.KindRetryable)
+	wantNoResult(t, res)
+	if errors.Is(err, platformclient.ErrBadSignature) {
+		t.Fatalf("query while the certificates cannot be downloaded: %v, want no bad signature", err)
+	}
+	sink := deliver(t, b, c, "UNANSWERED-1")
+	if len(sink.errs) != 1 || kindOf(sink.errs[0]) != reconcile.KindRetryable || errors.Is(sink.errs[0], platformclient.ErrBadSignature) {
+		t.Fatalf("callback while the certificates cannot be downloaded: %v, want one retryable error", sink.errs)
+	}
+
+	b.sb.SetAccountFault(reconcile.WechatPay, certMchID, sandbox.Fault{})
+	b.clock.Advance(wechatpay.DefaultCertificateRefreshMin)
+	if res, err := c.Query(ctx, "UNANSWERED-1"); err != nil || res.State != reconcile.StatePaid {
+		t.Fatalf("query once the platform answers: %+v, %v", res, err)
+	}
+}

@@ -55,6 +55,9 @@ type certificateSet struct {
 	fetchedAt time.Time     // the last download that succeeded
 	triedAt   time.Time     // the last download started, whatever came of it
 	inflight  chan struct{} // closed when the running download ends; nil when none runs
+	// unanswered: the last download got no list from WeChat Pay (no answer, 5xx, a
+	// throttle), so a serial the set lacks may be one the platform would have listed.
+	unanswered bool
 }
 
 // known looks a serial up without downloading anything.
@@ -82,6 +85,22 @@ func (c *Client) KnowsSerial(ctx context.Context, serial string) bool {
 	}
 	_, ok := c.certificateKey(ctx, NormalizeSerial(serial))
 	return ok
+}
+
+// cannotTell reports whether a failed verification of what serial signed says nothing
+// about the signature: serial is neither the public key id nor a certificate the set holds,
+// and the last download of the set got no answer from WeChat Pay. Refusing it as a bad
+// signature would blame the platform for our own missing list.
+func (c *Client) cannotTell(serial string) bool {
+	serial = strings.TrimSpace(serial)
+	if serial == "" || len(c.cfg.APIv3Key) == 0 || (c.cfg.PublicKeyID != "" && strings.EqualFold(serial, c.cfg.PublicKeyID)) {
+		return false
+	}
+	s := c.certs
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, known := s.bySerial[NormalizeSerial(serial)]
+	return !known && s.unanswered
 }
 
 // HoldsSerial is KnowsSerial without a download: whether serial is this account's public key
@@ -160,6 +179,12 @@ func (c *Client) startDownloadLocked(ctx context.Context) chan struct{} {
 		s.inflight = nil
 		if err == nil {
 			s.bySerial, s.fetchedAt = set, c.cfg.Now()
+		}
+		switch reconcile.PlatformErrorKindOf(err) {
+		case reconcile.KindRetryable, reconcile.KindUnavailable, reconcile.KindRateLimited:
+			s.unanswered = true
+		default: // a list, or an answer that says something (a bad signature, our key refused)
+			s.unanswered = false
 		}
 		s.mu.Unlock()
 		if err != nil {

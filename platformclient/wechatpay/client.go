@@ -208,8 +208,8 @@ func (c *Client) call(ctx context.Context, method, pathAndQuery string, body []b
 }
 
 // verify checks an answer's signature. A caller that gave up while the platform
-// certificates were being downloaded has learnt nothing about the signature: that is a
-// retryable failure, not a bad signature.
+// certificates were being downloaded, or whose download got no answer, has learnt nothing
+// about the signature: that is a retryable failure, not a bad signature.
 func (c *Client) verify(ctx context.Context, a answer) error {
 	err := c.verifier(ctx).Verify(a.header, a.raw)
 	switch {
@@ -218,6 +218,9 @@ func (c *Client) verify(ctx context.Context, a answer) error {
 	case ctx.Err() != nil:
 		return platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
 			"gave up waiting for the platform certificates that verify the answer", ctx.Err())
+	case c.cannotTell(a.header.Get(HeaderSerial)):
+		return platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "CERTIFICATES_UNAVAILABLE",
+			"the platform certificates that verify the answer could not be downloaded", nil)
 	}
 	return c.badSignature(a, err.Error())
 }

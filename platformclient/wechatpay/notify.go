@@ -266,6 +266,11 @@ func (c *Client) ParseNotifyContext(ctx context.Context, h http.Header, body []b
 		return reconcile.Notification{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "TIMEOUT",
 			"gave up waiting for the platform certificates that verify the callback", ctx.Err())
 	}
+	if err != nil && errors.Is(err, ErrBadSignature) && c.cannotTell(h.Get(HeaderSerial)) {
+		// The download got no answer: the serial may be one the list would have named.
+		return reconcile.Notification{}, platformclient.NewError(reconcile.WechatPay, reconcile.KindRetryable, "CERTIFICATES_UNAVAILABLE",
+			"the platform certificates that verify the callback could not be downloaded", nil)
+	}
 	// Debug only: the HTTP handler logs the refusal as the security event, once and
 	// sampled under a flood (anyone can post junk to a notify URL).
 	if err != nil && reconcile.PlatformErrorKindOf(err) == reconcile.KindBadSignature {
