@@ -92,15 +92,12 @@ func (c *Client) KnowsSerial(ctx context.Context, serial string) bool {
 // and the last download of the set got no answer from WeChat Pay. Refusing it as a bad
 // signature would blame the platform for our own missing list.
 func (c *Client) cannotTell(serial string) bool {
-	serial = strings.TrimSpace(serial)
-	if serial == "" || len(c.cfg.APIv3Key) == 0 || (c.cfg.PublicKeyID != "" && strings.EqualFold(serial, c.cfg.PublicKeyID)) {
-		return false
+	if strings.TrimSpace(serial) == "" || c.HoldsSerial(serial) {
+		return false // unsigned, or signed by a key we hold: the verdict stands
 	}
-	s := c.certs
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, known := s.bySerial[NormalizeSerial(serial)]
-	return !known && s.unanswered
+	c.certs.mu.Lock()
+	defer c.certs.mu.Unlock()
+	return c.certs.unanswered
 }
 
 // HoldsSerial is KnowsSerial without a download: whether serial is this account's public key
