@@ -29,8 +29,8 @@ type dispatcher struct {
 	active       chan struct{} // one per running loop
 	wg           sync.WaitGroup
 
-	mu     sync.Mutex
-	groups map[AccountKey]*budgetGroup
+	groups map[AccountKey]*budgetGroup // read and written by run's walk only
+	mu     sync.Mutex                  // guards each group's held and logged
 }
 
 // budgetGroup is the accounts whose calls one budget bounds.
@@ -79,8 +79,6 @@ func (d *dispatcher) group(acct AccountKey) *budgetGroup {
 	if q == nil {
 		return nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	g := d.groups[key]
 	if g == nil {
 		g = &budgetGroup{owner: key, queue: q, wake: make(chan struct{}, 1)}
@@ -173,13 +171,13 @@ func (g *budgetGroup) full() bool {
 	return waiting+int(g.arriving.Load()) >= enough
 }
 
-// arrived takes n calls off the way to the queue; a drop the queue will not see (nothing
-// taken, or a loop that ended) wakes the group's releaser.
-func (g *budgetGroup) arrived(n int64, seen bool) {
+// arrived takes a call off the way to the queue; seen says the queue gains it. A drop the
+// queue will not see (nothing taken, or a loop that ended) wakes the group's releaser.
+func (g *budgetGroup) arrived(seen bool) {
 	if g == nil {
 		return
 	}
-	g.arriving.Add(-n)
+	g.arriving.Add(-1)
 	if !seen {
 		select {
 		case g.wake <- struct{}{}:

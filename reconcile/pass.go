@@ -503,7 +503,7 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct DueAccount, group *bu
 	firstTake := true
 	defer func() {
 		if firstTake {
-			group.arrived(1, false)
+			group.arrived(false)
 		}
 	}()
 	lastSave := time.Now()
@@ -518,7 +518,7 @@ func (p *pass) takeLoop(ctx, workCtx context.Context, acct DueAccount, group *bu
 		started, err := l.takeBatch(workCtx, free)
 		if firstTake {
 			firstTake = false
-			group.arrived(1, started > 0)
+			group.arrived(started > 0)
 		}
 		for i := started; i < free; i++ {
 			<-l.slots
@@ -633,7 +633,7 @@ func (l *accountLoop) start(ctx context.Context, q *queueState, pos Cursor, take
 	l.wg.Add(1)
 	go func() {
 		// From here to the budget's queue the check runs without blocking.
-		l.group.arrived(1, true)
+		l.group.arrived(true)
 		defer l.wg.Done()
 		defer func() { l.clock.observe(time.Since(taken)); <-l.slots }()
 		defer func() {
