@@ -45,6 +45,9 @@ type App struct {
 	// queues are the shared budgets' queues, by the account owning the budget (a provider,
 	// a direct account, a sub-merchant with a qps of its own); none without Redis.
 	queues map[reconcile.AccountKey]*redis.Budget
+	// owners are callBudgets of the accounts, built once: the paced runtime and every pass's
+	// budget queues read them (scheduled passes may start on goroutines of their own).
+	owners map[reconcile.AccountKey]budgetOwner
 }
 
 // New connects to the database (and Redis), loads the platform keys and builds the apply
@@ -58,7 +61,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, withPlatfor
 			"%d sub-merchants of service providers are configured; one deployment reconciles at most %d: split the file across deployments", n, MaxSubMerchants)}
 	}
 	a := &App{cfg: cfg, log: log, metrics: metrics.New(), alipay: map[string]httpapi.AlipayNotifyReader{},
-		queues: map[reconcile.AccountKey]*redis.Budget{}}
+		queues: map[reconcile.AccountKey]*redis.Budget{}, owners: callBudgets(cfg.Accounts)}
 	var claimer reconcile.Claimer
 	if cfg.RedisURL != "" {
 		var err error

@@ -19,7 +19,7 @@ func (a *App) budgetQueues() reconcile.BudgetQueues {
 	if len(a.queues) == 0 {
 		return nil
 	}
-	return budgetQueues{owners: callBudgets(a.cfg.Accounts), queues: a.queues}
+	return budgetQueues{owners: a.owners, queues: a.queues}
 }
 
 func (b budgetQueues) Queue(acct reconcile.AccountKey) (reconcile.AccountKey, reconcile.BudgetQueue) {

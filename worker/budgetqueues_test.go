@@ -34,7 +34,7 @@ func TestBudgetQueuesNameTheBudgetThatBoundsEachAccount(t *testing.T) {
 		key(reconcile.Alipay, "2021101"), key(reconcile.WechatPay, "1900000109"), key(reconcile.WechatPay, "1800000002")} {
 		queues[k] = redis.NewBudget(rdb, redis.BudgetOptions{Key: k.MerchantID, QPS: 10})
 	}
-	a := &App{cfg: config.Config{Accounts: accts}, queues: queues}
+	a := &App{cfg: config.Config{Accounts: accts}, queues: queues, owners: callBudgets(accts)} // as New builds it
 	bq := a.budgetQueues()
 	cases := []struct {
 		acct, group reconcile.AccountKey

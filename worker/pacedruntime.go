@@ -171,7 +171,7 @@ func (a *App) PaceRuntime(execErr error) {
 	if execErr != nil {
 		a.log.Warn().Err(execErr).Msg("a paced pass will cost more CPU per order")
 	}
-	a.procs = &procsForDueWork{budgets: callBudgets(a.cfg.Accounts), log: a.log}
+	a.procs = &procsForDueWork{budgets: a.owners, log: a.log}
 }
 
 // budgetOwner is the account whose qps bounds an account's calls: itself, or its service
