@@ -326,6 +326,10 @@ func TestRedisBudgetQueueCountsWaitersAndSaysWhenOneLeaves(t *testing.T) {
 	if waiting, enough := b.Waiting(); waiting != 0 || enough != 2 {
 		t.Fatalf("idle budget: Waiting() = %d, %d; want 0 waiting, 2 (two bunches of one) enough", waiting, enough)
 	}
+	// At Q=100 the burst is 10 and a bunch three quarters of it, rounded up: 8.
+	if _, enough := redis.NewBudget(c, redis.BudgetOptions{Key: prefix + "rate:alipay:2090", QPS: 100}).Waiting(); enough != 16 {
+		t.Fatalf("a budget at Q=100 names %d waiting as enough, want 16 (two bunches of 8)", enough)
+	}
 	if err := b.Wait(ctx); err != nil { // spends the burst: the next grant is 2 s away
 		t.Fatal(err)
 	}
